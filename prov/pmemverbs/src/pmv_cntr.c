@@ -1,0 +1,107 @@
+/*
+ * pmemverbs: counters, forwarded to the core's counters.
+ */
+#include <stdlib.h>
+
+#include "pmv.h"
+
+static inline struct fid_cntr *core_cntr(struct fid_cntr *cntr)
+{
+	return pmv_container_of(cntr, struct pmv_cntr, cntr_fid)->core;
+}
+
+static uint64_t pmv_cntr_read(struct fid_cntr *cntr)
+{
+	return fi_cntr_read(core_cntr(cntr));
+}
+
+static uint64_t pmv_cntr_readerr(struct fid_cntr *cntr)
+{
+	return fi_cntr_readerr(core_cntr(cntr));
+}
+
+static int pmv_cntr_add(struct fid_cntr *cntr, uint64_t value)
+{
+	return fi_cntr_add(core_cntr(cntr), value);
+}
+
+static int pmv_cntr_set(struct fid_cntr *cntr, uint64_t value)
+{
+	return fi_cntr_set(core_cntr(cntr), value);
+}
+
+static int pmv_cntr_wait(struct fid_cntr *cntr, uint64_t threshold,
+			 int timeout)
+{
+	return fi_cntr_wait(core_cntr(cntr), threshold, timeout);
+}
+
+static int pmv_cntr_adderr(struct fid_cntr *cntr, uint64_t value)
+{
+	return fi_cntr_adderr(core_cntr(cntr), value);
+}
+
+static int pmv_cntr_seterr(struct fid_cntr *cntr, uint64_t value)
+{
+	return fi_cntr_seterr(core_cntr(cntr), value);
+}
+
+static struct fi_ops_cntr pmv_cntr_ops = {
+	.size = sizeof(struct fi_ops_cntr),
+	.read = pmv_cntr_read,
+	.readerr = pmv_cntr_readerr,
+	.add = pmv_cntr_add,
+	.set = pmv_cntr_set,
+	.wait = pmv_cntr_wait,
+	.adderr = pmv_cntr_adderr,
+	.seterr = pmv_cntr_seterr,
+};
+
+static int pmv_cntr_close(struct fid *fid)
+{
+	struct pmv_cntr *cntr = pmv_container_of(fid, struct pmv_cntr,
+						 cntr_fid.fid);
+	int ret = pmv_close_core(&cntr->core->fid, "counter");
+
+	if (ret)
+		return ret;
+	free(cntr);
+	return 0;
+}
+
+static struct fi_ops pmv_cntr_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = pmv_cntr_close,
+	.bind = pmv_no_bind,
+	.control = pmv_control_core,
+	.ops_open = pmv_ops_open_core,
+	.ops_set = pmv_no_ops_set,
+};
+
+int pmv_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+		  struct fid_cntr **cntr_fid, void *context)
+{
+	struct pmv_domain *dom = pmv_container_of(domain, struct pmv_domain,
+						  domain_fid);
+	struct fi_cntr_attr core_attr = *attr;
+	struct pmv_cntr *cntr;
+	int ret;
+
+	ret = pmv_core_wait_set(attr->wait_set, &core_attr.wait_set);
+	if (ret)
+		return ret;
+	cntr = calloc(1, sizeof(*cntr));
+	if (!cntr)
+		return -FI_ENOMEM;
+	ret = fi_cntr_open(dom->core, &core_attr, &cntr->core, cntr);
+	if (ret) {
+		free(cntr);
+		return ret;
+	}
+	cntr->cntr_fid.fid.fclass = FI_CLASS_CNTR;
+	cntr->cntr_fid.fid.context = context;
+	cntr->cntr_fid.fid.ops = &pmv_cntr_fi_ops;
+	cntr->cntr_fid.ops = &pmv_cntr_ops;
+	*cntr_fid = &cntr->cntr_fid;
+	return 0;
+}

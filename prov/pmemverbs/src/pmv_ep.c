@@ -1,0 +1,347 @@
+/*
+ * pmemverbs: active endpoints, shared receive contexts, and their control
+ * and connection-management operations.
+ */
+#include <stdlib.h>
+
+#include "pmv.h"
+
+static struct fid_ep *pmv_core_ep(struct fid_ep *ep)
+{
+	return pmv_container_of(ep, struct pmv_ep, ep_fid)->core;
+}
+
+static int pmv_ep_close(struct fid *fid)
+{
+	struct pmv_ep *ep = pmv_container_of(fid, struct pmv_ep, ep_fid.fid);
+	int ret = pmv_close_core(&ep->core->fid, "endpoint");
+
+	if (ret)
+		return ret;
+	free(ep);
+	return 0;
+}
+
+static int pmv_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct pmv_ep *ep = pmv_container_of(fid, struct pmv_ep, ep_fid.fid);
+
+	return pmv_bind_core(&ep->core->fid, bfid, flags);
+}
+
+static int pmv_ep_control(struct fid *fid, int command, void *arg)
+{
+	if (command == FI_ALIAS) {
+		PMV_WARN(FI_LOG_EP_CTRL, "FI_ALIAS is not supported; open a "
+			 "second endpoint instead\n");
+		return -FI_ENOSYS;
+	}
+	return pmv_control_core(fid, command, arg);
+}
+
+static struct fi_ops pmv_ep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = pmv_ep_close,
+	.bind = pmv_ep_bind,
+	.control = pmv_ep_control,
+	.ops_open = pmv_ops_open_core,
+	.ops_set = pmv_no_ops_set,
+};
+
+static ssize_t pmv_ep_cancel(fid_t fid, void *context)
+{
+	return fi_cancel(pmv_core_fid(fid), context);
+}
+
+static int pmv_ep_getopt(fid_t fid, int level, int optname, void *optval,
+			 size_t *optlen)
+{
+	return fi_getopt(pmv_core_fid(fid), level, optname, optval, optlen);
+}
+
+static int pmv_ep_setopt(fid_t fid, int level, int optname, const void *optval,
+			 size_t optlen)
+{
+	return fi_setopt(pmv_core_fid(fid), level, optname, optval, optlen);
+}
+
+static int pmv_ep_no_tx_ctx(struct fid_ep *sep, int index,
+			    struct fi_tx_attr *attr, struct fid_ep **tx_ep,
+			    void *context)
+{
+	(void) sep; (void) index; (void) attr; (void) tx_ep; (void) context;
+	return -FI_ENOSYS;
+}
+
+static int pmv_ep_no_rx_ctx(struct fid_ep *sep, int index,
+			    struct fi_rx_attr *attr, struct fid_ep **rx_ep,
+			    void *context)
+{
+	(void) sep; (void) index; (void) attr; (void) rx_ep; (void) context;
+	return -FI_ENOSYS;
+}
+
+/* fi_rx_size_left and fi_tx_size_left are deprecated; still forwarded. */
+static ssize_t pmv_ep_rx_size_left(struct fid_ep *ep)
+{
+	struct fid_ep *core = pmv_core_ep(ep);
+
+	return core->ops->rx_size_left ? core->ops->rx_size_left(core) :
+					 -FI_ENOSYS;
+}
+
+static ssize_t pmv_ep_tx_size_left(struct fid_ep *ep)
+{
+	struct fid_ep *core = pmv_core_ep(ep);
+
+	return core->ops->tx_size_left ? core->ops->tx_size_left(core) :
+					 -FI_ENOSYS;
+}
+
+static struct fi_ops_ep pmv_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = pmv_ep_cancel,
+	.getopt = pmv_ep_getopt,
+	.setopt = pmv_ep_setopt,
+	.tx_ctx = pmv_ep_no_tx_ctx,
+	.rx_ctx = pmv_ep_no_rx_ctx,
+	.rx_size_left = pmv_ep_rx_size_left,
+	.tx_size_left = pmv_ep_tx_size_left,
+};
+
+static int pmv_cm_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	return fi_setname(pmv_core_fid(fid), addr, addrlen);
+}
+
+static int pmv_cm_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	return fi_getname(pmv_core_fid(fid), addr, addrlen);
+}
+
+static int pmv_cm_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
+{
+	return fi_getpeer(pmv_core_ep(ep), addr, addrlen);
+}
+
+static int pmv_cm_connect(struct fid_ep *ep, const void *addr,
+			  const void *param, size_t paramlen)
+{
+	return fi_connect(pmv_core_ep(ep), addr, param, paramlen);
+}
+
+static int pmv_cm_accept(struct fid_ep *ep, const void *param, size_t paramlen)
+{
+	return fi_accept(pmv_core_ep(ep), param, paramlen);
+}
+
+static int pmv_cm_shutdown(struct fid_ep *ep, uint64_t flags)
+{
+	return fi_shutdown(pmv_core_ep(ep), flags);
+}
+
+static int pmv_cm_join(struct fid_ep *ep, const void *addr, uint64_t flags,
+		       struct fid_mc **mc, void *context)
+{
+	(void) ep; (void) addr; (void) flags; (void) mc; (void) context;
+	return -FI_ENOSYS;
+}
+
+static int pmv_cm_no_listen(struct fid_pep *pep)
+{
+	(void) pep;
+	return -FI_ENOSYS;
+}
+
+static int pmv_cm_no_reject(struct fid_pep *pep, fid_t handle,
+			    const void *param, size_t paramlen)
+{
+	(void) pep; (void) handle; (void) param; (void) paramlen;
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_cm pmv_ep_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = pmv_cm_setname,
+	.getname = pmv_cm_getname,
+	.getpeer = pmv_cm_getpeer,
+	.connect = pmv_cm_connect,
+	.listen = pmv_cm_no_listen,
+	.accept = pmv_cm_accept,
+	.reject = pmv_cm_no_reject,
+	.shutdown = pmv_cm_shutdown,
+	.join = pmv_cm_join,
+};
+
+/* Fills the public part of an endpoint wrapper of the given class. */
+static void pmv_ep_init_fid(struct pmv_ep *ep, size_t fclass, void *context)
+{
+	ep->ep_fid.fid.fclass = fclass;
+	ep->ep_fid.fid.context = context;
+	ep->ep_fid.fid.ops = &pmv_ep_fi_ops;
+	ep->ep_fid.ops = &pmv_ep_ops;
+	ep->ep_fid.cm = &pmv_ep_cm_ops;
+	ep->ep_fid.msg = &pmv_msg_ops;
+	ep->ep_fid.rma = &pmv_rma_ops;
+	ep->ep_fid.tagged = &pmv_tagged_ops;
+	ep->ep_fid.atomic = &pmv_atomic_ops;
+	ep->ep_fid.collective = NULL;
+}
+
+/* Releases the pmemverbs connreq once the core has consumed its handle. */
+static void pmv_release_connreq(struct fi_info *info)
+{
+	if (info->handle && info->handle->fclass == FI_CLASS_CONNREQ) {
+		fi_close(info->handle);
+		info->handle = NULL;
+	}
+}
+
+int pmv_endpoint(struct fid_domain *domain, struct fi_info *info,
+		 struct fid_ep **ep_fid, void *context)
+{
+	struct pmv_domain *dom = pmv_container_of(domain, struct pmv_domain,
+						  domain_fid);
+	struct fi_info *core_info = pmv_info_to_core(info);
+	struct pmv_ep *ep = calloc(1, sizeof(*ep));
+	int ret = -FI_ENOMEM;
+
+	if (!ep || !core_info)
+		goto out;
+	ret = fi_endpoint(dom->core, core_info, &ep->core, ep);
+	if (ret) {
+		PMV_WARN(FI_LOG_EP_CTRL, "opening core endpoint: %s\n",
+			 fi_strerror(-ret));
+		goto out;
+	}
+	ep->domain = dom;
+	pmv_ep_init_fid(ep, FI_CLASS_EP, context);
+	pmv_release_connreq(info);
+	*ep_fid = &ep->ep_fid;
+	ep = NULL;
+out:
+	fi_freeinfo(core_info);
+	free(ep);
+	return ret;
+}
+
+int pmv_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
+		    struct fid_ep **rx_ep, void *context)
+{
+	struct pmv_domain *dom = pmv_container_of(domain, struct pmv_domain,
+						  domain_fid);
+	struct pmv_ep *srx = calloc(1, sizeof(*srx));
+	int ret;
+
+	if (!srx)
+		return -FI_ENOMEM;
+	ret = fi_srx_context(dom->core, attr, &srx->core, srx);
+	if (ret) {
+		free(srx);
+		return ret;
+	}
+	srx->domain = dom;
+	pmv_ep_init_fid(srx, FI_CLASS_SRX_CTX, context);
+	*rx_ep = &srx->ep_fid;
+	return 0;
+}
+
+static int pmv_pep_close(struct fid *fid)
+{
+	struct pmv_pep *pep = pmv_container_of(fid, struct pmv_pep, pep_fid.fid);
+	int ret = pmv_close_core(&pep->core->fid, "passive endpoint");
+
+	if (ret)
+		return ret;
+	free(pep);
+	return 0;
+}
+
+static int pmv_pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct pmv_pep *pep = pmv_container_of(fid, struct pmv_pep, pep_fid.fid);
+
+	return pmv_bind_core(&pep->core->fid, bfid, flags);
+}
+
+static struct fi_ops pmv_pep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = pmv_pep_close,
+	.bind = pmv_pep_bind,
+	.control = pmv_control_core,
+	.ops_open = pmv_ops_open_core,
+	.ops_set = pmv_no_ops_set,
+};
+
+static int pmv_pep_listen(struct fid_pep *pep)
+{
+	return fi_listen(pmv_container_of(pep, struct pmv_pep, pep_fid)->core);
+}
+
+static int pmv_pep_reject(struct fid_pep *pep_fid, fid_t handle,
+			  const void *param, size_t paramlen)
+{
+	struct pmv_pep *pep = pmv_container_of(pep_fid, struct pmv_pep, pep_fid);
+	struct fid *core_handle = pmv_core_fid(handle);
+	int ret;
+
+	if (!core_handle || handle->fclass != FI_CLASS_CONNREQ) {
+		PMV_WARN(FI_LOG_EP_CTRL, "fi_reject: handle is not a "
+			 "connection request from a pmemverbs FI_CONNREQ event\n");
+		return -FI_EINVAL;
+	}
+	ret = fi_reject(pep->core, core_handle, param, paramlen);
+	if (!ret)
+		fi_close(handle);
+	return ret;
+}
+
+static struct fi_ops_cm pmv_pep_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = pmv_cm_setname,
+	.getname = pmv_cm_getname,
+	.getpeer = NULL,
+	.connect = NULL,
+	.listen = pmv_pep_listen,
+	.accept = NULL,
+	.reject = pmv_pep_reject,
+	.shutdown = NULL,
+	.join = NULL,
+};
+
+static struct fi_ops_ep pmv_pep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.getopt = pmv_ep_getopt,
+	.setopt = pmv_ep_setopt,
+};
+
+int pmv_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
+		   struct fid_pep **pep_fid, void *context)
+{
+	struct pmv_fabric *fab = pmv_container_of(fabric, struct pmv_fabric,
+						  fabric_fid);
+	struct fi_info *core_info = pmv_info_to_core(info);
+	struct pmv_pep *pep = calloc(1, sizeof(*pep));
+	int ret = -FI_ENOMEM;
+
+	if (!pep || !core_info)
+		goto err;
+	ret = fi_passive_ep(fab->core, core_info, &pep->core, pep);
+	if (ret) {
+		PMV_WARN(FI_LOG_EP_CTRL, "opening core passive endpoint: %s\n",
+			 fi_strerror(-ret));
+		goto err;
+	}
+	fi_freeinfo(core_info);
+	pep->pep_fid.fid.fclass = FI_CLASS_PEP;
+	pep->pep_fid.fid.context = context;
+	pep->pep_fid.fid.ops = &pmv_pep_fi_ops;
+	pep->pep_fid.ops = &pmv_pep_ops;
+	pep->pep_fid.cm = &pmv_pep_cm_ops;
+	*pep_fid = &pep->pep_fid;
+	return 0;
+err:
+	fi_freeinfo(core_info);
+	free(pep);
+	return ret;
+}

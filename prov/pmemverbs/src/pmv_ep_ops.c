@@ -1,0 +1,398 @@
+/*
+ * pmemverbs: data-path operations of an endpoint.
+ *
+ * None of these has anything to do with persistence, so each forwards to
+ * the core endpoint in one call: no lock, no allocation, no logging.
+ * Memory descriptors and fi_addr_t values need no translation (a pmemverbs
+ * MR's desc is the core MR's desc), and contexts pass through untouched, so
+ * completions carry the application's own contexts.
+ */
+#include "pmv.h"
+
+static inline struct fid_ep *core_ep(struct fid_ep *ep)
+{
+	return pmv_container_of(ep, struct pmv_ep, ep_fid)->core;
+}
+
+/* Messages. */
+
+static ssize_t pmv_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
+			fi_addr_t src_addr, void *context)
+{
+	return fi_recv(core_ep(ep), buf, len, desc, src_addr, context);
+}
+
+static ssize_t pmv_recvv(struct fid_ep *ep, const struct iovec *iov,
+			 void **desc, size_t count, fi_addr_t src_addr,
+			 void *context)
+{
+	return fi_recvv(core_ep(ep), iov, desc, count, src_addr, context);
+}
+
+static ssize_t pmv_recvmsg(struct fid_ep *ep, const struct fi_msg *msg,
+			   uint64_t flags)
+{
+	return fi_recvmsg(core_ep(ep), msg, flags);
+}
+
+static ssize_t pmv_send(struct fid_ep *ep, const void *buf, size_t len,
+			void *desc, fi_addr_t dest_addr, void *context)
+{
+	return fi_send(core_ep(ep), buf, len, desc, dest_addr, context);
+}
+
+static ssize_t pmv_sendv(struct fid_ep *ep, const struct iovec *iov,
+			 void **desc, size_t count, fi_addr_t dest_addr,
+			 void *context)
+{
+	return fi_sendv(core_ep(ep), iov, desc, count, dest_addr, context);
+}
+
+static ssize_t pmv_sendmsg(struct fid_ep *ep, const struct fi_msg *msg,
+			   uint64_t flags)
+{
+	return fi_sendmsg(core_ep(ep), msg, flags);
+}
+
+static ssize_t pmv_inject(struct fid_ep *ep, const void *buf, size_t len,
+			  fi_addr_t dest_addr)
+{
+	return fi_inject(core_ep(ep), buf, len, dest_addr);
+}
+
+static ssize_t pmv_senddata(struct fid_ep *ep, const void *buf, size_t len,
+			    void *desc, uint64_t data, fi_addr_t dest_addr,
+			    void *context)
+{
+	return fi_senddata(core_ep(ep), buf, len, desc, data, dest_addr,
+			   context);
+}
+
+static ssize_t pmv_injectdata(struct fid_ep *ep, const void *buf, size_t len,
+			      uint64_t data, fi_addr_t dest_addr)
+{
+	return fi_injectdata(core_ep(ep), buf, len, data, dest_addr);
+}
+
+struct fi_ops_msg pmv_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = pmv_recv,
+	.recvv = pmv_recvv,
+	.recvmsg = pmv_recvmsg,
+	.send = pmv_send,
+	.sendv = pmv_sendv,
+	.sendmsg = pmv_sendmsg,
+	.inject = pmv_inject,
+	.senddata = pmv_senddata,
+	.injectdata = pmv_injectdata,
+};
+
+/* Tagged messages. */
+
+static ssize_t pmv_trecv(struct fid_ep *ep, void *buf, size_t len, void *desc,
+			 fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
+			 void *context)
+{
+	return fi_trecv(core_ep(ep), buf, len, desc, src_addr, tag, ignore,
+			context);
+}
+
+static ssize_t pmv_trecvv(struct fid_ep *ep, const struct iovec *iov,
+			  void **desc, size_t count, fi_addr_t src_addr,
+			  uint64_t tag, uint64_t ignore, void *context)
+{
+	return fi_trecvv(core_ep(ep), iov, desc, count, src_addr, tag, ignore,
+			 context);
+}
+
+static ssize_t pmv_trecvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
+			    uint64_t flags)
+{
+	return fi_trecvmsg(core_ep(ep), msg, flags);
+}
+
+static ssize_t pmv_tsend(struct fid_ep *ep, const void *buf, size_t len,
+			 void *desc, fi_addr_t dest_addr, uint64_t tag,
+			 void *context)
+{
+	return fi_tsend(core_ep(ep), buf, len, desc, dest_addr, tag, context);
+}
+
+static ssize_t pmv_tsendv(struct fid_ep *ep, const struct iovec *iov,
+			  void **desc, size_t count, fi_addr_t dest_addr,
+			  uint64_t tag, void *context)
+{
+	return fi_tsendv(core_ep(ep), iov, desc, count, dest_addr, tag,
+			 context);
+}
+
+static ssize_t pmv_tsendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg,
+			    uint64_t flags)
+{
+	return fi_tsendmsg(core_ep(ep), msg, flags);
+}
+
+static ssize_t pmv_tinject(struct fid_ep *ep, const void *buf, size_t len,
+			   fi_addr_t dest_addr, uint64_t tag)
+{
+	return fi_tinject(core_ep(ep), buf, len, dest_addr, tag);
+}
+
+static ssize_t pmv_tsenddata(struct fid_ep *ep, const void *buf, size_t len,
+			     void *desc, uint64_t data, fi_addr_t dest_addr,
+			     uint64_t tag, void *context)
+{
+	return fi_tsenddata(core_ep(ep), buf, len, desc, data, dest_addr, tag,
+			    context);
+}
+
+static ssize_t pmv_tinjectdata(struct fid_ep *ep, const void *buf, size_t len,
+			       uint64_t data, fi_addr_t dest_addr, uint64_t tag)
+{
+	return fi_tinjectdata(core_ep(ep), buf, len, data, dest_addr, tag);
+}
+
+struct fi_ops_tagged pmv_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged),
+	.recv = pmv_trecv,
+	.recvv = pmv_trecvv,
+	.recvmsg = pmv_trecvmsg,
+	.send = pmv_tsend,
+	.sendv = pmv_tsendv,
+	.sendmsg = pmv_tsendmsg,
+	.inject = pmv_tinject,
+	.senddata = pmv_tsenddata,
+	.injectdata = pmv_tinjectdata,
+};
+
+/* RMA. */
+
+static ssize_t pmv_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
+			fi_addr_t src_addr, uint64_t addr, uint64_t key,
+			void *context)
+{
+	return fi_read(core_ep(ep), buf, len, desc, src_addr, addr, key,
+		       context);
+}
+
+static ssize_t pmv_readv(struct fid_ep *ep, const struct iovec *iov,
+			 void **desc, size_t count, fi_addr_t src_addr,
+			 uint64_t addr, uint64_t key, void *context)
+{
+	return fi_readv(core_ep(ep), iov, desc, count, src_addr, addr, key,
+			context);
+}
+
+static ssize_t pmv_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
+			   uint64_t flags)
+{
+	return fi_readmsg(core_ep(ep), msg, flags);
+}
+
+static ssize_t pmv_write(struct fid_ep *ep, const void *buf, size_t len,
+			 void *desc, fi_addr_t dest_addr, uint64_t addr,
+			 uint64_t key, void *context)
+{
+	return fi_write(core_ep(ep), buf, len, desc, dest_addr, addr, key,
+			context);
+}
+
+static ssize_t pmv_writev(struct fid_ep *ep, const struct iovec *iov,
+			  void **desc, size_t count, fi_addr_t dest_addr,
+			  uint64_t addr, uint64_t key, void *context)
+{
+	return fi_writev(core_ep(ep), iov, desc, count, dest_addr, addr, key,
+			 context);
+}
+
+static ssize_t pmv_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
+			    uint64_t flags)
+{
+	return fi_writemsg(core_ep(ep), msg, flags);
+}
+
+static ssize_t pmv_inject_write(struct fid_ep *ep, const void *buf, size_t len,
+				fi_addr_t dest_addr, uint64_t addr,
+				uint64_t key)
+{
+	return fi_inject_write(core_ep(ep), buf, len, dest_addr, addr, key);
+}
+
+static ssize_t pmv_writedata(struct fid_ep *ep, const void *buf, size_t len,
+			     void *desc, uint64_t data, fi_addr_t dest_addr,
+			     uint64_t addr, uint64_t key, void *context)
+{
+	return fi_writedata(core_ep(ep), buf, len, desc, data, dest_addr, addr,
+			    key, context);
+}
+
+static ssize_t pmv_inject_writedata(struct fid_ep *ep, const void *buf,
+				    size_t len, uint64_t data,
+				    fi_addr_t dest_addr, uint64_t addr,
+				    uint64_t key)
+{
+	return fi_inject_writedata(core_ep(ep), buf, len, data, dest_addr,
+				   addr, key);
+}
+
+struct fi_ops_rma pmv_rma_ops = {
+	.size = sizeof(struct fi_ops_rma),
+	.read = pmv_read,
+	.readv = pmv_readv,
+	.readmsg = pmv_readmsg,
+	.write = pmv_write,
+	.writev = pmv_writev,
+	.writemsg = pmv_writemsg,
+	.inject = pmv_inject_write,
+	.writedata = pmv_writedata,
+	.injectdata = pmv_inject_writedata,
+};
+
+/* Atomics. */
+
+static ssize_t pmv_atomic(struct fid_ep *ep, const void *buf, size_t count,
+			  void *desc, fi_addr_t dest_addr, uint64_t addr,
+			  uint64_t key, enum fi_datatype datatype,
+			  enum fi_op op, void *context)
+{
+	return fi_atomic(core_ep(ep), buf, count, desc, dest_addr, addr, key,
+			 datatype, op, context);
+}
+
+static ssize_t pmv_atomicv(struct fid_ep *ep, const struct fi_ioc *iov,
+			   void **desc, size_t count, fi_addr_t dest_addr,
+			   uint64_t addr, uint64_t key,
+			   enum fi_datatype datatype, enum fi_op op,
+			   void *context)
+{
+	return fi_atomicv(core_ep(ep), iov, desc, count, dest_addr, addr, key,
+			  datatype, op, context);
+}
+
+static ssize_t pmv_atomicmsg(struct fid_ep *ep,
+			     const struct fi_msg_atomic *msg, uint64_t flags)
+{
+	return fi_atomicmsg(core_ep(ep), msg, flags);
+}
+
+static ssize_t pmv_inject_atomic(struct fid_ep *ep, const void *buf,
+				 size_t count, fi_addr_t dest_addr,
+				 uint64_t addr, uint64_t key,
+				 enum fi_datatype datatype, enum fi_op op)
+{
+	return fi_inject_atomic(core_ep(ep), buf, count, dest_addr, addr, key,
+				datatype, op);
+}
+
+static ssize_t pmv_fetch_atomic(struct fid_ep *ep, const void *buf,
+				size_t count, void *desc, void *result,
+				void *result_desc, fi_addr_t dest_addr,
+				uint64_t addr, uint64_t key,
+				enum fi_datatype datatype, enum fi_op op,
+				void *context)
+{
+	return fi_fetch_atomic(core_ep(ep), buf, count, desc, result,
+			       result_desc, dest_addr, addr, key, datatype, op,
+			       context);
+}
+
+static ssize_t pmv_fetch_atomicv(struct fid_ep *ep, const struct fi_ioc *iov,
+				 void **desc, size_t count,
+				 struct fi_ioc *resultv, void **result_desc,
+				 size_t result_count, fi_addr_t dest_addr,
+				 uint64_t addr, uint64_t key,
+				 enum fi_datatype datatype, enum fi_op op,
+				 void *context)
+{
+	return fi_fetch_atomicv(core_ep(ep), iov, desc, count, resultv,
+				result_desc, result_count, dest_addr, addr,
+				key, datatype, op, context);
+}
+
+static ssize_t pmv_fetch_atomicmsg(struct fid_ep *ep,
+				   const struct fi_msg_atomic *msg,
+				   struct fi_ioc *resultv, void **result_desc,
+				   size_t result_count, uint64_t flags)
+{
+	return fi_fetch_atomicmsg(core_ep(ep), msg, resultv, result_desc,
+				  result_count, flags);
+}
+
+static ssize_t pmv_compare_atomic(struct fid_ep *ep, const void *buf,
+				  size_t count, void *desc,
+				  const void *compare, void *compare_desc,
+				  void *result, void *result_desc,
+				  fi_addr_t dest_addr, uint64_t addr,
+				  uint64_t key, enum fi_datatype datatype,
+				  enum fi_op op, void *context)
+{
+	return fi_compare_atomic(core_ep(ep), buf, count, desc, compare,
+				 compare_desc, result, result_desc, dest_addr,
+				 addr, key, datatype, op, context);
+}
+
+static ssize_t pmv_compare_atomicv(struct fid_ep *ep,
+				   const struct fi_ioc *iov, void **desc,
+				   size_t count, const struct fi_ioc *comparev,
+				   void **compare_desc, size_t compare_count,
+				   struct fi_ioc *resultv, void **result_desc,
+				   size_t result_count, fi_addr_t dest_addr,
+				   uint64_t addr, uint64_t key,
+				   enum fi_datatype datatype, enum fi_op op,
+				   void *context)
+{
+	return fi_compare_atomicv(core_ep(ep), iov, desc, count, comparev,
+				  compare_desc, compare_count, resultv,
+				  result_desc, result_count, dest_addr, addr,
+				  key, datatype, op, context);
+}
+
+static ssize_t pmv_compare_atomicmsg(struct fid_ep *ep,
+				     const struct fi_msg_atomic *msg,
+				     const struct fi_ioc *comparev,
+				     void **compare_desc, size_t compare_count,
+				     struct fi_ioc *resultv,
+				     void **result_desc, size_t result_count,
+				     uint64_t flags)
+{
+	return fi_compare_atomicmsg(core_ep(ep), msg, comparev, compare_desc,
+				    compare_count, resultv, result_desc,
+				    result_count, flags);
+}
+
+static int pmv_atomic_valid(struct fid_ep *ep, enum fi_datatype datatype,
+			    enum fi_op op, size_t *count)
+{
+	return fi_atomicvalid(core_ep(ep), datatype, op, count);
+}
+
+static int pmv_fetch_atomic_valid(struct fid_ep *ep,
+				  enum fi_datatype datatype, enum fi_op op,
+				  size_t *count)
+{
+	return fi_fetch_atomicvalid(core_ep(ep), datatype, op, count);
+}
+
+static int pmv_compare_atomic_valid(struct fid_ep *ep,
+				    enum fi_datatype datatype, enum fi_op op,
+				    size_t *count)
+{
+	return fi_compare_atomicvalid(core_ep(ep), datatype, op, count);
+}
+
+struct fi_ops_atomic pmv_atomic_ops = {
+	.size = sizeof(struct fi_ops_atomic),
+	.write = pmv_atomic,
+	.writev = pmv_atomicv,
+	.writemsg = pmv_atomicmsg,
+	.inject = pmv_inject_atomic,
+	.readwrite = pmv_fetch_atomic,
+	.readwritev = pmv_fetch_atomicv,
+	.readwritemsg = pmv_fetch_atomicmsg,
+	.compwrite = pmv_compare_atomic,
+	.compwritev = pmv_compare_atomicv,
+	.compwritemsg = pmv_compare_atomicmsg,
+	.writevalid = pmv_atomic_valid,
+	.readwritevalid = pmv_fetch_atomic_valid,
+	.compwritevalid = pmv_compare_atomic_valid,
+};

@@ -1,0 +1,194 @@
+/*
+ * pmemverbs: event queue.
+ *
+ * Events come from the core EQ.  Before the application sees one, the core
+ * fids it names are replaced by the pmemverbs fids wrapping them, and an
+ * FI_CONNREQ's fi_info is rewritten into a pmemverbs fi_info whose handle
+ * is a pmemverbs connection request.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmv.h"
+
+static struct fid_eq *pmv_core_eq(struct fid_eq *eq)
+{
+	return pmv_container_of(eq, struct pmv_eq, eq_fid)->core;
+}
+
+/* True for events whose fid the core filled in (not fi_eq_write's). */
+static bool pmv_event_from_core(uint32_t event)
+{
+	switch (event) {
+	case FI_CONNREQ:
+	case FI_CONNECTED:
+	case FI_SHUTDOWN:
+	case FI_MR_COMPLETE:
+	case FI_AV_COMPLETE:
+	case FI_JOIN_COMPLETE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Replaces a core fid by the pmemverbs fid wrapping it; ours stay as they are. */
+static struct fid *pmv_event_fid(struct fid *fid)
+{
+	if (!fid || (fid->ops && fid->ops->ops_set == pmv_no_ops_set))
+		return fid;
+	return pmv_app_fid(fid);
+}
+
+/* Wraps the core's connection request info into a pmemverbs one. */
+static struct fi_info *pmv_connreq_info(struct fi_info *core_info)
+{
+	struct pmv_connreq *creq = calloc(1, sizeof(*creq));
+	struct fi_info *info = fi_dupinfo(core_info);
+
+	if (!creq || !info)
+		goto err;
+	free(info->fabric_attr->prov_name);
+	info->fabric_attr->prov_name = strdup(PMV_PROV_NAME);
+	if (!info->fabric_attr->prov_name)
+		goto err;
+	info->fabric_attr->prov_version = PMV_PROV_VERSION;
+	creq->fid.fclass = FI_CLASS_CONNREQ;
+	creq->fid.ops = &pmv_connreq_fi_ops;
+	creq->core_info = core_info;
+	info->handle = &creq->fid;
+	return info;
+err:
+	fi_freeinfo(info);
+	free(creq);
+	return NULL;
+}
+
+/* Rewrites an event read from the core in place for the application. */
+static ssize_t pmv_eq_translate(uint32_t event, void *buf, ssize_t len)
+{
+	struct fi_eq_cm_entry *entry = buf;
+
+	if (!pmv_event_from_core(event) || len < (ssize_t) sizeof(entry->fid))
+		return len;
+	entry->fid = pmv_event_fid(entry->fid);
+	if (event == FI_CONNREQ && len >= (ssize_t) sizeof(*entry)) {
+		entry->info = pmv_connreq_info(entry->info);
+		if (!entry->info) {
+			PMV_WARN(FI_LOG_EQ, "out of memory translating a "
+				 "connection request; it is dropped\n");
+			return -FI_ENOMEM;
+		}
+	}
+	return len;
+}
+
+static ssize_t pmv_eq_read(struct fid_eq *eq, uint32_t *event, void *buf,
+			   size_t len, uint64_t flags)
+{
+	ssize_t ret = fi_eq_read(pmv_core_eq(eq), event, buf, len, flags);
+
+	return ret > 0 ? pmv_eq_translate(*event, buf, ret) : ret;
+}
+
+static ssize_t pmv_eq_sread(struct fid_eq *eq, uint32_t *event, void *buf,
+			    size_t len, int timeout, uint64_t flags)
+{
+	ssize_t ret = fi_eq_sread(pmv_core_eq(eq), event, buf, len, timeout,
+				  flags);
+
+	return ret > 0 ? pmv_eq_translate(*event, buf, ret) : ret;
+}
+
+static ssize_t pmv_eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf,
+			      uint64_t flags)
+{
+	ssize_t ret = fi_eq_readerr(pmv_core_eq(eq), buf, flags);
+
+	if (ret > 0)
+		buf->fid = pmv_event_fid(buf->fid);
+	return ret;
+}
+
+static ssize_t pmv_eq_write(struct fid_eq *eq, uint32_t event, const void *buf,
+			    size_t len, uint64_t flags)
+{
+	return fi_eq_write(pmv_core_eq(eq), event, buf, len, flags);
+}
+
+static const char *pmv_eq_strerror(struct fid_eq *eq, int prov_errno,
+				   const void *err_data, char *buf, size_t len)
+{
+	return fi_eq_strerror(pmv_core_eq(eq), prov_errno, err_data, buf, len);
+}
+
+static struct fi_ops_eq pmv_eq_ops = {
+	.size = sizeof(struct fi_ops_eq),
+	.read = pmv_eq_read,
+	.readerr = pmv_eq_readerr,
+	.write = pmv_eq_write,
+	.sread = pmv_eq_sread,
+	.strerror = pmv_eq_strerror,
+};
+
+static int pmv_eq_close(struct fid *fid)
+{
+	struct pmv_eq *eq = pmv_container_of(fid, struct pmv_eq, eq_fid.fid);
+	int ret = pmv_close_core(&eq->core->fid, "event queue");
+
+	if (ret)
+		return ret;
+	free(eq);
+	return 0;
+}
+
+static struct fi_ops pmv_eq_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = pmv_eq_close,
+	.bind = pmv_no_bind,
+	.control = pmv_control_core,
+	.ops_open = pmv_ops_open_core,
+	.ops_set = pmv_no_ops_set,
+};
+
+/* Maps a pmemverbs wait set named in an attribute to the core's. */
+int pmv_core_wait_set(struct fid_wait *wait_set, struct fid_wait **core_set)
+{
+	*core_set = NULL;
+	if (!wait_set)
+		return 0;
+	*core_set = (struct fid_wait *) pmv_core_fid(&wait_set->fid);
+	if (*core_set)
+		return 0;
+	PMV_WARN(FI_LOG_CORE, "wait_set was not opened with fi_wait_open on "
+		 "the pmemverbs fabric\n");
+	return -FI_EINVAL;
+}
+
+int pmv_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+		struct fid_eq **eq_fid, void *context)
+{
+	struct pmv_fabric *fab = pmv_container_of(fabric, struct pmv_fabric,
+						  fabric_fid);
+	struct fi_eq_attr core_attr = *attr;
+	struct pmv_eq *eq;
+	int ret;
+
+	ret = pmv_core_wait_set(attr->wait_set, &core_attr.wait_set);
+	if (ret)
+		return ret;
+	eq = calloc(1, sizeof(*eq));
+	if (!eq)
+		return -FI_ENOMEM;
+	ret = fi_eq_open(fab->core, &core_attr, &eq->core, eq);
+	if (ret) {
+		free(eq);
+		return ret;
+	}
+	eq->eq_fid.fid.fclass = FI_CLASS_EQ;
+	eq->eq_fid.fid.context = context;
+	eq->eq_fid.fid.ops = &pmv_eq_fi_ops;
+	eq->eq_fid.ops = &pmv_eq_ops;
+	*eq_fid = &eq->eq_fid;
+	return 0;
+}

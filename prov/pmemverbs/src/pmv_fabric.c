@@ -1,0 +1,114 @@
+/*
+ * pmemverbs: fabric object.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmv.h"
+
+static int pmv_fabric_close(struct fid *fid)
+{
+	struct pmv_fabric *fab = pmv_container_of(fid, struct pmv_fabric,
+						  fabric_fid.fid);
+	int ret = pmv_close_core(&fab->core->fid, "fabric");
+
+	if (ret)
+		return ret;
+	free(fab->core_name);
+	free(fab);
+	return 0;
+}
+
+static struct fi_ops pmv_fabric_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = pmv_fabric_close,
+	.bind = pmv_no_bind,
+	.control = pmv_control_core,
+	.ops_open = pmv_ops_open_core,
+	.ops_set = pmv_no_ops_set,
+};
+
+static int pmv_domain2(struct fid_fabric *fabric, struct fi_info *info,
+		       struct fid_domain **domain, uint64_t flags, void *context)
+{
+	if (flags) {
+		PMV_WARN(FI_LOG_FABRIC, "fi_domain2: flags 0x%llx are not "
+			 "supported; pass 0\n", (unsigned long long) flags);
+		return -FI_EBADFLAGS;
+	}
+	return pmv_domain_open(fabric, info, domain, context);
+}
+
+static struct fi_ops_fabric pmv_fabric_ops = {
+	.size = sizeof(struct fi_ops_fabric),
+	.domain = pmv_domain_open,
+	.passive_ep = pmv_passive_ep,
+	.eq_open = pmv_eq_open,
+	.wait_open = pmv_wait_open,
+	.trywait = pmv_trywait,
+	.domain2 = pmv_domain2,
+};
+
+/* Opens the core fabric named like ours, under the core provider's name. */
+static int pmv_open_core_fabric(struct pmv_fabric *fab,
+				const struct fi_fabric_attr *attr)
+{
+	struct fi_fabric_attr core_attr = *attr;
+
+	fab->core_name = strdup(pmv_core_name() ? pmv_core_name() : "");
+	if (!fab->core_name)
+		return -FI_ENOMEM;
+	if (!*fab->core_name) {
+		PMV_WARN(FI_LOG_FABRIC, "no usable core provider; check "
+			 "FI_PMEMVERBS_CORE_PROV\n");
+		return -FI_ENODEV;
+	}
+	core_attr.prov_name = fab->core_name;
+	core_attr.fabric = NULL;
+	return fi_fabric(&core_attr, &fab->core, fab);
+}
+
+int pmv_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+		    void *context)
+{
+	struct pmv_fabric *fab = calloc(1, sizeof(*fab));
+	int ret;
+
+	if (!fab)
+		return -FI_ENOMEM;
+	ret = pmv_open_core_fabric(fab, attr);
+	if (ret) {
+		PMV_WARN(FI_LOG_FABRIC, "opening core fabric %s on %s: %s\n",
+			 attr->name, fab->core_name ? fab->core_name : "?",
+			 fi_strerror(-ret));
+		free(fab->core_name);
+		free(fab);
+		return ret;
+	}
+	fab->fabric_fid.fid.fclass = FI_CLASS_FABRIC;
+	fab->fabric_fid.fid.context = context;
+	fab->fabric_fid.fid.ops = &pmv_fabric_fi_ops;
+	fab->fabric_fid.ops = &pmv_fabric_ops;
+	fab->fabric_fid.api_version = attr->api_version;
+	*fabric = &fab->fabric_fid;
+	return 0;
+}
+
+/* fi_trywait over pmemverbs objects: asks the core about their core fids. */
+int pmv_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
+{
+	struct pmv_fabric *fab = pmv_container_of(fabric, struct pmv_fabric,
+						  fabric_fid);
+	struct fid *core_fids[count > 0 ? count : 1];
+	int i;
+
+	for (i = 0; i < count; i++) {
+		core_fids[i] = pmv_core_fid(fids[i]);
+		if (!core_fids[i]) {
+			PMV_WARN(FI_LOG_FABRIC, "fi_trywait: fid %d was not "
+				 "opened through pmemverbs\n", i);
+			return -FI_EINVAL;
+		}
+	}
+	return fi_trywait(fab->core, core_fids, count);
+}

@@ -1,0 +1,129 @@
+/*
+ * pmemverbs: mapping between the application's pmemverbs fids and the core
+ * provider's fids, and the small generic fid operations every object shares.
+ */
+#include <stdlib.h>
+
+#include "pmv.h"
+
+/* Returns the core object a pmemverbs fid wraps, or NULL if not ours. */
+struct fid *pmv_core_fid(struct fid *fid)
+{
+	if (!fid || !fid->ops || fid->ops->ops_set != pmv_no_ops_set)
+		return NULL;
+
+	switch (fid->fclass) {
+	case FI_CLASS_FABRIC:
+		return &pmv_container_of(fid, struct pmv_fabric, fabric_fid.fid)->core->fid;
+	case FI_CLASS_DOMAIN:
+		return &pmv_container_of(fid, struct pmv_domain, domain_fid.fid)->core->fid;
+	case FI_CLASS_EP:
+	case FI_CLASS_SRX_CTX:
+		return &pmv_container_of(fid, struct pmv_ep, ep_fid.fid)->core->fid;
+	case FI_CLASS_PEP:
+		return &pmv_container_of(fid, struct pmv_pep, pep_fid.fid)->core->fid;
+	case FI_CLASS_CQ:
+		return &pmv_container_of(fid, struct pmv_cq, cq_fid.fid)->core->fid;
+	case FI_CLASS_EQ:
+		return &pmv_container_of(fid, struct pmv_eq, eq_fid.fid)->core->fid;
+	case FI_CLASS_CNTR:
+		return &pmv_container_of(fid, struct pmv_cntr, cntr_fid.fid)->core->fid;
+	case FI_CLASS_AV:
+		return &pmv_container_of(fid, struct pmv_av, av_fid.fid)->core->fid;
+	case FI_CLASS_MR:
+		return &pmv_container_of(fid, struct pmv_mr, mr_fid.fid)->core->fid;
+	case FI_CLASS_WAIT:
+		return &pmv_container_of(fid, struct pmv_wait, wait_fid.fid)->core->fid;
+	case FI_CLASS_POLL:
+		return &pmv_container_of(fid, struct pmv_poll, poll_fid.fid)->core->fid;
+	case FI_CLASS_CONNREQ:
+		return pmv_container_of(fid, struct pmv_connreq, fid)->core_info->handle;
+	default:
+		return NULL;
+	}
+}
+
+/* Maps a core fid seen in an event back to the pmemverbs fid wrapping it. */
+struct fid *pmv_app_fid(struct fid *core_fid)
+{
+	return core_fid ? core_fid->context : NULL;
+}
+
+/* Binds the core object of a wrapper to the core object behind bfid. */
+int pmv_bind_core(struct fid *core, struct fid *bfid, uint64_t flags)
+{
+	struct fid *core_bfid = pmv_core_fid(bfid);
+
+	if (!core_bfid) {
+		PMV_WARN(FI_LOG_CORE, "fi_bind: object (class %zu) was not "
+			 "opened through pmemverbs; open it on the pmemverbs "
+			 "fabric or domain\n", bfid ? bfid->fclass : 0);
+		return -FI_EINVAL;
+	}
+	return core->ops->bind(core, core_bfid, flags);
+}
+
+/* Closes a core object, logging which wrapper it belonged to on failure. */
+int pmv_close_core(struct fid *core_fid, const char *what)
+{
+	int ret = fi_close(core_fid);
+
+	if (ret)
+		PMV_WARN(FI_LOG_CORE, "closing the core %s failed: %s\n", what,
+			 fi_strerror(-ret));
+	return ret;
+}
+
+/* Forwards fi_control on a wrapper to its core object. */
+int pmv_control_core(struct fid *fid, int command, void *arg)
+{
+	struct fid *core = pmv_core_fid(fid);
+
+	return core->ops->control(core, command, arg);
+}
+
+/* Forwards fi_open_ops on a wrapper to its core object. */
+int pmv_ops_open_core(struct fid *fid, const char *name, uint64_t flags,
+		      void **ops, void *context)
+{
+	struct fid *core = pmv_core_fid(fid);
+
+	return fi_open_ops(core, name, flags, ops, context);
+}
+
+int pmv_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	(void) fid; (void) bfid; (void) flags;
+	return -FI_ENOSYS;
+}
+
+/*
+ * fi_set_ops is refused on every pmemverbs object: a peer provider that
+ * installed callbacks in the core (ofi_rxm's dynamic receive buffers) would
+ * see core fids where it expects ours.  This function also marks a fid as
+ * ours (see pmv_core_fid).
+ */
+int pmv_no_ops_set(struct fid *fid, const char *name, uint64_t flags,
+		   void *ops, void *context)
+{
+	(void) fid; (void) name; (void) flags; (void) ops; (void) context;
+	return -FI_ENOSYS;
+}
+
+static int pmv_connreq_close(struct fid *fid)
+{
+	struct pmv_connreq *creq = pmv_container_of(fid, struct pmv_connreq, fid);
+
+	fi_freeinfo(creq->core_info);
+	free(creq);
+	return 0;
+}
+
+struct fi_ops pmv_connreq_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = pmv_connreq_close,
+	.bind = pmv_no_bind,
+	.control = NULL,
+	.ops_open = NULL,
+	.ops_set = pmv_no_ops_set,
+};

@@ -1,0 +1,210 @@
+/*
+ * pmemverbs: fi_getinfo, and fi_info translation between pmemverbs and the
+ * core provider.
+ *
+ * pmemverbs offers FI_EP_MSG endpoints built on the core's MSG endpoints.
+ * FI_EP_RDM comes from libfabric layering ofi_rxm over pmemverbs
+ * ("pmemverbs;ofi_rxm"), exactly as it layers ofi_rxm over verbs.  Wrapping
+ * the core's own "tcp;ofi_rxm" instead is not possible under
+ * FI_PROVIDER=pmemverbs: libfabric 1.17 hides the filtered-out core, and
+ * ofi_rxm's fabric open looks it up without OFI_GETINFO_HIDDEN.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmv.h"
+
+static const char *pmv_core;
+static pthread_once_t pmv_core_once = PTHREAD_ONCE_INIT;
+
+/* Queries the (possibly hidden) core provider for MSG endpoints. */
+static int pmv_core_getinfo(uint32_t version, const char *node,
+			    const char *service, uint64_t flags,
+			    const struct fi_info *core_hints,
+			    struct fi_info **info)
+{
+	return fi_getinfo(version, node, service,
+			  flags | PMV_OFI_GETINFO_HIDDEN | PMV_OFI_CORE_PROV_ONLY,
+			  core_hints, info);
+}
+
+/* True when the named core provider answers for MSG endpoints here. */
+static bool pmv_core_usable(const char *name)
+{
+	struct fi_info *hints, *info = NULL;
+	int ret;
+
+	hints = pmv_hints_to_core(NULL, name);
+	if (!hints)
+		return false;
+	ret = pmv_core_getinfo(PMV_FI_VERSION, NULL, NULL, 0, hints, &info);
+	fi_freeinfo(hints);
+	fi_freeinfo(info);
+	return ret == 0;
+}
+
+/* A name pmemverbs can layer on: a core provider, not itself or a stack. */
+static bool pmv_core_name_valid(const char *name)
+{
+	return strcasecmp(name, PMV_PROV_NAME) && !strchr(name, ';') &&
+	       strncasecmp(name, "ofi_", 4);
+}
+
+static void pmv_choose_core(void)
+{
+	const char *wanted = pmv_params.core_prov;
+
+	if (wanted) {
+		if (!pmv_core_name_valid(wanted))
+			PMV_WARN(FI_LOG_CORE, "FI_PMEMVERBS_CORE_PROV=%s is not "
+				 "a core provider pmemverbs can layer on; set "
+				 "it to verbs or tcp\n", wanted);
+		else if (!pmv_core_usable(wanted))
+			PMV_WARN(FI_LOG_CORE, "FI_PMEMVERBS_CORE_PROV=%s: that "
+				 "provider offers no MSG endpoint here (unknown "
+				 "name, or no device; `fi_info -l` lists the "
+				 "providers); use verbs or tcp\n", wanted);
+		else
+			pmv_core = wanted;
+	} else {
+		pmv_core = pmv_core_usable("verbs") ? "verbs" : "tcp";
+	}
+	if (pmv_core)
+		PMV_INFO(FI_LOG_CORE, "core provider: %s\n", pmv_core);
+}
+
+/* The core provider's name, chosen once per process; NULL if misconfigured. */
+const char *pmv_core_name(void)
+{
+	pthread_once(&pmv_core_once, pmv_choose_core);
+	return pmv_core;
+}
+
+/* Gives a partial fi_info (hints may omit attributes) every attribute. */
+static bool pmv_info_complete(struct fi_info *info)
+{
+	if (!info->fabric_attr)
+		info->fabric_attr = calloc(1, sizeof(*info->fabric_attr));
+	if (!info->domain_attr)
+		info->domain_attr = calloc(1, sizeof(*info->domain_attr));
+	if (!info->ep_attr)
+		info->ep_attr = calloc(1, sizeof(*info->ep_attr));
+	if (!info->tx_attr)
+		info->tx_attr = calloc(1, sizeof(*info->tx_attr));
+	if (!info->rx_attr)
+		info->rx_attr = calloc(1, sizeof(*info->rx_attr));
+	return info->fabric_attr && info->domain_attr && info->ep_attr &&
+	       info->tx_attr && info->rx_attr;
+}
+
+/* Copies application hints (NULL allowed) into hints for the core's MSG. */
+struct fi_info *pmv_hints_to_core(const struct fi_info *hints,
+				  const char *core_name)
+{
+	struct fi_info *core_hints = fi_dupinfo(hints);
+
+	if (!core_hints || !pmv_info_complete(core_hints)) {
+		fi_freeinfo(core_hints);
+		return NULL;
+	}
+	free(core_hints->fabric_attr->prov_name);
+	core_hints->fabric_attr->prov_name = strdup(core_name);
+	core_hints->ep_attr->type = FI_EP_MSG;
+	if (!core_hints->fabric_attr->prov_name) {
+		fi_freeinfo(core_hints);
+		return NULL;
+	}
+	return core_hints;
+}
+
+/* Rewrites one core fi_info in place into a pmemverbs fi_info. */
+int pmv_info_from_core(struct fi_info *info)
+{
+	/* libfabric names entries returned by getinfo; NULL lets it do so. */
+	free(info->fabric_attr->prov_name);
+	info->fabric_attr->prov_name = NULL;
+	info->fabric_attr->fabric = NULL;
+	info->domain_attr->domain = NULL;
+	return 0;
+}
+
+/* Maps an fi_info handle (connreq or endpoint) to the core's handle. */
+static struct fid *pmv_core_handle(struct fid *handle)
+{
+	return handle ? pmv_core_fid(handle) : NULL;
+}
+
+/* Builds the core's fi_info for a pmemverbs fi_info the application passed. */
+struct fi_info *pmv_info_to_core(const struct fi_info *info)
+{
+	const char *core_name = pmv_core_name();
+	struct fi_info *core_info;
+
+	if (!core_name)
+		return NULL;
+	core_info = pmv_hints_to_core(info, core_name);
+	if (!core_info)
+		return NULL;
+	core_info->handle = pmv_core_handle(info->handle);
+	if (info->fabric_attr && info->fabric_attr->fabric)
+		core_info->fabric_attr->fabric = (struct fid_fabric *)
+			pmv_core_fid(&info->fabric_attr->fabric->fid);
+	if (info->domain_attr && info->domain_attr->domain)
+		core_info->domain_attr->domain = (struct fid_domain *)
+			pmv_core_fid(&info->domain_attr->domain->fid);
+	return core_info;
+}
+
+/* Drops every entry that is not an MSG endpoint and rewrites the rest. */
+static struct fi_info *pmv_keep_msg_entries(struct fi_info *list)
+{
+	struct fi_info *head = NULL, **tail = &head, *cur, *next;
+
+	for (cur = list; cur; cur = next) {
+		next = cur->next;
+		cur->next = NULL;
+		if (cur->ep_attr->type != FI_EP_MSG) {
+			fi_freeinfo(cur);
+			continue;
+		}
+		pmv_info_from_core(cur);
+		*tail = cur;
+		tail = &cur->next;
+	}
+	return head;
+}
+
+static bool pmv_hints_want_msg(const struct fi_info *hints)
+{
+	return !hints || !hints->ep_attr ||
+	       hints->ep_attr->type == FI_EP_UNSPEC ||
+	       hints->ep_attr->type == FI_EP_MSG;
+}
+
+int pmv_getinfo(uint32_t version, const char *node, const char *service,
+		uint64_t flags, const struct fi_info *hints,
+		struct fi_info **info)
+{
+	const char *core_name = pmv_core_name();
+	struct fi_info *core_hints, *core_info = NULL;
+	int ret;
+
+	*info = NULL;
+	if (!core_name || !pmv_hints_want_msg(hints))
+		return -FI_ENODATA;
+
+	core_hints = pmv_hints_to_core(hints, core_name);
+	if (!core_hints)
+		return -FI_ENOMEM;
+	ret = pmv_core_getinfo(version, node, service, flags, core_hints,
+			       &core_info);
+	fi_freeinfo(core_hints);
+	if (ret) {
+		PMV_INFO(FI_LOG_CORE, "core provider %s: no MSG endpoint for "
+			 "these hints (%s)\n", core_name, fi_strerror(-ret));
+		return ret;
+	}
+	*info = pmv_keep_msg_entries(core_info);
+	return *info ? 0 : -FI_ENODATA;
+}

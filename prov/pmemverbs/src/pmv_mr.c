@@ -1,0 +1,109 @@
+/*
+ * pmemverbs: memory registration.
+ *
+ * A pmemverbs MR publishes the core MR's key and descriptor as its own, so
+ * data-path calls pass descriptors and keys to the core untranslated.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmv.h"
+
+static int pmv_mr_close(struct fid *fid)
+{
+	struct pmv_mr *mr = pmv_container_of(fid, struct pmv_mr, mr_fid.fid);
+	int ret = pmv_close_core(&mr->core->fid, "memory region");
+
+	if (ret)
+		return ret;
+	free(mr);
+	return 0;
+}
+
+/* Binds the MR to an endpoint or counter (FI_MR_ENDPOINT, FI_RMA_EVENT). */
+static int pmv_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct pmv_mr *mr = pmv_container_of(fid, struct pmv_mr, mr_fid.fid);
+
+	return pmv_bind_core(&mr->core->fid, bfid, flags);
+}
+
+/* fi_mr_enable and fi_mr_refresh; the key may be known only after enable. */
+static int pmv_mr_control(struct fid *fid, int command, void *arg)
+{
+	struct pmv_mr *mr = pmv_container_of(fid, struct pmv_mr, mr_fid.fid);
+	int ret = fi_control(&mr->core->fid, command, arg);
+
+	mr->mr_fid.key = mr->core->key;
+	mr->mr_fid.mem_desc = mr->core->mem_desc;
+	return ret;
+}
+
+static struct fi_ops pmv_mr_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = pmv_mr_close,
+	.bind = pmv_mr_bind,
+	.control = pmv_mr_control,
+	.ops_open = pmv_ops_open_core,
+	.ops_set = pmv_no_ops_set,
+};
+
+static int pmv_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
+			  uint64_t flags, struct fid_mr **mr_fid)
+{
+	struct pmv_domain *dom = pmv_container_of(fid, struct pmv_domain,
+						  domain_fid.fid);
+	struct fi_mr_attr core_attr = *attr;
+	struct pmv_mr *mr = calloc(1, sizeof(*mr));
+	int ret;
+
+	if (!mr)
+		return -FI_ENOMEM;
+	core_attr.context = mr;
+	ret = fi_mr_regattr(dom->core, &core_attr, flags, &mr->core);
+	if (ret) {
+		free(mr);
+		return ret;
+	}
+	mr->domain = dom;
+	mr->mr_fid.fid.fclass = FI_CLASS_MR;
+	mr->mr_fid.fid.context = attr->context;
+	mr->mr_fid.fid.ops = &pmv_mr_fi_ops;
+	mr->mr_fid.key = mr->core->key;
+	mr->mr_fid.mem_desc = mr->core->mem_desc;
+	*mr_fid = &mr->mr_fid;
+	return 0;
+}
+
+static int pmv_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,
+		       uint64_t access, uint64_t offset, uint64_t requested_key,
+		       uint64_t flags, struct fid_mr **mr, void *context)
+{
+	struct fi_mr_attr attr = {
+		.mr_iov = iov,
+		.iov_count = count,
+		.access = access,
+		.offset = offset,
+		.requested_key = requested_key,
+		.context = context,
+	};
+
+	return pmv_mr_regattr(fid, &attr, flags, mr);
+}
+
+static int pmv_mr_reg(struct fid *fid, const void *buf, size_t len,
+		      uint64_t access, uint64_t offset, uint64_t requested_key,
+		      uint64_t flags, struct fid_mr **mr, void *context)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	return pmv_mr_regv(fid, &iov, 1, access, offset, requested_key, flags,
+			   mr, context);
+}
+
+struct fi_ops_mr pmv_mr_ops = {
+	.size = sizeof(struct fi_ops_mr),
+	.reg = pmv_mr_reg,
+	.regv = pmv_mr_regv,
+	.regattr = pmv_mr_regattr,
+};

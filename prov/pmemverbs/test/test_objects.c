@@ -1,0 +1,186 @@
+/*
+ * Unit tests: pmemverbs objects wrap the core's, over tcp on 127.0.0.1 in
+ * one process (the two-process behaviour is in test/integration).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "pmv.h"
+
+struct fi_provider *fi_prov_ini(void);
+
+struct fixture {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_eq *eq;
+};
+
+static struct fixture fx;
+
+/* Opens a pmemverbs fabric, domain and EQ on the tcp core. */
+static void open_fixture(void)
+{
+	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_UNSPEC };
+
+	setenv("FI_PMEMVERBS_CORE_PROV", "tcp", 1);
+	fi_prov_ini();
+	cr_assert_eq(pmv_getinfo(PMV_FI_VERSION, "127.0.0.1", NULL, 0, NULL,
+				 &fx.info), 0);
+	/* libfabric names the entries when it calls us; we called directly. */
+	fx.info->fabric_attr->prov_name = strdup(PMV_PROV_NAME);
+	cr_assert_eq(pmv_fabric_open(fx.info->fabric_attr, &fx.fabric, NULL), 0);
+	cr_assert_eq(fi_domain(fx.fabric, fx.info, &fx.domain, NULL), 0);
+	cr_assert_eq(fi_eq_open(fx.fabric, &eq_attr, &fx.eq, NULL), 0);
+}
+
+static void close_fixture(void)
+{
+	cr_assert_eq(fi_close(&fx.eq->fid), 0);
+	cr_assert_eq(fi_close(&fx.domain->fid), 0);
+	cr_assert_eq(fi_close(&fx.fabric->fid), 0);
+	fi_freeinfo(fx.info);
+}
+
+TestSuite(objects, .init = open_fixture, .fini = close_fixture);
+
+Test(objects, every_wrapper_maps_to_its_core_object)
+{
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT };
+	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
+	struct fi_av_attr av_attr = { .type = FI_AV_MAP };
+	struct fid_cq *cq;
+	struct fid_cntr *cntr;
+	struct fid_av *av;
+	int ctx;
+
+	cr_assert_eq(fi_cq_open(fx.domain, &cq_attr, &cq, &ctx), 0);
+	cr_assert_eq(fi_cntr_open(fx.domain, &cntr_attr, &cntr, &ctx), 0);
+	cr_assert_eq(fi_av_open(fx.domain, &av_attr, &av, &ctx), 0);
+	cr_assert_eq(cq->fid.context, &ctx);
+	cr_assert_eq(pmv_app_fid(pmv_core_fid(&cq->fid)), &cq->fid);
+	cr_assert_eq(pmv_app_fid(pmv_core_fid(&cntr->fid)), &cntr->fid);
+	cr_assert_eq(pmv_app_fid(pmv_core_fid(&av->fid)), &av->fid);
+	cr_assert_eq(pmv_app_fid(pmv_core_fid(&fx.eq->fid)), &fx.eq->fid);
+	cr_assert_eq(fi_close(&av->fid), 0);
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+	cr_assert_eq(fi_close(&cq->fid), 0);
+}
+
+Test(objects, a_foreign_fid_is_refused)
+{
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT };
+	struct pmv_domain *dom = pmv_container_of(fx.domain, struct pmv_domain,
+						  domain_fid);
+	struct fid_cq *core_cq;
+	struct fid_ep *ep;
+
+	cr_assert_eq(fi_cq_open(dom->core, &cq_attr, &core_cq, NULL), 0);
+	cr_assert_null(pmv_core_fid(&core_cq->fid));
+	cr_assert_eq(fi_endpoint(fx.domain, fx.info, &ep, NULL), 0);
+	cr_assert_eq(fi_ep_bind(ep, &core_cq->fid, FI_TRANSMIT), -FI_EINVAL);
+	cr_assert_eq(fi_close(&ep->fid), 0);
+	cr_assert_eq(fi_close(&core_cq->fid), 0);
+}
+
+Test(objects, mr_publishes_the_core_key_and_desc)
+{
+	static char buf[4096];
+	struct pmv_mr *pmr;
+	struct fid_mr *mr;
+
+	cr_assert_eq(fi_mr_reg(fx.domain, buf, sizeof(buf),
+			       FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 7, 0, &mr,
+			       buf), 0);
+	pmr = pmv_container_of(mr, struct pmv_mr, mr_fid);
+	cr_assert_eq(fi_mr_key(mr), fi_mr_key(pmr->core));
+	cr_assert_eq(fi_mr_desc(mr), fi_mr_desc(pmr->core));
+	cr_assert_eq(mr->fid.context, buf);
+	cr_assert_eq(fi_close(&mr->fid), 0);
+}
+
+Test(objects, application_events_pass_through_untouched)
+{
+	struct fi_eq_entry in = { .fid = &fx.domain->fid, .context = &fx }, out;
+	uint32_t event;
+
+	cr_assert_eq(fi_eq_write(fx.eq, FI_NOTIFY, &in, sizeof(in), 0),
+		     (ssize_t) sizeof(in));
+	cr_assert_eq(fi_eq_read(fx.eq, &event, &out, sizeof(out), 0),
+		     (ssize_t) sizeof(out));
+	cr_assert_eq(event, FI_NOTIFY);
+	cr_assert_eq(out.fid, &fx.domain->fid);
+	cr_assert_eq(out.context, &fx);
+}
+
+/* Opens an endpoint with a CQ and the fixture's EQ bound. */
+static struct fid_ep *open_bound_ep(struct fi_info *info, struct fid_cq *cq)
+{
+	struct fid_ep *ep;
+
+	cr_assert_eq(fi_endpoint(fx.domain, info, &ep, NULL), 0);
+	cr_assert_eq(fi_ep_bind(ep, &fx.eq->fid, 0), 0);
+	cr_assert_eq(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV), 0);
+	cr_assert_eq(fi_enable(ep), 0);
+	return ep;
+}
+
+/* Reads one CM event, waiting at most 5 s. */
+static uint32_t read_cm_event(struct fi_eq_cm_entry *entry, size_t len)
+{
+	struct fi_eq_err_entry err = { 0 };
+	uint32_t event = 0;
+	ssize_t ret = fi_eq_sread(fx.eq, &event, entry, len, 5000, 0);
+
+	if (ret == -FI_EAVAIL && fi_eq_readerr(fx.eq, &err, 0) > 0)
+		cr_assert_fail("EQ error: %s", fi_strerror(err.err));
+	cr_assert_geq(ret, (ssize_t) sizeof(*entry), "fi_eq_sread: %zd", ret);
+	return event;
+}
+
+Test(objects, cm_events_name_pmemverbs_fids_and_info)
+{
+	struct { struct fi_eq_cm_entry e; char data[64]; } entry;
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT };
+	struct fi_info *pep_info;
+	struct fid_cq *cq;
+	struct fid_pep *pep;
+	struct fid_ep *client, *server;
+	char addr[128];
+	size_t addrlen = sizeof(addr);
+
+	cr_assert_eq(pmv_getinfo(PMV_FI_VERSION, "127.0.0.1", NULL, FI_SOURCE,
+				 NULL, &pep_info), 0);
+	pep_info->fabric_attr->prov_name = strdup(PMV_PROV_NAME);
+	cr_assert_eq(fi_passive_ep(fx.fabric, pep_info, &pep, NULL), 0);
+	fi_freeinfo(pep_info);
+	cr_assert_eq(fi_pep_bind(pep, &fx.eq->fid, 0), 0);
+	cr_assert_eq(fi_listen(pep), 0);
+	cr_assert_eq(fi_getname(&pep->fid, addr, &addrlen), 0);
+
+	cr_assert_eq(fi_cq_open(fx.domain, &cq_attr, &cq, NULL), 0);
+	client = open_bound_ep(fx.info, cq);
+	cr_assert_eq(fi_connect(client, addr, "hello", 6), 0);
+
+	cr_assert_eq(read_cm_event(&entry.e, sizeof(entry)), FI_CONNREQ);
+	cr_assert_eq(entry.e.fid, &pep->fid);
+	cr_assert_str_eq(entry.e.info->fabric_attr->prov_name, PMV_PROV_NAME);
+	cr_assert_eq(entry.e.info->handle->fclass, FI_CLASS_CONNREQ);
+	cr_assert_str_eq((const char *) entry.e.data, "hello");
+
+	server = open_bound_ep(entry.e.info, cq);
+	fi_freeinfo(entry.e.info);
+	cr_assert_eq(fi_accept(server, NULL, 0), 0);
+
+	cr_assert_eq(read_cm_event(&entry.e, sizeof(entry)), FI_CONNECTED);
+	cr_assert(entry.e.fid == &server->fid || entry.e.fid == &client->fid);
+	cr_assert_eq(read_cm_event(&entry.e, sizeof(entry)), FI_CONNECTED);
+	cr_assert(entry.e.fid == &server->fid || entry.e.fid == &client->fid);
+
+	cr_assert_eq(fi_close(&client->fid), 0);
+	cr_assert_eq(fi_close(&server->fid), 0);
+	cr_assert_eq(fi_close(&pep->fid), 0);
+	cr_assert_eq(fi_close(&cq->fid), 0);
+}

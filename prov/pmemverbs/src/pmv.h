@@ -9,6 +9,7 @@
 #ifndef PMV_H
 #define PMV_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,6 +25,9 @@
 #include <rdma/fi_tagged.h>
 #include <rdma/providers/fi_log.h>
 #include <rdma/providers/fi_prov.h>
+#include <rdma/fi_ext_pmem.h>
+
+#include "pmv_proto.h"
 
 #define PMV_PROV_NAME "pmemverbs"
 #define PMV_PROV_VERSION FI_VERSION(0, 1)
@@ -48,9 +52,86 @@ extern struct fi_provider pmv_prov;
 
 /* Provider parameters, read once at fi_prov_ini. */
 struct pmv_params {
-	char *core_prov; /* FI_PMEMVERBS_CORE_PROV, NULL = auto */
+	char *core_prov;      /* FI_PMEMVERBS_CORE_PROV, NULL = auto */
+	int wsp;              /* FI_PMEMVERBS_WSP: target declares WSP */
+	int extent_limit;     /* FI_PMEMVERBS_EXTENT_LIMIT */
+	int agent_spin_us;    /* FI_PMEMVERBS_AGENT_SPIN_US */
+	char *oracle;         /* FI_PMEMVERBS_ORACLE (test only) */
+	int fault_skip;       /* FI_PMEMVERBS_FAULT_SKIP_EXTENT (test only) */
 };
 extern struct pmv_params pmv_params;
+
+/* Flags pmemverbs owns on fi_writemsg. */
+#define PMV_COMMIT_FLAGS (FI_COMMIT_COMPLETE | FI_IMMED)
+/* Provider-specific flag bits pmemverbs does not define. */
+#define PMV_UNKNOWN_PROV_BITS ((1ULL << 61) | (1ULL << 62) | (1ULL << 63))
+/* Largest atomically durable unit on x86-64 and aarch64. */
+#define PMV_ATOMICITY_CHUNK 8
+
+/* How a region is made durable: its profile and persist function. */
+struct pmem2_map;
+struct pmv_persistence {
+	enum fi_pmem_profile profile;
+	void (*persist)(const void *ptr, size_t size);
+	struct pmem2_map *map;
+};
+
+/* Ranges written to one key since its last commit (pmv_scope.c). */
+#define PMV_MAX_EXTENTS 16
+struct pmv_key_scope {
+	uint64_t key;
+	unsigned count;
+	struct pmv_extent ext[PMV_MAX_EXTENTS];
+};
+
+struct pmv_scope {
+	struct pmv_key_scope *keys;
+	size_t nkeys, cap;
+	unsigned limit; /* extents kept per key before coalescing */
+};
+
+/* This side's inbox: acks from the peer's agent, requests to our agent. */
+struct pmv_inbox {
+	void *mem;
+	size_t size;
+	struct fid_mr *mr;
+	uint64_t rma_addr; /* address the peer names it by */
+	uint32_t slot_size;
+};
+
+/* What the peer told us in its CM header. */
+struct pmv_peer {
+	bool known;
+	bool has_inbox;
+	uint64_t inbox_addr, inbox_key;
+	uint32_t slots, slot_size;
+	uint8_t transport;
+};
+
+/* A commit in flight at the initiator, indexed by its request seq. */
+struct pmv_pending {
+	void *context;
+	uint64_t key;
+	uint64_t flags;
+	size_t len;
+	int status;    /* the ack's status, kept for a fence waiting on it */
+	bool internal; /* a fence's pre-flush: no application completion */
+	bool reported; /* already completed (its data write failed) */
+};
+
+#define PMV_MAX_IOV 4
+/* A fenced commit waiting for the earlier scope to be durable. */
+struct pmv_deferred {
+	uint64_t wait_seq;
+	uint64_t flags;
+	bool data_posted;
+	struct fi_msg_rma msg;
+	struct iovec iov[PMV_MAX_IOV];
+	void *desc[PMV_MAX_IOV];
+	struct fi_rma_iov rma_iov[PMV_MAX_IOV];
+	uint64_t inject_buf[256 / sizeof(uint64_t)]; /* FI_INJECT data */
+};
+#define PMV_MAX_DEFERRED 16
 
 struct pmv_fabric {
 	struct fid_fabric fabric_fid;
@@ -58,27 +139,77 @@ struct pmv_fabric {
 	char *core_name;
 };
 
+struct pmv_agent;
+
 struct pmv_domain {
 	struct fid_domain domain_fid;
 	struct fid_domain *core;
 	struct pmv_fabric *fabric;
+	uint64_t mr_mode;
+	size_t inject_size;
+	uint8_t transport;
+	pthread_mutex_t lock;     /* MR table and agent endpoint list */
+	struct pmv_mr *mrs;       /* registered regions, for the agent */
+	struct pmv_agent *agent;  /* started with the first pmem endpoint */
+	uint64_t next_internal_key;
 };
 
 struct pmv_pep {
 	struct fid_pep pep_fid;
 	struct fid_pep *core;
+	uint64_t pmem_caps; /* FI_RMA_PMEM if opened with it, for connreqs */
 };
+
+struct pmv_cq;
 
 /* An active endpoint, or a shared receive context (same wrapper). */
 struct pmv_ep {
 	struct fid_ep ep_fid;
 	struct fid_ep *core;
 	struct pmv_domain *domain;
+	bool pmem;                 /* FI_RMA_PMEM: commits handled here */
+	uint64_t tx_op_flags;      /* default op flags (FI_COMMIT_COMPLETE?) */
+	struct pmv_cq *tx_cq, *rx_cq;
+	struct pmv_inbox inbox;
+	struct pmv_peer peer;
+	pthread_mutex_t lock;      /* initiator commit state */
+	int error;                 /* sticky: peer shut down, ... */
+	struct pmv_scope scope;
+	uint64_t next_seq;         /* next request seq to send */
+	uint64_t acked_seq;        /* every seq up to here is complete */
+	struct pmv_pending pend[PMV_SLOTS];
+	struct pmv_deferred deferred[PMV_MAX_DEFERRED];
+	unsigned deferred_head, deferred_count;
+	uint64_t agent_seq;        /* next request our agent expects */
+	uint64_t agent_unacked;    /* served request whose ack is not sent */
+	int agent_status;          /* ... and its status */
+	uint8_t agent_profile;
+	bool in_agent;
+	struct pmv_ep *agent_next; /* domain agent list */
+	struct pmv_ep *cq_next;    /* tx CQ progress list */
+	struct fi_pmem_ep_counters counters;
+	int ictx_index;            /* row of internal contexts (pmv_commit.c) */
+	uint64_t peer_profile_key; /* last key acked, and its profile */
+	uint8_t peer_profile;
 };
 
+/* An entry pmemverbs itself raises (commit, FI_IMMED, error). */
+struct pmv_cq_aux {
+	bool is_error;
+	struct fi_cq_err_entry entry;
+};
+
+#define PMV_CQ_AUX_SIZE 1024
 struct pmv_cq {
 	struct fid_cq cq_fid;
 	struct fid_cq *core;
+	enum fi_cq_format format;
+	pthread_mutex_t lock;       /* aux queue */
+	pthread_mutex_t eps_lock;   /* pmem_eps; taken before ep and aux locks */
+	size_t aux_head, aux_count; /* aux_count read without the lock */
+	struct pmv_cq_aux aux[PMV_CQ_AUX_SIZE];
+	struct pmv_ep *pmem_eps;    /* endpoints whose commits complete here */
+	char errbuf[160];
 };
 
 struct pmv_eq {
@@ -100,6 +231,14 @@ struct pmv_mr {
 	struct fid_mr mr_fid;
 	struct fid_mr *core;
 	struct pmv_domain *domain;
+	struct pmv_mr *next;      /* domain MR table */
+	uint64_t access;
+	uint64_t flags;
+	void *base;               /* single-iov regions only */
+	size_t len;
+	size_t iov_count;
+	uint64_t rma_base;        /* RMA address of base (virtual or offset) */
+	struct pmv_persistence persistence;
 };
 
 struct pmv_wait {
@@ -116,6 +255,73 @@ struct pmv_poll {
 struct pmv_connreq {
 	struct fid fid;
 	struct fi_info *core_info;
+	struct pmv_peer peer;
+};
+
+/* pmv_profile.c */
+int pmv_persistence_detect(const void *addr, size_t len,
+			   struct pmv_persistence *p);
+void pmv_persistence_release(struct pmv_persistence *p);
+void pmv_persistence_volatile(struct pmv_persistence *p);
+
+/* pmv_scope.c */
+void pmv_scope_init(struct pmv_scope *scope, unsigned limit);
+void pmv_scope_fini(struct pmv_scope *scope);
+int pmv_scope_add(struct pmv_scope *scope, uint64_t key, uint64_t addr,
+		  uint64_t len);
+bool pmv_scope_empty(const struct pmv_scope *scope, uint64_t key);
+unsigned pmv_scope_take(struct pmv_scope *scope, uint64_t key,
+			struct pmv_extent *out, unsigned max);
+
+/* pmv_inbox.c: CM header and inbox of a pmem endpoint. */
+int pmv_inbox_open(struct pmv_ep *ep);
+void pmv_inbox_close(struct pmv_ep *ep);
+void pmv_cm_hdr_fill(struct pmv_ep *ep, struct pmv_cm_hdr *hdr);
+bool pmv_cm_hdr_parse(const void *data, size_t len, struct pmv_peer *peer);
+void *pmv_cm_data_with_hdr(struct pmv_ep *ep, const void *param,
+			   size_t paramlen, size_t *total);
+struct pmv_ack *pmv_inbox_ack(struct pmv_inbox *inbox, uint64_t seq);
+struct pmv_req *pmv_inbox_req(struct pmv_inbox *inbox, uint64_t seq);
+uint64_t pmv_peer_ack_addr(const struct pmv_peer *peer, uint64_t seq);
+uint64_t pmv_peer_req_addr(const struct pmv_peer *peer, uint64_t seq);
+unsigned pmv_req_max_extents(uint32_t slot_size);
+
+/* pmv_commit.c: initiator side of FI_COMMIT_COMPLETE. */
+ssize_t pmv_commit_writemsg(struct pmv_ep *ep, const struct fi_msg_rma *msg,
+			    uint64_t flags);
+void pmv_commit_progress(struct pmv_ep *ep);
+void pmv_commit_fail_all(struct pmv_ep *ep, int err);
+void pmv_ep_peer_connected(struct pmv_ep *ep, const struct pmv_peer *peer);
+int pmv_ictx_reserve(struct pmv_ep *ep);
+void pmv_ictx_release(struct pmv_ep *ep);
+bool pmv_ictx_is_internal(const void *context);
+void pmv_commit_data_error(const struct fi_cq_err_entry *core_err,
+			   struct fi_cq_err_entry *out);
+
+/* pmv_agent.c: target side. */
+int pmv_agent_add(struct pmv_domain *dom, struct pmv_ep *ep);
+void pmv_agent_remove(struct pmv_domain *dom, struct pmv_ep *ep);
+void pmv_agent_stop(struct pmv_domain *dom);
+struct pmv_mr *pmv_domain_find_mr(struct pmv_domain *dom, uint64_t key);
+
+/* pmv_cq.c: entries pmemverbs raises itself. */
+void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
+		 bool is_error);
+void pmv_cq_add_pmem_ep(struct pmv_cq *cq, struct pmv_ep *ep);
+void pmv_cq_remove_pmem_ep(struct pmv_cq *cq, struct pmv_ep *ep);
+const char *pmv_strerror(int prov_errno);
+
+/* prov_errno values of pmemverbs's own errors (fi_cq_strerror explains). */
+enum {
+	PMV_ERR_BASE = 0x504d0000,
+	PMV_ERR_NO_KEY,
+	PMV_ERR_RANGE,
+	PMV_ERR_ACCESS,
+	PMV_ERR_MULTI_IOV,
+	PMV_ERR_PEER_GONE,
+	PMV_ERR_NO_INBOX,
+	PMV_ERR_FENCE,
+	PMV_ERR_LAST,
 };
 
 /* pmv_info.c: fi_info translation between pmemverbs and its core. */
@@ -123,7 +329,7 @@ const char *pmv_core_name(void);
 int pmv_getinfo(uint32_t version, const char *node, const char *service,
 		uint64_t flags, const struct fi_info *hints,
 		struct fi_info **info);
-int pmv_info_from_core(struct fi_info *info);
+int pmv_info_from_core(struct fi_info *info, const struct fi_info *hints);
 struct fi_info *pmv_info_to_core(const struct fi_info *info);
 struct fi_info *pmv_hints_to_core(const struct fi_info *hints,
 				  const char *core_name);
@@ -172,6 +378,7 @@ extern struct fi_ops_mr pmv_mr_ops;
 extern struct fi_ops_msg pmv_msg_ops;
 extern struct fi_ops_tagged pmv_tagged_ops;
 extern struct fi_ops_rma pmv_rma_ops;
+extern struct fi_ops_rma pmv_rma_pmem_ops;
 extern struct fi_ops_atomic pmv_atomic_ops;
 
 #endif /* PMV_H */

@@ -2,6 +2,9 @@
  * pmemverbs: domain object.
  */
 #include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_ext_pmem.h>
 
 #include "pmv.h"
 
@@ -9,10 +12,13 @@ static int pmv_domain_close(struct fid *fid)
 {
 	struct pmv_domain *dom = pmv_container_of(fid, struct pmv_domain,
 						  domain_fid.fid);
-	int ret = pmv_close_core(&dom->core->fid, "domain");
+	int ret;
 
+	pmv_agent_stop(dom);
+	ret = pmv_close_core(&dom->core->fid, "domain");
 	if (ret)
 		return ret;
+	pthread_mutex_destroy(&dom->lock);
 	free(dom);
 	return 0;
 }
@@ -26,12 +32,101 @@ static int pmv_domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	return pmv_bind_core(&dom->core->fid, bfid, flags);
 }
 
+static const char *pmv_domain_core_prov(struct fid_domain *domain)
+{
+	struct pmv_domain *dom = pmv_container_of(domain, struct pmv_domain,
+						  domain_fid);
+
+	return dom->fabric->core_name;
+}
+
+static enum fi_pmem_profile pmv_ext_mr_profile(struct fid_mr *mr_fid)
+{
+	struct pmv_mr *mr = pmv_container_of(mr_fid, struct pmv_mr, mr_fid);
+
+	return pmv_core_fid(&mr_fid->fid) ? mr->persistence.profile :
+					    FI_PMEM_PROFILE_UNKNOWN;
+}
+
+/* The endpoint behind an application fid, or NULL if it is not ours. */
+static struct pmv_ep *pmv_ext_ep(struct fid_ep *ep_fid)
+{
+	if (!ep_fid || ep_fid->fid.fclass != FI_CLASS_EP ||
+	    !pmv_core_fid(&ep_fid->fid))
+		return NULL;
+	return pmv_container_of(ep_fid, struct pmv_ep, ep_fid);
+}
+
+static enum fi_pmem_profile pmv_ext_peer_profile(struct fid_ep *ep_fid,
+						 uint64_t key)
+{
+	struct pmv_ep *ep = pmv_ext_ep(ep_fid);
+	enum fi_pmem_profile profile = FI_PMEM_PROFILE_UNKNOWN;
+
+	if (!ep)
+		return profile;
+	pthread_mutex_lock(&ep->lock);
+	if (ep->peer_profile_key == key)
+		profile = ep->peer_profile;
+	pthread_mutex_unlock(&ep->lock);
+	return profile;
+}
+
+static enum fi_pmem_method pmv_ext_method(struct fid_ep *ep_fid, uint64_t key)
+{
+	struct pmv_ep *ep = pmv_ext_ep(ep_fid);
+
+	(void) key;
+	return ep && ep->pmem && ep->peer.has_inbox ? FI_PMEM_METHOD_AGENT :
+						      FI_PMEM_METHOD_NONE;
+}
+
+static size_t pmv_ext_atomicity_chunk(struct fid_domain *domain)
+{
+	(void) domain;
+	return PMV_ATOMICITY_CHUNK;
+}
+
+static int pmv_ext_ep_counters(struct fid_ep *ep_fid,
+			       struct fi_pmem_ep_counters *out)
+{
+	struct pmv_ep *ep = pmv_ext_ep(ep_fid);
+
+	if (!ep || !out)
+		return -FI_EINVAL;
+	pthread_mutex_lock(&ep->lock);
+	*out = ep->counters;
+	pthread_mutex_unlock(&ep->lock);
+	return 0;
+}
+
+static struct fi_pmem_ops_domain pmv_pmem_domain_ops = {
+	.size = sizeof(struct fi_pmem_ops_domain),
+	.core_prov = pmv_domain_core_prov,
+	.mr_profile = pmv_ext_mr_profile,
+	.peer_profile = pmv_ext_peer_profile,
+	.method = pmv_ext_method,
+	.atomicity_chunk = pmv_ext_atomicity_chunk,
+	.ep_counters = pmv_ext_ep_counters,
+};
+
+/* fi_open_ops: pmemverbs's own extension, or the core domain's. */
+static int pmv_domain_ops_open(struct fid *fid, const char *name,
+			       uint64_t flags, void **ops, void *context)
+{
+	if (!strcmp(name, FI_PMEM_DOMAIN_OPS)) {
+		*ops = &pmv_pmem_domain_ops;
+		return 0;
+	}
+	return pmv_ops_open_core(fid, name, flags, ops, context);
+}
+
 static struct fi_ops pmv_domain_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = pmv_domain_close,
 	.bind = pmv_domain_bind,
 	.control = pmv_control_core,
-	.ops_open = pmv_ops_open_core,
+	.ops_open = pmv_domain_ops_open,
 	.ops_set = pmv_no_ops_set,
 };
 
@@ -96,6 +191,27 @@ static struct fi_ops_domain pmv_domain_ops = {
 	.endpoint2 = pmv_endpoint2,
 };
 
+/* Completion meaning of the core's transport (see fi_pmemverbs(7)). */
+static uint8_t pmv_transport_of(const char *core_name,
+				const struct fi_info *info)
+{
+	if (strcasecmp(core_name, "verbs"))
+		return PMV_TRANSPORT_TCP;
+	return info->ep_attr->protocol == FI_PROTO_IWARP ?
+	       PMV_TRANSPORT_IWARP : PMV_TRANSPORT_IB;
+}
+
+/* Records what the durability engine needs to know about the core domain. */
+static void pmv_domain_init_pmem(struct pmv_domain *dom,
+				 const struct fi_info *core_info)
+{
+	pthread_mutex_init(&dom->lock, NULL);
+	dom->mr_mode = core_info->domain_attr->mr_mode;
+	dom->inject_size = core_info->tx_attr->inject_size;
+	dom->transport = pmv_transport_of(dom->fabric->core_name, core_info);
+	dom->next_internal_key = 0x706d760000000000ull;
+}
+
 int pmv_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		    struct fid_domain **domain, void *context)
 {
@@ -113,8 +229,9 @@ int pmv_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 			 core_info->domain_attr->name, fi_strerror(-ret));
 		goto err;
 	}
-	fi_freeinfo(core_info);
 	dom->fabric = fab;
+	pmv_domain_init_pmem(dom, core_info);
+	fi_freeinfo(core_info);
 	dom->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
 	dom->domain_fid.fid.context = context;
 	dom->domain_fid.fid.ops = &pmv_domain_fi_ops;

@@ -14,11 +14,38 @@ static struct fid_ep *pmv_core_ep(struct fid_ep *ep)
 static int pmv_ep_close(struct fid *fid)
 {
 	struct pmv_ep *ep = pmv_container_of(fid, struct pmv_ep, ep_fid.fid);
-	int ret = pmv_close_core(&ep->core->fid, "endpoint");
+	int ret;
+
+	if (ep->pmem) {
+		pmv_agent_remove(ep->domain, ep);
+		if (ep->tx_cq)
+			pmv_cq_remove_pmem_ep(ep->tx_cq, ep);
+	}
+	ret = pmv_close_core(&ep->core->fid, "endpoint");
+	if (ret)
+		return ret;
+	pmv_inbox_close(ep);
+	pmv_ictx_release(ep);
+	pmv_scope_fini(&ep->scope);
+	pthread_mutex_destroy(&ep->lock);
+	free(ep);
+	return 0;
+}
+
+/* Remembers the CQs pmemverbs raises commit and FI_IMMED entries in. */
+static int pmv_ep_bind_cq(struct pmv_ep *ep, struct fid *bfid, uint64_t flags)
+{
+	struct pmv_cq *cq = pmv_container_of(bfid, struct pmv_cq, cq_fid.fid);
+	int ret = pmv_bind_core(&ep->core->fid, bfid, flags);
 
 	if (ret)
 		return ret;
-	free(ep);
+	if (flags & FI_TRANSMIT) {
+		ep->tx_cq = cq;
+		pmv_cq_add_pmem_ep(cq, ep);
+	}
+	if (flags & FI_RECV)
+		ep->rx_cq = cq;
 	return 0;
 }
 
@@ -26,6 +53,9 @@ static int pmv_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct pmv_ep *ep = pmv_container_of(fid, struct pmv_ep, ep_fid.fid);
 
+	if (ep->pmem && bfid && bfid->fclass == FI_CLASS_CQ &&
+	    pmv_core_fid(bfid))
+		return pmv_ep_bind_cq(ep, bfid, flags);
 	return pmv_bind_core(&ep->core->fid, bfid, flags);
 }
 
@@ -53,10 +83,17 @@ static ssize_t pmv_ep_cancel(fid_t fid, void *context)
 	return fi_cancel(pmv_core_fid(fid), context);
 }
 
+/* FI_OPT_CM_DATA_SIZE is the core's less the pmemverbs CM header. */
 static int pmv_ep_getopt(fid_t fid, int level, int optname, void *optval,
 			 size_t *optlen)
 {
-	return fi_getopt(pmv_core_fid(fid), level, optname, optval, optlen);
+	int ret = fi_getopt(pmv_core_fid(fid), level, optname, optval, optlen);
+	size_t *size = optval;
+
+	if (!ret && level == FI_OPT_ENDPOINT && optname == FI_OPT_CM_DATA_SIZE)
+		*size = *size > sizeof(struct pmv_cm_hdr) ?
+			*size - sizeof(struct pmv_cm_hdr) : 0;
+	return ret;
 }
 
 static int pmv_ep_setopt(fid_t fid, int level, int optname, const void *optval,
@@ -124,15 +161,34 @@ static int pmv_cm_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
 	return fi_getpeer(pmv_core_ep(ep), addr, addrlen);
 }
 
-static int pmv_cm_connect(struct fid_ep *ep, const void *addr,
+static int pmv_cm_connect(struct fid_ep *ep_fid, const void *addr,
 			  const void *param, size_t paramlen)
 {
-	return fi_connect(pmv_core_ep(ep), addr, param, paramlen);
+	struct pmv_ep *ep = pmv_container_of(ep_fid, struct pmv_ep, ep_fid);
+	size_t len;
+	void *data = pmv_cm_data_with_hdr(ep, param, paramlen, &len);
+	int ret;
+
+	if (!data)
+		return -FI_ENOMEM;
+	ret = fi_connect(ep->core, addr, data, len);
+	free(data);
+	return ret;
 }
 
-static int pmv_cm_accept(struct fid_ep *ep, const void *param, size_t paramlen)
+static int pmv_cm_accept(struct fid_ep *ep_fid, const void *param,
+			 size_t paramlen)
 {
-	return fi_accept(pmv_core_ep(ep), param, paramlen);
+	struct pmv_ep *ep = pmv_container_of(ep_fid, struct pmv_ep, ep_fid);
+	size_t len;
+	void *data = pmv_cm_data_with_hdr(ep, param, paramlen, &len);
+	int ret;
+
+	if (!data)
+		return -FI_ENOMEM;
+	ret = fi_accept(ep->core, data, len);
+	free(data);
+	return ret;
 }
 
 static int pmv_cm_shutdown(struct fid_ep *ep, uint64_t flags)
@@ -182,19 +238,37 @@ static void pmv_ep_init_fid(struct pmv_ep *ep, size_t fclass, void *context)
 	ep->ep_fid.ops = &pmv_ep_ops;
 	ep->ep_fid.cm = &pmv_ep_cm_ops;
 	ep->ep_fid.msg = &pmv_msg_ops;
-	ep->ep_fid.rma = &pmv_rma_ops;
+	ep->ep_fid.rma = ep->pmem ? &pmv_rma_pmem_ops : &pmv_rma_ops;
 	ep->ep_fid.tagged = &pmv_tagged_ops;
 	ep->ep_fid.atomic = &pmv_atomic_ops;
 	ep->ep_fid.collective = NULL;
 }
 
-/* Releases the pmemverbs connreq once the core has consumed its handle. */
-static void pmv_release_connreq(struct fi_info *info)
+/* Takes the peer's CM header from the connreq, then releases the connreq. */
+static void pmv_take_connreq(struct pmv_ep *ep, struct fi_info *info)
 {
-	if (info->handle && info->handle->fclass == FI_CLASS_CONNREQ) {
-		fi_close(info->handle);
-		info->handle = NULL;
-	}
+	struct pmv_connreq *creq;
+
+	if (!info->handle || info->handle->fclass != FI_CLASS_CONNREQ)
+		return;
+	creq = pmv_container_of(info->handle, struct pmv_connreq, fid);
+	if (creq->peer.known)
+		pmv_ep_peer_connected(ep, &creq->peer);
+	fi_close(info->handle);
+	info->handle = NULL;
+}
+
+/* Sets up the durability engine of an endpoint opened with FI_RMA_PMEM. */
+static int pmv_ep_pmem_init(struct pmv_ep *ep, const struct fi_info *info)
+{
+	pthread_mutex_init(&ep->lock, NULL);
+	pmv_scope_init(&ep->scope, pmv_params.extent_limit);
+	ep->next_seq = 1;
+	ep->pmem = info->caps & FI_RMA_PMEM;
+	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+	if (!ep->pmem)
+		return 0;
+	return pmv_ictx_reserve(ep) ? -FI_ENOSPC : pmv_inbox_open(ep);
 }
 
 int pmv_endpoint(struct fid_domain *domain, struct fi_info *info,
@@ -215,8 +289,13 @@ int pmv_endpoint(struct fid_domain *domain, struct fi_info *info,
 		goto out;
 	}
 	ep->domain = dom;
+	ret = pmv_ep_pmem_init(ep, info);
+	if (ret) {
+		fi_close(&ep->core->fid);
+		goto out;
+	}
 	pmv_ep_init_fid(ep, FI_CLASS_EP, context);
-	pmv_release_connreq(info);
+	pmv_take_connreq(ep, info);
 	*ep_fid = &ep->ep_fid;
 	ep = NULL;
 out:
@@ -241,6 +320,7 @@ int pmv_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
 		return ret;
 	}
 	srx->domain = dom;
+	pthread_mutex_init(&srx->lock, NULL);
 	pmv_ep_init_fid(srx, FI_CLASS_SRX_CTX, context);
 	*rx_ep = &srx->ep_fid;
 	return 0;
@@ -333,6 +413,7 @@ int pmv_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 		goto err;
 	}
 	fi_freeinfo(core_info);
+	pep->pmem_caps = info->caps & FI_RMA_PMEM;
 	pep->pep_fid.fid.fclass = FI_CLASS_PEP;
 	pep->pep_fid.fid.context = context;
 	pep->pep_fid.fid.ops = &pmv_pep_fi_ops;

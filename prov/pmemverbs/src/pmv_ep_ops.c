@@ -9,10 +9,16 @@
  */
 #include "pmv.h"
 
+static inline struct pmv_ep *pmv_ep(struct fid_ep *ep)
+{
+	return pmv_container_of(ep, struct pmv_ep, ep_fid);
+}
+
 static inline struct fid_ep *core_ep(struct fid_ep *ep)
 {
-	return pmv_container_of(ep, struct pmv_ep, ep_fid)->core;
+	return pmv_ep(ep)->core;
 }
+
 
 /* Messages. */
 
@@ -205,9 +211,18 @@ static ssize_t pmv_writev(struct fid_ep *ep, const struct iovec *iov,
 			 context);
 }
 
+/* Flags only a pmem endpoint accepts: FI_IMMED and unknown provider bits. */
+#define PMV_PMEM_ONLY_FLAGS (FI_IMMED | PMV_UNKNOWN_PROV_BITS)
+
 static ssize_t pmv_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 			    uint64_t flags)
 {
+	if (flags & PMV_PMEM_ONLY_FLAGS) {
+		PMV_WARN(FI_LOG_EP_DATA, "fi_writemsg: FI_IMMED and provider "
+			 "flag bits need an endpoint opened with FI_RMA_PMEM\n");
+		return (flags & PMV_UNKNOWN_PROV_BITS) ? -FI_EBADFLAGS :
+							 -FI_EINVAL;
+	}
 	return fi_writemsg(core_ep(ep), msg, flags);
 }
 
@@ -395,4 +410,150 @@ struct fi_ops_atomic pmv_atomic_ops = {
 	.writevalid = pmv_atomic_valid,
 	.readwritevalid = pmv_fetch_atomic_valid,
 	.compwritevalid = pmv_compare_atomic_valid,
+};
+
+/*
+ * RMA on an endpoint opened with FI_RMA_PMEM: every successful write joins
+ * its key's commit scope, fi_writemsg with FI_COMMIT_COMPLETE or FI_IMMED is
+ * a commit, and with FI_COMMIT_COMPLETE in the endpoint's default op_flags
+ * every write is one.
+ */
+
+/* Adds a posted write to its key's scope; passes the core's return on. */
+static ssize_t pmv_track(struct pmv_ep *ep, ssize_t ret, uint64_t key,
+			 uint64_t addr, uint64_t len)
+{
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&ep->lock);
+	ret = pmv_scope_add(&ep->scope, key, addr, len);
+	pthread_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+static size_t pmv_iov_len(const struct iovec *iov, size_t count)
+{
+	size_t len = 0, i;
+
+	for (i = 0; i < count; i++)
+		len += iov[i].iov_len;
+	return len;
+}
+
+/* A write issued as a commit, for endpoints whose default is to commit. */
+static ssize_t pmv_write_as_commit(struct pmv_ep *ep, const struct iovec *iov,
+				   void **desc, size_t count, uint64_t addr,
+				   uint64_t key, uint64_t data, void *context,
+				   uint64_t extra_flags)
+{
+	struct fi_rma_iov rma = {
+		.addr = addr, .len = pmv_iov_len(iov, count), .key = key,
+	};
+	struct fi_msg_rma msg = {
+		.msg_iov = iov, .desc = desc, .iov_count = count,
+		.rma_iov = &rma, .rma_iov_count = 1, .context = context,
+		.data = data,
+	};
+
+	return pmv_commit_writemsg(ep, &msg, ep->tx_op_flags | extra_flags);
+}
+
+static bool pmv_commits_by_default(const struct pmv_ep *ep)
+{
+	return ep->tx_op_flags & FI_COMMIT_COMPLETE;
+}
+
+static ssize_t pmv_pmem_write(struct fid_ep *ep_fid, const void *buf,
+			      size_t len, void *desc, fi_addr_t dest_addr,
+			      uint64_t addr, uint64_t key, void *context)
+{
+	struct pmv_ep *ep = pmv_ep(ep_fid);
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	if (pmv_commits_by_default(ep))
+		return pmv_write_as_commit(ep, &iov, &desc, 1, addr, key, 0,
+					   context, 0);
+	return pmv_track(ep, fi_write(ep->core, buf, len, desc, dest_addr,
+				      addr, key, context), key, addr, len);
+}
+
+static ssize_t pmv_pmem_writev(struct fid_ep *ep_fid, const struct iovec *iov,
+			       void **desc, size_t count, fi_addr_t dest_addr,
+			       uint64_t addr, uint64_t key, void *context)
+{
+	struct pmv_ep *ep = pmv_ep(ep_fid);
+
+	if (pmv_commits_by_default(ep))
+		return pmv_write_as_commit(ep, iov, desc, count, addr, key, 0,
+					   context, 0);
+	return pmv_track(ep, fi_writev(ep->core, iov, desc, count, dest_addr,
+				       addr, key, context),
+			 key, addr, pmv_iov_len(iov, count));
+}
+
+static ssize_t pmv_pmem_writemsg(struct fid_ep *ep_fid,
+				 const struct fi_msg_rma *msg, uint64_t flags)
+{
+	struct pmv_ep *ep = pmv_ep(ep_fid);
+	ssize_t ret;
+	size_t i;
+
+	if (flags & (PMV_COMMIT_FLAGS | PMV_UNKNOWN_PROV_BITS))
+		return pmv_commit_writemsg(ep, msg, flags);
+	ret = fi_writemsg(ep->core, msg, flags);
+	for (i = 0; !ret && i < msg->rma_iov_count; i++)
+		ret = pmv_track(ep, 0, msg->rma_iov[i].key,
+				msg->rma_iov[i].addr, msg->rma_iov[i].len);
+	return ret;
+}
+
+static ssize_t pmv_pmem_inject_write(struct fid_ep *ep_fid, const void *buf,
+				     size_t len, fi_addr_t dest_addr,
+				     uint64_t addr, uint64_t key)
+{
+	struct pmv_ep *ep = pmv_ep(ep_fid);
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+
+	if (pmv_commits_by_default(ep))
+		return pmv_write_as_commit(ep, &iov, NULL, 1, addr, key, 0,
+					   NULL, FI_INJECT);
+	return pmv_track(ep, fi_inject_write(ep->core, buf, len, dest_addr,
+					     addr, key), key, addr, len);
+}
+
+static ssize_t pmv_pmem_writedata(struct fid_ep *ep_fid, const void *buf,
+				  size_t len, void *desc, uint64_t data,
+				  fi_addr_t dest_addr, uint64_t addr,
+				  uint64_t key, void *context)
+{
+	struct pmv_ep *ep = pmv_ep(ep_fid);
+
+	return pmv_track(ep, fi_writedata(ep->core, buf, len, desc, data,
+					  dest_addr, addr, key, context),
+			 key, addr, len);
+}
+
+static ssize_t pmv_pmem_inject_writedata(struct fid_ep *ep_fid,
+					 const void *buf, size_t len,
+					 uint64_t data, fi_addr_t dest_addr,
+					 uint64_t addr, uint64_t key)
+{
+	struct pmv_ep *ep = pmv_ep(ep_fid);
+
+	return pmv_track(ep, fi_inject_writedata(ep->core, buf, len, data,
+						 dest_addr, addr, key),
+			 key, addr, len);
+}
+
+struct fi_ops_rma pmv_rma_pmem_ops = {
+	.size = sizeof(struct fi_ops_rma),
+	.read = pmv_read,
+	.readv = pmv_readv,
+	.readmsg = pmv_readmsg,
+	.write = pmv_pmem_write,
+	.writev = pmv_pmem_writev,
+	.writemsg = pmv_pmem_writemsg,
+	.inject = pmv_pmem_inject_write,
+	.writedata = pmv_pmem_writedata,
+	.injectdata = pmv_pmem_inject_writedata,
 };

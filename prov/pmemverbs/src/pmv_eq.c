@@ -64,40 +64,134 @@ err:
 	return NULL;
 }
 
+/* The pmemverbs endpoint an event names, or NULL. */
+static struct pmv_ep *pmv_event_ep(struct fid *fid)
+{
+	if (!fid || fid->fclass != FI_CLASS_EP || !pmv_core_fid(fid))
+		return NULL;
+	return pmv_container_of(fid, struct pmv_ep, ep_fid.fid);
+}
+
+/* Takes the peer's pmemverbs header off CM data; returns the new length. */
+static ssize_t pmv_strip_cm_hdr(struct fi_eq_cm_entry *entry, ssize_t len,
+				struct pmv_peer *peer)
+{
+	size_t data_len = (size_t) len - sizeof(*entry);
+
+	if (!pmv_cm_hdr_parse(entry->data, data_len, peer))
+		return len;
+	memmove(entry->data, entry->data + sizeof(struct pmv_cm_hdr),
+		data_len - sizeof(struct pmv_cm_hdr));
+	return len - (ssize_t) sizeof(struct pmv_cm_hdr);
+}
+
+/* A connection request inherits FI_RMA_PMEM from the passive endpoint. */
+static void pmv_connreq_caps(struct fi_info *info, struct fid *pep_fid)
+{
+	struct pmv_pep *pep;
+
+	if (!pep_fid || pep_fid->fclass != FI_CLASS_PEP || !pmv_core_fid(pep_fid))
+		return;
+	pep = pmv_container_of(pep_fid, struct pmv_pep, pep_fid.fid);
+	info->caps |= pep->pmem_caps;
+	if (info->tx_attr)
+		info->tx_attr->caps |= pep->pmem_caps;
+	if (info->rx_attr)
+		info->rx_attr->caps |= pep->pmem_caps;
+}
+
+static ssize_t pmv_eq_connreq(struct fi_eq_cm_entry *entry, ssize_t len)
+{
+	struct pmv_connreq *creq;
+
+	entry->info = pmv_connreq_info(entry->info);
+	if (entry->info)
+		pmv_connreq_caps(entry->info, entry->fid);
+	if (!entry->info) {
+		PMV_WARN(FI_LOG_EQ, "out of memory translating a connection "
+			 "request; it is dropped\n");
+		return -FI_ENOMEM;
+	}
+	creq = pmv_container_of(entry->info->handle, struct pmv_connreq, fid);
+	return pmv_strip_cm_hdr(entry, len, &creq->peer);
+}
+
+static ssize_t pmv_eq_connected(struct fi_eq_cm_entry *entry, ssize_t len)
+{
+	struct pmv_ep *ep = pmv_event_ep(entry->fid);
+	struct pmv_peer peer = { 0 };
+
+	len = pmv_strip_cm_hdr(entry, len, &peer);
+	if (ep && peer.known && !ep->peer.known)
+		pmv_ep_peer_connected(ep, &peer);
+	return len;
+}
+
 /* Rewrites an event read from the core in place for the application. */
 static ssize_t pmv_eq_translate(uint32_t event, void *buf, ssize_t len)
 {
 	struct fi_eq_cm_entry *entry = buf;
+	struct pmv_ep *ep;
 
 	if (!pmv_event_from_core(event) || len < (ssize_t) sizeof(entry->fid))
 		return len;
 	entry->fid = pmv_event_fid(entry->fid);
-	if (event == FI_CONNREQ && len >= (ssize_t) sizeof(*entry)) {
-		entry->info = pmv_connreq_info(entry->info);
-		if (!entry->info) {
-			PMV_WARN(FI_LOG_EQ, "out of memory translating a "
-				 "connection request; it is dropped\n");
-			return -FI_ENOMEM;
-		}
+	if (len < (ssize_t) sizeof(*entry))
+		return len;
+	switch (event) {
+	case FI_CONNREQ:
+		return pmv_eq_connreq(entry, len);
+	case FI_CONNECTED:
+		return pmv_eq_connected(entry, len);
+	case FI_SHUTDOWN:
+		ep = pmv_event_ep(entry->fid);
+		if (ep && ep->pmem)
+			pmv_commit_fail_all(ep, -FI_ENOTCONN);
+		return len;
+	default:
+		return len;
 	}
-	return len;
+}
+
+/*
+ * Reads one event from the core into a buffer with room for the peer's
+ * pmemverbs CM header, translates it, and hands it to the application.
+ */
+static ssize_t pmv_eq_read_event(struct fid_eq *core, uint32_t *event,
+				 void *buf, size_t len, int timeout,
+				 uint64_t flags)
+{
+	size_t tmp_len = len + sizeof(struct pmv_cm_hdr);
+	void *tmp = malloc(tmp_len);
+	ssize_t ret;
+
+	if (!tmp)
+		return -FI_ENOMEM;
+	ret = timeout == INT32_MIN ?
+	      fi_eq_read(core, event, tmp, tmp_len, flags) :
+	      fi_eq_sread(core, event, tmp, tmp_len, timeout, flags);
+	if (ret > 0)
+		ret = pmv_eq_translate(*event, tmp, ret);
+	if (ret > (ssize_t) len)
+		ret = -FI_ETOOSMALL;
+	if (ret > 0)
+		memcpy(buf, tmp, ret);
+	free(tmp);
+	return ret;
 }
 
 static ssize_t pmv_eq_read(struct fid_eq *eq, uint32_t *event, void *buf,
 			   size_t len, uint64_t flags)
 {
-	ssize_t ret = fi_eq_read(pmv_core_eq(eq), event, buf, len, flags);
-
-	return ret > 0 ? pmv_eq_translate(*event, buf, ret) : ret;
+	return pmv_eq_read_event(pmv_core_eq(eq), event, buf, len, INT32_MIN,
+				 flags);
 }
 
 static ssize_t pmv_eq_sread(struct fid_eq *eq, uint32_t *event, void *buf,
 			    size_t len, int timeout, uint64_t flags)
 {
-	ssize_t ret = fi_eq_sread(pmv_core_eq(eq), event, buf, len, timeout,
-				  flags);
-
-	return ret > 0 ? pmv_eq_translate(*event, buf, ret) : ret;
+	return pmv_eq_read_event(pmv_core_eq(eq), event, buf, len, timeout,
+				 flags);
 }
 
 static ssize_t pmv_eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf,

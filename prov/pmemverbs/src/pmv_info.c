@@ -98,6 +98,33 @@ static bool pmv_info_complete(struct fi_info *info)
 	       info->tx_attr && info->rx_attr;
 }
 
+#define PMV_RMA_BITS (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | \
+		      FI_REMOTE_WRITE)
+
+/*
+ * The core gets no FI_RMA_PMEM or FI_COMMIT_COMPLETE from pmemverbs: the
+ * durability decision is never passed down.  A pmem endpoint needs RMA both
+ * ways for its commit requests and acks, and a thread-safe core domain, as
+ * its agent thread writes acks.
+ */
+static void pmv_caps_to_core(struct fi_info *info)
+{
+	bool pmem = info->caps & FI_RMA_PMEM;
+
+	info->caps &= ~FI_RMA_PMEM;
+	info->tx_attr->caps &= ~FI_RMA_PMEM;
+	info->rx_attr->caps &= ~FI_RMA_PMEM;
+	info->tx_attr->op_flags &= ~FI_COMMIT_COMPLETE;
+	if (!pmem)
+		return;
+	info->caps |= PMV_RMA_BITS;
+	if (info->tx_attr->caps)
+		info->tx_attr->caps |= PMV_RMA_BITS;
+	if (info->rx_attr->caps)
+		info->rx_attr->caps |= PMV_RMA_BITS;
+	info->domain_attr->threading = FI_THREAD_SAFE;
+}
+
 /* Copies application hints (NULL allowed) into hints for the core's MSG. */
 struct fi_info *pmv_hints_to_core(const struct fi_info *hints,
 				  const char *core_name)
@@ -111,6 +138,7 @@ struct fi_info *pmv_hints_to_core(const struct fi_info *hints,
 	free(core_hints->fabric_attr->prov_name);
 	core_hints->fabric_attr->prov_name = strdup(core_name);
 	core_hints->ep_attr->type = FI_EP_MSG;
+	pmv_caps_to_core(core_hints);
 	if (!core_hints->fabric_attr->prov_name) {
 		fi_freeinfo(core_hints);
 		return NULL;
@@ -118,15 +146,54 @@ struct fi_info *pmv_hints_to_core(const struct fi_info *hints,
 	return core_hints;
 }
 
+/* True when the application's hints leave room for FI_RMA_PMEM. */
+static bool pmv_hints_allow_pmem(const struct fi_info *hints)
+{
+	return !hints || !hints->caps || (hints->caps & FI_RMA_PMEM);
+}
+
+/*
+ * Advertises FI_RMA_PMEM where the core has RMA and the application did not
+ * ask for a set of capabilities without it (the core may list it itself).
+ */
+static void pmv_caps_from_core(struct fi_info *info,
+			       const struct fi_info *hints)
+{
+	uint64_t pmem = ((info->caps & FI_RMA) && pmv_hints_allow_pmem(hints)) ?
+			FI_RMA_PMEM : 0;
+
+	info->caps = (info->caps & ~FI_RMA_PMEM) | pmem;
+	info->tx_attr->caps = (info->tx_attr->caps & ~FI_RMA_PMEM) | pmem;
+	info->rx_attr->caps = (info->rx_attr->caps & ~FI_RMA_PMEM) | pmem;
+	info->tx_attr->op_flags &= ~FI_COMMIT_COMPLETE;
+	if (pmem && hints && hints->tx_attr)
+		info->tx_attr->op_flags |= hints->tx_attr->op_flags &
+					   FI_COMMIT_COMPLETE;
+}
+
 /* Rewrites one core fi_info in place into a pmemverbs fi_info. */
-int pmv_info_from_core(struct fi_info *info)
+int pmv_info_from_core(struct fi_info *info, const struct fi_info *hints)
 {
 	/* libfabric names entries returned by getinfo; NULL lets it do so. */
 	free(info->fabric_attr->prov_name);
 	info->fabric_attr->prov_name = NULL;
 	info->fabric_attr->fabric = NULL;
 	info->domain_attr->domain = NULL;
+	pmv_caps_from_core(info, hints);
 	return 0;
+}
+
+/* True if the entry meets what the hints ask of pmemverbs itself. */
+static bool pmv_info_meets_hints(const struct fi_info *info,
+				 const struct fi_info *hints)
+{
+	if (!hints)
+		return true;
+	if ((hints->caps & FI_RMA_PMEM) && !(info->caps & FI_RMA_PMEM))
+		return false;
+	return !(hints->tx_attr &&
+		 (hints->tx_attr->op_flags & FI_COMMIT_COMPLETE) &&
+		 !(info->tx_attr->op_flags & FI_COMMIT_COMPLETE));
 }
 
 /* Maps an fi_info handle (connreq or endpoint) to the core's handle. */
@@ -156,8 +223,9 @@ struct fi_info *pmv_info_to_core(const struct fi_info *info)
 	return core_info;
 }
 
-/* Drops every entry that is not an MSG endpoint and rewrites the rest. */
-static struct fi_info *pmv_keep_msg_entries(struct fi_info *list)
+/* Rewrites the core's MSG entries that meet the hints; drops the rest. */
+static struct fi_info *pmv_keep_msg_entries(struct fi_info *list,
+					    const struct fi_info *hints)
 {
 	struct fi_info *head = NULL, **tail = &head, *cur, *next;
 
@@ -168,7 +236,11 @@ static struct fi_info *pmv_keep_msg_entries(struct fi_info *list)
 			fi_freeinfo(cur);
 			continue;
 		}
-		pmv_info_from_core(cur);
+		pmv_info_from_core(cur, hints);
+		if (!pmv_info_meets_hints(cur, hints)) {
+			fi_freeinfo(cur);
+			continue;
+		}
 		*tail = cur;
 		tail = &cur->next;
 	}
@@ -205,6 +277,6 @@ int pmv_getinfo(uint32_t version, const char *node, const char *service,
 			 "these hints (%s)\n", core_name, fi_strerror(-ret));
 		return ret;
 	}
-	*info = pmv_keep_msg_entries(core_info);
+	*info = pmv_keep_msg_entries(core_info, hints);
 	return *info ? 0 : -FI_ENODATA;
 }

@@ -24,6 +24,28 @@ static void pmv_define_params(void)
 			"(RDM endpoints come from ofi_rxm layered on pmemverbs): "
 			"'verbs' or 'tcp'. Default: verbs when a verbs device "
 			"is usable, tcp otherwise.");
+	fi_param_define(&pmv_prov, "wsp", FI_PARAM_BOOL,
+			"Declare that this target's persistence domain is the "
+			"whole system, NIC buffers included (WSP); it cannot "
+			"be detected. Applies to byte and cache-line "
+			"granularity regions, never to page-cache files. "
+			"Default: no.");
+	fi_param_define(&pmv_prov, "extent_limit", FI_PARAM_INT,
+			"Ranges kept per endpoint and key between commits; "
+			"more are coalesced (a commit may then persist bytes "
+			"nobody wrote, never fewer). 1 to 16, default 4.");
+	fi_param_define(&pmv_prov, "agent_spin_us", FI_PARAM_INT,
+			"Microseconds the target agent keeps polling for "
+			"commit requests after the last one before it backs "
+			"off to sleeping (10 us doubling to 1 ms). Default 200.");
+	fi_param_define(&pmv_prov, "oracle", FI_PARAM_STRING,
+			"Test only: a shared file where the agent records "
+			"every range it persists (the persistence oracle). "
+			"Default: unset.");
+	fi_param_define(&pmv_prov, "fault_skip_extent", FI_PARAM_INT,
+			"Test only: the agent skips persisting its N-th extent "
+			"(0 = never), to show the persistence oracle catches "
+			"it. Default 0.");
 }
 
 /* Reads the parameters once; later getinfo calls use the cached values. */
@@ -33,6 +55,13 @@ static void pmv_read_params(void)
 
 	if (!fi_param_get_str(&pmv_prov, "core_prov", &core) && core && *core)
 		pmv_params.core_prov = core;
+	pmv_params.extent_limit = 4;
+	pmv_params.agent_spin_us = 200;
+	fi_param_get_bool(&pmv_prov, "wsp", &pmv_params.wsp);
+	fi_param_get_int(&pmv_prov, "extent_limit", &pmv_params.extent_limit);
+	fi_param_get_int(&pmv_prov, "agent_spin_us", &pmv_params.agent_spin_us);
+	fi_param_get_str(&pmv_prov, "oracle", &pmv_params.oracle);
+	fi_param_get_int(&pmv_prov, "fault_skip_extent", &pmv_params.fault_skip);
 }
 
 FI_EXT_INI

@@ -9,13 +9,35 @@
 
 #include "pmv.h"
 
+/* MR flags pmemverbs defines: FI_RMA_PMEM, FI_UNCACHED (bit 60). */
+#define PMV_MR_OWN_FLAGS (FI_RMA_PMEM | FI_UNCACHED)
+#define PMV_MR_UNKNOWN_BITS ((1ULL << 61) | (1ULL << 62) | (1ULL << 63))
+
+static void pmv_mr_unlink(struct pmv_mr *mr)
+{
+	struct pmv_domain *dom = mr->domain;
+	struct pmv_mr **pp;
+
+	pthread_mutex_lock(&dom->lock);
+	for (pp = &dom->mrs; *pp; pp = &(*pp)->next) {
+		if (*pp == mr) {
+			*pp = mr->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&dom->lock);
+}
+
 static int pmv_mr_close(struct fid *fid)
 {
 	struct pmv_mr *mr = pmv_container_of(fid, struct pmv_mr, mr_fid.fid);
-	int ret = pmv_close_core(&mr->core->fid, "memory region");
+	int ret;
 
+	pmv_mr_unlink(mr);
+	ret = pmv_close_core(&mr->core->fid, "memory region");
 	if (ret)
 		return ret;
+	pmv_persistence_release(&mr->persistence);
 	free(mr);
 	return 0;
 }
@@ -48,24 +70,78 @@ static struct fi_ops pmv_mr_fi_ops = {
 	.ops_set = pmv_no_ops_set,
 };
 
+/* Finds the region's profile (FI_RMA_PMEM) or makes it VOLATILE. */
+static int pmv_mr_persistence(struct pmv_mr *mr, const struct fi_mr_attr *attr,
+			      uint64_t flags)
+{
+	if (!(flags & FI_RMA_PMEM)) {
+		pmv_persistence_volatile(&mr->persistence);
+		return 0;
+	}
+	if (attr->iov_count != 1) {
+		PMV_WARN(FI_LOG_MR, "FI_RMA_PMEM: register persistent memory "
+			 "as one range (iov_count %zu)\n", attr->iov_count);
+		return -FI_EINVAL;
+	}
+	return pmv_persistence_detect(attr->mr_iov[0].iov_base,
+				      attr->mr_iov[0].iov_len,
+				      &mr->persistence);
+}
+
+/* Keeps what the agent needs to check and persist commits to this region. */
+static void pmv_mr_describe(struct pmv_mr *mr, const struct fi_mr_attr *attr,
+			    uint64_t flags)
+{
+	struct pmv_domain *dom = mr->domain;
+
+	mr->access = attr->access;
+	mr->flags = flags;
+	mr->iov_count = attr->iov_count;
+	if (attr->iov_count) {
+		mr->base = attr->mr_iov[0].iov_base;
+		mr->len = attr->mr_iov[0].iov_len;
+	}
+	mr->rma_base = (dom->mr_mode & FI_MR_VIRT_ADDR) ?
+		       (uint64_t) (uintptr_t) mr->base : attr->offset;
+	pthread_mutex_lock(&dom->lock);
+	mr->next = dom->mrs;
+	dom->mrs = mr;
+	pthread_mutex_unlock(&dom->lock);
+}
+
 static int pmv_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 			  uint64_t flags, struct fid_mr **mr_fid)
 {
 	struct pmv_domain *dom = pmv_container_of(fid, struct pmv_domain,
 						  domain_fid.fid);
 	struct fi_mr_attr core_attr = *attr;
-	struct pmv_mr *mr = calloc(1, sizeof(*mr));
+	struct pmv_mr *mr;
 	int ret;
 
+	if (flags & PMV_MR_UNKNOWN_BITS) {
+		PMV_WARN(FI_LOG_MR, "fi_mr_reg: unknown provider flag bits "
+			 "0x%llx; pmemverbs defines FI_UNCACHED (bit 60)\n",
+			 (unsigned long long) (flags & PMV_MR_UNKNOWN_BITS));
+		return -FI_EBADFLAGS;
+	}
+	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return -FI_ENOMEM;
-	core_attr.context = mr;
-	ret = fi_mr_regattr(dom->core, &core_attr, flags, &mr->core);
+	mr->domain = dom;
+	ret = pmv_mr_persistence(mr, attr, flags);
 	if (ret) {
 		free(mr);
 		return ret;
 	}
-	mr->domain = dom;
+	core_attr.context = mr;
+	ret = fi_mr_regattr(dom->core, &core_attr, flags & ~PMV_MR_OWN_FLAGS,
+			    &mr->core);
+	if (ret) {
+		pmv_persistence_release(&mr->persistence);
+		free(mr);
+		return ret;
+	}
+	pmv_mr_describe(mr, attr, flags);
 	mr->mr_fid.fid.fclass = FI_CLASS_MR;
 	mr->mr_fid.fid.context = attr->context;
 	mr->mr_fid.fid.ops = &pmv_mr_fi_ops;

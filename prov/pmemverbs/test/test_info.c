@@ -53,7 +53,7 @@ Test(info, from_core_leaves_naming_to_libfabric)
 	struct fi_info *info = fi_allocinfo();
 
 	info->fabric_attr->prov_name = strdup("tcp");
-	cr_assert_eq(pmv_info_from_core(info), 0);
+	cr_assert_eq(pmv_info_from_core(info, NULL), 0);
 	cr_assert_null(info->fabric_attr->prov_name);
 	fi_freeinfo(info);
 }

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Pass-through overhead of pmemverbs: fi_pingpong latency through the core
+# provider and through pmemverbs, measured side by side in one run.  Rounds
+# alternate the two providers so that drift on the machine hits both alike;
+# each figure is the median over the rounds.  Writes OUT/overhead.csv (one
+# row per measurement), OUT/overhead_summary.csv, OUT/overhead.png.
+#
+# Usage: pmv_overhead.sh OUT_DIR   (FI_PROVIDER_PATH must reach the plugin)
+# Env:   PMV_BENCH_ROUNDS (7), PMV_BENCH_SIZES ("64 256 1024 4096 16384 65536"),
+#        PMV_BENCH_CORE (tcp), PMV_BENCH_PORT (9700)
+set -euo pipefail
+
+OUT=$1
+ROUNDS=${PMV_BENCH_ROUNDS:-7}
+SIZES=${PMV_BENCH_SIZES:-"64 256 1024 4096 16384 65536"}
+CORE=${PMV_BENCH_CORE:-tcp}
+port=${PMV_BENCH_PORT:-9700}
+CSV=$OUT/overhead.csv
+SUMMARY=$OUT/overhead_summary.csv
+
+# Iterations per run: enough for a stable mean, bounded in time.
+iterations_for() {
+	if [ "$1" -le 4096 ]; then echo 20000; else echo 5000; fi
+}
+
+# One fi_pingpong run; prints usec/xfer.  Server and client on separate CPUs.
+pingpong_usec() {
+	local prov=$1 ep=$2 size=$3 iters line
+	iters=$(iterations_for "$size")
+	port=$((port + 1))
+	taskset -c 0 timeout 120 fi_pingpong -p "$prov" -e "$ep" -B "$port" \
+		-S "$size" -I "$iters" >/dev/null 2>&1 &
+	sleep 0.3
+	line=$(taskset -c 1 timeout 120 fi_pingpong -p "$prov" -e "$ep" \
+		-P "$port" -S "$size" -I "$iters" 127.0.0.1 2>/dev/null |
+		awk '$1 ~ /^[0-9]/ {print $7}' | tail -1)
+	wait || true
+	[ -n "$line" ] || { echo "fi_pingpong -p $prov -e $ep -S $size failed" >&2; return 1; }
+	echo "$line"
+}
+
+median() {
+	sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+
+echo "ep,size,provider,round,usec_per_xfer" >"$CSV"
+for ep in msg rdm; do
+	core_prov=$CORE
+	[ "$ep" = rdm ] && core_prov="$CORE;ofi_rxm"
+	for size in $SIZES; do
+		for round in $(seq 1 "$ROUNDS"); do
+			for prov in "$core_prov" pmemverbs; do
+				usec=$(pingpong_usec "$prov" "$ep" "$size")
+				echo "$ep,$size,$prov,$round,$usec" >>"$CSV"
+			done
+		done
+	done
+done
+
+echo "ep,size,core_median_usec,pmemverbs_median_usec,ratio" >"$SUMMARY"
+printf '%-4s %8s %12s %12s %8s\n' ep size "core us" "pmemverbs us" ratio
+for ep in msg rdm; do
+	for size in $SIZES; do
+		core=$(awk -F, -v e="$ep" -v s="$size" '$1==e && $2==s && $3!="pmemverbs" {print $5}' "$CSV" | median)
+		pmv=$(awk -F, -v e="$ep" -v s="$size" '$1==e && $2==s && $3=="pmemverbs" {print $5}' "$CSV" | median)
+		ratio=$(awk -v a="$pmv" -v b="$core" 'BEGIN {printf "%.3f", a / b}')
+		echo "$ep,$size,$core,$pmv,$ratio" >>"$SUMMARY"
+		printf '%-4s %8s %12s %12s %8s\n' "$ep" "$size" "$core" "$pmv" "$ratio"
+	done
+done
+
+if command -v gnuplot >/dev/null; then
+	gnuplot <<GP
+set terminal pngcairo size 900,500
+set output "$OUT/overhead.png"
+set datafile separator ","
+set logscale x 2
+set xlabel "message size (bytes)"
+set ylabel "pmemverbs latency / core latency (median)"
+set yrange [0.9:1.1]
+set key top left
+set title "fi_pingpong through pmemverbs vs. the $CORE core, one run, $ROUNDS alternating rounds"
+plot "< grep '^msg' $SUMMARY" using 2:5 with linespoints title "MSG (pmemverbs vs $CORE)", \
+     "< grep '^rdm' $SUMMARY" using 2:5 with linespoints title "RDM (pmemverbs;ofi_rxm vs $CORE;ofi_rxm)", \
+     1 with lines dt 2 title "parity"
+GP
+fi

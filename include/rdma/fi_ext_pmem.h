@@ -1,0 +1,99 @@
+/*
+ * fi_ext_pmem.h: pmemverbs extensions to libfabric for durable RMA writes
+ * to remote persistent memory (the OFA proposal's FI_PMEM, FI_COMMIT,
+ * FI_IMMED, FI_FENCE, FI_UNCACHED).  See fi_pmemverbs(7), fi_ext_pmem(3).
+ */
+#ifndef FI_EXT_PMEM_H
+#define FI_EXT_PMEM_H
+
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The proposal's names for the upstream capability and completion level. */
+#define FI_PMEM FI_RMA_PMEM
+#define FI_COMMIT FI_COMMIT_COMPLETE
+
+/*
+ * fi_writemsg flag, with FI_COMMIT: once the commit is durable, also raise
+ * a completion at the target carrying msg->data (FI_REMOTE_CQ_DATA).
+ * Provider-specific bit; FI_IMMED without FI_COMMIT is -FI_EINVAL.
+ */
+#define FI_IMMED (1ULL << 60)
+
+/*
+ * fi_mr_reg flag: writes into this region should bypass the target's CPU
+ * caches where pmemverbs copies the data itself.  A hint.
+ */
+#define FI_UNCACHED (1ULL << 60)
+
+/* Completion flag on a commit's initiator completion. */
+#define FI_PMEM_COMMITTED (1ULL << 61)
+
+/* Name for fi_open_ops(&domain->fid, FI_PMEM_DOMAIN_OPS, 0, &ops, NULL). */
+#define FI_PMEM_DOMAIN_OPS "pmemverbs_domain_ops_v1"
+
+/* What must happen to bytes in a region, once visible, to make them durable. */
+enum fi_pmem_profile {
+	FI_PMEM_PROFILE_UNKNOWN = 0, /* not known (yet) */
+	FI_PMEM_PROFILE_VOLATILE,    /* no persistence: DRAM, or no FI_RMA_PMEM */
+	FI_PMEM_PROFILE_PAGE,        /* page cache: msync needed */
+	FI_PMEM_PROFILE_DMP,         /* ADR: CPU cache flush needed */
+	FI_PMEM_PROFILE_MHP,         /* eADR: durable once visible */
+	FI_PMEM_PROFILE_WSP,         /* durable on arrival, NIC included */
+};
+
+/* How pmemverbs makes a commit durable. */
+enum fi_pmem_method {
+	FI_PMEM_METHOD_NONE = 0,
+	FI_PMEM_METHOD_AGENT, /* commit request to the target's agent */
+};
+
+/* Per-endpoint counters of the durability engine. */
+struct fi_pmem_ep_counters {
+	uint64_t commits;          /* commits completed successfully */
+	uint64_t commit_errors;    /* commits completed with an error */
+	uint64_t requests_sent;    /* commit requests sent to the peer's agent */
+	uint64_t requests_served;  /* commit requests this side's agent served */
+	uint64_t bytes_persisted;  /* bytes this side's agent persisted */
+};
+
+struct fi_pmem_ops_domain {
+	size_t size;
+	/* Name of the core provider this domain is layered on ("verbs", "tcp"). */
+	const char *(*core_prov)(struct fid_domain *domain);
+	/* Profile of a local region registered on this domain. */
+	enum fi_pmem_profile (*mr_profile)(struct fid_mr *mr);
+	/* Profile the peer of a connected endpoint reported for a key; UNKNOWN
+	 * until the first commit to that key completes. */
+	enum fi_pmem_profile (*peer_profile)(struct fid_ep *ep, uint64_t key);
+	/* Method pmemverbs uses for commits to key over this endpoint. */
+	enum fi_pmem_method (*method)(struct fid_ep *ep, uint64_t key);
+	/* Largest write that is atomically durable (bytes). */
+	size_t (*atomicity_chunk)(struct fid_domain *domain);
+	/* Copies the endpoint's counters. */
+	int (*ep_counters)(struct fid_ep *ep, struct fi_pmem_ep_counters *out);
+};
+
+/* Human-readable name of a profile ("DMP", ...). */
+static inline const char *fi_pmem_profile_str(enum fi_pmem_profile p)
+{
+	static const char *const names[] = {
+		"UNKNOWN", "VOLATILE", "PAGE", "DMP", "MHP", "WSP",
+	};
+
+	return (unsigned) p < sizeof(names) / sizeof(names[0]) ?
+		names[p] : "INVALID";
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FI_EXT_PMEM_H */

@@ -1,0 +1,354 @@
+/*
+ * pmemverbs: the target agent.
+ *
+ * One thread per domain that has pmem endpoints.  It polls the request
+ * slots of each endpoint's inbox (the core places the requests, behind the
+ * data writes they cover; the core's progress moves them even when the
+ * target application never polls), checks the request's key, bounds and
+ * access against the domain's regions before touching memory, persists each
+ * extent with the region's persist function, raises the FI_IMMED target
+ * completion, and writes the ack back into the initiator's inbox.
+ *
+ * Test hooks (parameters, see fi_pmemverbs(7)): FI_PMEMVERBS_ORACLE names a
+ * shared file where every persisted range is recorded, so a test can check
+ * that a commit never completes before its scope was persisted;
+ * FI_PMEMVERBS_FAULT_SKIP_EXTENT=N skips the N-th persisted extent, to show
+ * that such a test can fail.
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pmv.h"
+#include "pmv_oracle.h"
+
+struct pmv_agent {
+	pthread_t thread;
+	bool stop;
+	struct pmv_ep *eps; /* under domain->lock */
+};
+
+static struct pmv_oracle_log *pmv_oracle;
+static size_t pmv_oracle_cap;
+static pthread_once_t pmv_oracle_once = PTHREAD_ONCE_INIT;
+static uint64_t pmv_extents_persisted;
+
+/* Maps the oracle log the test named, once per process. */
+static void pmv_oracle_open(void)
+{
+	struct stat st;
+	void *mem;
+	int fd;
+
+	if (!pmv_params.oracle)
+		return;
+	fd = open(pmv_params.oracle, O_RDWR);
+	if (fd < 0 || fstat(fd, &st) || (size_t) st.st_size < sizeof(*pmv_oracle)) {
+		PMV_WARN(FI_LOG_DOMAIN, "FI_PMEMVERBS_ORACLE=%s: cannot open "
+			 "the oracle log\n", pmv_params.oracle);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	mem = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (mem == MAP_FAILED)
+		return;
+	pmv_oracle = mem;
+	pmv_oracle_cap = pmv_oracle_capacity(st.st_size);
+}
+
+/* Records a persisted range in the oracle log, if a test asked for one. */
+static void pmv_oracle_record(uint64_t key, uint64_t addr, uint64_t len)
+{
+	uint64_t i;
+
+	if (!pmv_oracle)
+		return;
+	i = __atomic_fetch_add(&pmv_oracle->count, 1, __ATOMIC_ACQ_REL);
+	if (i >= pmv_oracle_cap)
+		return;
+	pmv_oracle->rec[i].key = key;
+	pmv_oracle->rec[i].addr = addr;
+	pmv_oracle->rec[i].len = len;
+	__atomic_store_n(&pmv_oracle->rec[i].valid, 1, __ATOMIC_RELEASE);
+}
+
+/* True when fault injection says to skip this extent. */
+static bool pmv_fault_skip(void)
+{
+	uint64_t n = __atomic_add_fetch(&pmv_extents_persisted, 1,
+					__ATOMIC_RELAXED);
+
+	return pmv_params.fault_skip > 0 && n == (uint64_t) pmv_params.fault_skip;
+}
+
+struct pmv_mr *pmv_domain_find_mr(struct pmv_domain *dom, uint64_t key)
+{
+	struct pmv_mr *mr;
+
+	for (mr = dom->mrs; mr; mr = mr->next)
+		if (fi_mr_key(&mr->mr_fid) == key)
+			return mr;
+	return NULL;
+}
+
+/* Checks one extent against its region: inside it, without overflow. */
+static bool pmv_extent_inside(const struct pmv_mr *mr,
+			      const struct pmv_extent *e)
+{
+	return e->addr >= mr->rma_base && e->len <= mr->len &&
+	       e->addr - mr->rma_base <= mr->len - e->len;
+}
+
+/* Validates a request against the MR table; 0 or a PMV_ERR_* code. */
+static int pmv_agent_validate(const struct pmv_mr *mr, const struct pmv_req *req)
+{
+	unsigned i;
+
+	if (!mr)
+		return PMV_ERR_NO_KEY;
+	if (!(mr->access & FI_REMOTE_WRITE))
+		return PMV_ERR_ACCESS;
+	if (mr->iov_count != 1)
+		return PMV_ERR_MULTI_IOV;
+	for (i = 0; i < req->nextents; i++)
+		if (!pmv_extent_inside(mr, &req->ext[i]))
+			return PMV_ERR_RANGE;
+	return 0;
+}
+
+/* Persists the request's extents; returns the bytes persisted. */
+static uint64_t pmv_agent_persist(struct pmv_mr *mr, const struct pmv_req *req)
+{
+	const struct pmv_extent *e;
+	uint64_t bytes = 0;
+	unsigned i;
+
+	for (i = 0; i < req->nextents; i++) {
+		e = &req->ext[i];
+		if (pmv_fault_skip())
+			continue;
+		mr->persistence.persist((char *) mr->base +
+					(e->addr - mr->rma_base), e->len);
+		pmv_oracle_record(req->key, e->addr, e->len);
+		bytes += e->len;
+	}
+	return bytes;
+}
+
+/* Raises the FI_IMMED completion in the target endpoint's receive CQ. */
+static void pmv_agent_immed(struct pmv_ep *ep, const struct pmv_req *req)
+{
+	struct fi_cq_err_entry e = {
+		.flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
+		.data = req->data,
+	};
+
+	if (ep->rx_cq)
+		pmv_cq_push(ep->rx_cq, &e, false);
+}
+
+/* Serves one valid request; returns 0 or a PMV_ERR_* code for the ack. */
+static int pmv_agent_commit(struct pmv_domain *dom, struct pmv_ep *ep,
+			    const struct pmv_req *req)
+{
+	struct pmv_mr *mr = pmv_domain_find_mr(dom, req->key);
+	int status = pmv_agent_validate(mr, req);
+
+	ep->agent_profile = mr ? mr->persistence.profile :
+				 FI_PMEM_PROFILE_UNKNOWN;
+	if (status) {
+		PMV_INFO(FI_LOG_DOMAIN, "agent: commit request %llu refused: "
+			 "%s\n", (unsigned long long) req->seq,
+			 pmv_strerror(status));
+		return status;
+	}
+	ep->counters.bytes_persisted += pmv_agent_persist(mr, req);
+	ep->counters.requests_served++;
+	if (req->flags & PMV_REQ_IMMED)
+		pmv_agent_immed(ep, req);
+	return 0;
+}
+
+/* Copies the request for seq out of the inbox; false if not there (yet). */
+static bool pmv_agent_read_req(struct pmv_ep *ep, uint64_t seq,
+			       struct pmv_req *out, size_t out_size)
+{
+	struct pmv_req *slot = pmv_inbox_req(&ep->inbox, seq);
+	unsigned max = pmv_req_max_extents(ep->inbox.slot_size);
+	uint32_t sum;
+	size_t size;
+
+	if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != seq)
+		return false;
+	memcpy(out, slot, sizeof(*out));
+	if (out->nextents > max)
+		return false;
+	size = sizeof(*out) + out->nextents * sizeof(struct pmv_extent);
+	if (size > out_size)
+		return false;
+	memcpy(out, slot, size);
+	sum = out->checksum;
+	out->checksum = 0;
+	return out->seq == seq && pmv_checksum(out, size) == sum;
+}
+
+/* Writes the ack for the last served request; false if the core is busy. */
+static bool pmv_agent_send_ack(struct pmv_ep *ep)
+{
+	struct pmv_ack ack = {
+		.seq = ep->agent_unacked,
+		.status = ep->agent_status,
+		.profile = ep->agent_profile,
+	};
+	ssize_t ret;
+
+	ack.checksum = pmv_checksum(&ack, sizeof(ack));
+	ret = fi_inject_write(ep->core, &ack, sizeof(ack), 0,
+			      pmv_peer_ack_addr(&ep->peer, ack.seq),
+			      ep->peer.inbox_key);
+	if (ret == -FI_EAGAIN)
+		return false;
+	if (ret)
+		PMV_WARN(FI_LOG_DOMAIN, "agent: sending ack %llu: %s\n",
+			 (unsigned long long) ack.seq, fi_strerror((int) -ret));
+	ep->agent_unacked = 0;
+	return true;
+}
+
+/* Serves the requests waiting in one endpoint's inbox; returns how many. */
+static int pmv_agent_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep)
+{
+	uint64_t buf[256 / sizeof(uint64_t)];
+	struct pmv_req *req = (struct pmv_req *) buf;
+	int served = 0;
+
+	while (served < PMV_SLOTS) {
+		if (ep->agent_unacked && !pmv_agent_send_ack(ep))
+			break;
+		if (!pmv_agent_read_req(ep, ep->agent_seq, req, sizeof(buf)))
+			break;
+		ep->agent_status = pmv_agent_commit(dom, ep, req);
+		ep->agent_unacked = ep->agent_seq++;
+		served++;
+	}
+	return served;
+}
+
+static void pmv_sleep_us(long us)
+{
+	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static uint64_t pmv_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/*
+ * The agent's loop: spin while requests keep coming, then back off to
+ * sleeping (10 us doubling to 1 ms) so an idle target costs no CPU.
+ */
+static void *pmv_agent_main(void *arg)
+{
+	struct pmv_domain *dom = arg;
+	uint64_t last_work = pmv_now_us();
+	long nap = 0;
+	int served;
+
+	for (;;) {
+		pthread_mutex_lock(&dom->lock);
+		if (dom->agent->stop) {
+			pthread_mutex_unlock(&dom->lock);
+			return NULL;
+		}
+		served = 0;
+		for (struct pmv_ep *ep = dom->agent->eps; ep; ep = ep->agent_next)
+			served += pmv_agent_serve_ep(dom, ep);
+		pthread_mutex_unlock(&dom->lock);
+		if (served) {
+			last_work = pmv_now_us();
+			nap = 0;
+		} else if (pmv_now_us() - last_work > (uint64_t) pmv_params.agent_spin_us) {
+			nap = nap ? (nap < 1000 ? nap * 2 : 1000) : 10;
+			pmv_sleep_us(nap);
+		}
+	}
+}
+
+/* Starts the domain's agent thread (domain lock held). */
+static int pmv_agent_start(struct pmv_domain *dom)
+{
+	struct pmv_agent *agent = calloc(1, sizeof(*agent));
+	int ret;
+
+	if (!agent)
+		return -FI_ENOMEM;
+	pthread_once(&pmv_oracle_once, pmv_oracle_open);
+	dom->agent = agent;
+	ret = pthread_create(&agent->thread, NULL, pmv_agent_main, dom);
+	if (ret) {
+		dom->agent = NULL;
+		free(agent);
+		return -ret;
+	}
+	return 0;
+}
+
+int pmv_agent_add(struct pmv_domain *dom, struct pmv_ep *ep)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&dom->lock);
+	if (!dom->agent)
+		ret = pmv_agent_start(dom);
+	if (!ret && !ep->in_agent) {
+		ep->agent_seq = 1;
+		ep->agent_next = dom->agent->eps;
+		dom->agent->eps = ep;
+		ep->in_agent = true;
+	}
+	pthread_mutex_unlock(&dom->lock);
+	return ret;
+}
+
+void pmv_agent_remove(struct pmv_domain *dom, struct pmv_ep *ep)
+{
+	struct pmv_ep **pp;
+
+	pthread_mutex_lock(&dom->lock);
+	if (ep->in_agent) {
+		for (pp = &dom->agent->eps; *pp; pp = &(*pp)->agent_next) {
+			if (*pp == ep) {
+				*pp = ep->agent_next;
+				break;
+			}
+		}
+		ep->in_agent = false;
+	}
+	pthread_mutex_unlock(&dom->lock);
+}
+
+void pmv_agent_stop(struct pmv_domain *dom)
+{
+	struct pmv_agent *agent = dom->agent;
+
+	if (!agent)
+		return;
+	pthread_mutex_lock(&dom->lock);
+	agent->stop = true;
+	pthread_mutex_unlock(&dom->lock);
+	pthread_join(agent->thread, NULL);
+	dom->agent = NULL;
+	free(agent);
+}

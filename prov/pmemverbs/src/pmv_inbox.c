@@ -1,0 +1,144 @@
+/*
+ * pmemverbs: the inbox of a pmem endpoint, and the CM header that tells the
+ * peer where it is (layout in pmv_proto.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmv.h"
+
+#define PMV_ACKS_SIZE(slots) (((slots) * sizeof(struct pmv_ack) + 63) & ~(size_t) 63)
+
+/* Extents that fit in a request slot. */
+unsigned pmv_req_max_extents(uint32_t slot_size)
+{
+	if (slot_size < sizeof(struct pmv_req) + sizeof(struct pmv_extent))
+		return 0;
+	return (slot_size - sizeof(struct pmv_req)) / sizeof(struct pmv_extent);
+}
+
+/* Request slot size for a core: requests travel as fi_inject_write. */
+static uint32_t pmv_slot_size(size_t inject_size)
+{
+	size_t size = inject_size < 256 ? inject_size : 256;
+
+	return (uint32_t) (size & ~(size_t) 7);
+}
+
+int pmv_inbox_open(struct pmv_ep *ep)
+{
+	struct pmv_domain *dom = ep->domain;
+	struct pmv_inbox *inbox = &ep->inbox;
+	uint64_t key;
+	int ret;
+
+	inbox->slot_size = pmv_slot_size(dom->inject_size);
+	if (!pmv_req_max_extents(inbox->slot_size)) {
+		PMV_WARN(FI_LOG_EP_CTRL, "core inject size %zu is too small "
+			 "for commit requests; FI_RMA_PMEM is unavailable\n",
+			 dom->inject_size);
+		return -FI_EOPNOTSUPP;
+	}
+	inbox->size = PMV_ACKS_SIZE(PMV_SLOTS) +
+		      (size_t) PMV_SLOTS * inbox->slot_size;
+	if (posix_memalign(&inbox->mem, 4096, inbox->size))
+		return -FI_ENOMEM;
+	memset(inbox->mem, 0, inbox->size);
+	key = __atomic_fetch_add(&dom->next_internal_key, 1, __ATOMIC_RELAXED);
+	ret = fi_mr_reg(dom->core, inbox->mem, inbox->size,
+			FI_REMOTE_WRITE | FI_WRITE | FI_READ, 0, key, 0,
+			&inbox->mr, NULL);
+	if (ret) {
+		PMV_WARN(FI_LOG_EP_CTRL, "registering the commit inbox: %s\n",
+			 fi_strerror(-ret));
+		free(inbox->mem);
+		inbox->mem = NULL;
+		return ret;
+	}
+	inbox->rma_addr = (dom->mr_mode & FI_MR_VIRT_ADDR) ?
+			  (uint64_t) (uintptr_t) inbox->mem : 0;
+	return 0;
+}
+
+void pmv_inbox_close(struct pmv_ep *ep)
+{
+	if (!ep->inbox.mem)
+		return;
+	pmv_close_core(&ep->inbox.mr->fid, "inbox memory region");
+	free(ep->inbox.mem);
+	ep->inbox.mem = NULL;
+}
+
+struct pmv_ack *pmv_inbox_ack(struct pmv_inbox *inbox, uint64_t seq)
+{
+	return (struct pmv_ack *) inbox->mem + (seq - 1) % PMV_SLOTS;
+}
+
+struct pmv_req *pmv_inbox_req(struct pmv_inbox *inbox, uint64_t seq)
+{
+	return (struct pmv_req *) ((char *) inbox->mem + PMV_ACKS_SIZE(PMV_SLOTS) +
+				   ((seq - 1) % PMV_SLOTS) * inbox->slot_size);
+}
+
+uint64_t pmv_peer_ack_addr(const struct pmv_peer *peer, uint64_t seq)
+{
+	return peer->inbox_addr + ((seq - 1) % peer->slots) * sizeof(struct pmv_ack);
+}
+
+uint64_t pmv_peer_req_addr(const struct pmv_peer *peer, uint64_t seq)
+{
+	return peer->inbox_addr + PMV_ACKS_SIZE(peer->slots) +
+	       ((seq - 1) % peer->slots) * peer->slot_size;
+}
+
+void pmv_cm_hdr_fill(struct pmv_ep *ep, struct pmv_cm_hdr *hdr)
+{
+	memset(hdr, 0, sizeof(*hdr));
+	hdr->magic = PMV_CM_MAGIC;
+	hdr->version = PMV_PROTO_VERSION;
+	hdr->transport = ep->domain->transport;
+	if (!ep->inbox.mem)
+		return;
+	hdr->flags = PMV_CM_HAS_INBOX;
+	hdr->inbox_addr = ep->inbox.rma_addr;
+	hdr->inbox_key = fi_mr_key(ep->inbox.mr);
+	hdr->slots = PMV_SLOTS;
+	hdr->slot_size = ep->inbox.slot_size;
+}
+
+/* Reads a peer's CM header; false if the data carries none. */
+bool pmv_cm_hdr_parse(const void *data, size_t len, struct pmv_peer *peer)
+{
+	struct pmv_cm_hdr hdr;
+
+	if (len < sizeof(hdr))
+		return false;
+	memcpy(&hdr, data, sizeof(hdr));
+	if (hdr.magic != PMV_CM_MAGIC || hdr.version != PMV_PROTO_VERSION)
+		return false;
+	memset(peer, 0, sizeof(*peer));
+	peer->known = true;
+	peer->transport = hdr.transport;
+	peer->has_inbox = (hdr.flags & PMV_CM_HAS_INBOX) && hdr.slots &&
+			  pmv_req_max_extents(hdr.slot_size);
+	peer->inbox_addr = hdr.inbox_addr;
+	peer->inbox_key = hdr.inbox_key;
+	peer->slots = hdr.slots;
+	peer->slot_size = hdr.slot_size;
+	return true;
+}
+
+/* Builds CM data: our header, then the application's. Free with free(). */
+void *pmv_cm_data_with_hdr(struct pmv_ep *ep, const void *param,
+			   size_t paramlen, size_t *total)
+{
+	char *buf = malloc(sizeof(struct pmv_cm_hdr) + paramlen);
+
+	if (!buf)
+		return NULL;
+	pmv_cm_hdr_fill(ep, (struct pmv_cm_hdr *) buf);
+	if (paramlen)
+		memcpy(buf + sizeof(struct pmv_cm_hdr), param, paramlen);
+	*total = sizeof(struct pmv_cm_hdr) + paramlen;
+	return buf;
+}

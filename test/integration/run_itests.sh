@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# Two-process libfabric integration tests: runs every pmv_itest test as a
+# server/client pair on 127.0.0.1 and prints one PASS|FAIL|SKIP line each.
+#
+# usage: run_itests.sh BIN PROVIDER_LABEL
+#   BIN             path to the pmv_itest binary
+#   PROVIDER_LABEL  free text naming the provider under test (for the header)
+# env:
+#   PMV_PROV        provider for msg endpoints   (default: tcp)
+#   PMV_PROV_RDM    provider for rdm endpoints   (default: tcp;ofi_rxm)
+#   PMV_PORT_BASE   first TCP port to use        (default: 9230)
+set -u
+
+if [[ $# -ne 2 ]]; then
+	echo "usage: $0 BIN PROVIDER_LABEL" >&2
+	exit 2
+fi
+BIN=$1
+LABEL=$2
+MSG_PROV=${PMV_PROV:-tcp}
+RDM_PROV=${PMV_PROV_RDM:-tcp;ofi_rxm}
+PORT=${PMV_PORT_BASE:-9230}
+ADDR=127.0.0.1
+PROC_TIMEOUT=30 # seconds, per process
+READY_POLLS=100 # x 0.1 s waiting for the server's READY line
+
+if [[ ! -x $BIN ]]; then
+	echo "not an executable: $BIN" >&2
+	exit 2
+fi
+
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+passed=0
+failed=0
+skipped=0
+ENV_PREFIX=() # extra environment for both processes of a case
+
+# The line of a stderr file that best explains a failure.
+reason_of() {
+	local file=$1 line
+	line=$(grep -m1 '^SUMMARY:' "$file" 2>/dev/null)
+	[[ -n $line ]] || line=$(grep -v '^[[:space:]]*$' "$file" 2>/dev/null | tail -n1)
+	echo "${line:-no message}"
+}
+
+# Why one process failed, from its exit status and stderr.
+describe_rc() {
+	local side=$1 rc=$2 errfile=$3
+	case $rc in
+	124) echo "$side timed out after ${PROC_TIMEOUT}s" ;;
+	*) echo "$side exit $rc: $(reason_of "$errfile")" ;;
+	esac
+}
+
+# Waits (bounded) for READY from the server; 0 ready, 1 exited, 2 timeout.
+wait_ready() {
+	local pid=$1 out=$2 i
+	for ((i = 0; i < READY_POLLS; i++)); do
+		grep -q '^READY' "$out" 2>/dev/null && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 2
+}
+
+# Sets CMD to the command line of one side, under a hard timeout.
+side_cmd() {
+	local role=$1 port=$2
+	shift 2
+	CMD=(env "${ENV_PREFIX[@]}" timeout "$PROC_TIMEOUT" "$BIN" "$@"
+		-r "$role" -a "$ADDR" -P "$port")
+}
+
+# Records and prints the outcome of one case.
+report() {
+	local verdict=$1 name=$2 reason=${3:-}
+	case $verdict in
+	PASS) passed=$((passed + 1)) ;;
+	SKIP) skipped=$((skipped + 1)) ;;
+	FAIL) failed=$((failed + 1)) ;;
+	esac
+	if [[ -n $reason ]]; then
+		echo "$verdict $name: $reason"
+	else
+		echo "$verdict $name"
+	fi
+}
+
+# Turns the two exit statuses (-1: side not run) into a verdict line.
+judge() {
+	local name=$1 dir=$2 src=$3 crc=$4
+	if [[ $src -le 0 && $crc -eq 0 ]]; then
+		report PASS "$name"
+	elif [[ ($src -eq 77 || $src -eq -1) && $crc -eq 77 ]]; then
+		report SKIP "$name" "$(reason_of "$dir/client.err" | sed "s/^SKIP: //")"
+	elif [[ $src -eq 77 && $crc -eq 0 ]]; then
+		report FAIL "$name" "server skipped but client passed"
+	else
+		local why=()
+		[[ $src -gt 0 ]] && why+=("$(describe_rc server "$src" "$dir/server.err")")
+		[[ $crc -gt 0 && $crc -ne 77 ]] && why+=("$(describe_rc client "$crc" "$dir/client.err")")
+		[[ $crc -eq 77 ]] && why+=("client skipped: $(reason_of "$dir/client.err")")
+		local IFS=';'
+		report FAIL "$name" "${why[*]}"
+	fi
+}
+
+# run_case TEST EP LABEL_EP CLIENT_ONLY PROVIDER-ARGS...
+run_case() {
+	local test=$1 ep=$2 label=$3 client_only=$4
+	shift 4
+	local name="$test $label" port=$PORT dir="$WORK/$test-$label"
+	local spid="" src=-1 crc
+	PORT=$((PORT + 1))
+	mkdir -p "$dir"
+	if [[ $client_only == no ]]; then
+		side_cmd server "$port" "$@" -e "$ep" -t "$test"
+		"${CMD[@]}" >"$dir/server.out" 2>"$dir/server.err" &
+		spid=$!
+		wait_ready "$spid" "$dir/server.out"
+		case $? in
+		1)
+			wait "$spid"
+			src=$?
+			if [[ $src -eq 0 ]]; then
+				report FAIL "$name" "server exited 0 without READY"
+				return
+			elif [[ $src -ne 77 ]]; then
+				judge "$name" "$dir" "$src" -1
+				return
+			fi
+			;;
+		2)
+			kill "$spid" 2>/dev/null
+			wait "$spid"
+			report FAIL "$name" "server printed no READY within $((READY_POLLS / 10))s"
+			return
+			;;
+		esac
+	fi
+	side_cmd client "$port" "$@" -e "$ep" -t "$test"
+	"${CMD[@]}" >"$dir/client.out" 2>"$dir/client.err"
+	crc=$?
+	if [[ -n $spid && $src -eq -1 ]]; then
+		wait "$spid"
+		src=$?
+	fi
+	judge "$name" "$dir" "$src" "$crc"
+}
+
+# Runs TEST on msg and, unless msg-only, on rdm endpoints.
+run_test() {
+	local test=$1 msg_only=$2 client_only=$3
+	run_case "$test" msg msg "$client_only" -p "$MSG_PROV"
+	[[ $msg_only == yes ]] || run_case "$test" rdm rdm "$client_only" -p "$RDM_PROV"
+}
+
+echo "pmv integration tests: $LABEL (msg: '$MSG_PROV', rdm: '$RDM_PROV', ports from $PORT)"
+
+#        test      msg-only client-only
+run_test sendrecv no no
+run_test tagged no no
+run_test rma no no
+run_test atomic no no
+run_test cmdata yes no
+run_test shutdown yes no
+run_test reject yes no
+run_test badaddr no yes
+run_test waitobj no no
+run_test cntr no no
+run_test cqerr no no
+
+# Provider chosen through FI_PROVIDER instead of hints->fabric_attr->prov_name.
+ENV_PREFIX=("FI_PROVIDER=$MSG_PROV")
+run_case sendrecv msg msg-env-FI_PROVIDER no -n
+ENV_PREFIX=()
+
+echo "skipped: $skipped"
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

@@ -68,7 +68,29 @@ run_pingpong() {
 	rm -f "$srv_out"
 }
 
+# fi_pmem_probe reports the profile each forced granularity gives a file.
+run_probe() {
+	local file granularity want got
+	file=$(mktemp)
+	truncate -s 1M "$file"
+	for granularity in page:PAGE cache_line:DMP byte:MHP; do
+		want=${granularity#*:}
+		got=$(PMEM2_FORCE_GRANULARITY=${granularity%%:*} \
+		      "$BUILD/util/fi_pmem_probe" "$file" | awk '/^profile:/ {print $2}')
+		if [ "$got" = "$want" ]; then
+			echo "PASS fi_pmem_probe ${granularity%%:*} -> $want"
+			add 1 0
+		else
+			echo "FAIL fi_pmem_probe ${granularity%%:*}: want $want, got '$got'"
+			add 0 1
+		fi
+	done
+	rm -f "$file"
+}
+
 run_unit normal "$BUILD"
+echo "== fi_pmem_probe"
+run_probe
 run_integration normal "$BUILD" 9230
 echo "== fi_pingpong through pmemverbs"
 export FI_PROVIDER_PATH=$BUILD/.libs

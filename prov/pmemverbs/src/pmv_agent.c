@@ -168,8 +168,11 @@ static int pmv_agent_commit(struct pmv_domain *dom, struct pmv_ep *ep,
 			 pmv_strerror(status));
 		return status;
 	}
-	ep->counters.bytes_persisted += pmv_agent_persist(mr, req);
-	ep->counters.requests_served++;
+	/* The application reads these under ep->lock; the agent does not
+	 * take it, so it updates them atomically. */
+	__atomic_fetch_add(&ep->counters.bytes_persisted,
+			   pmv_agent_persist(mr, req), __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ep->counters.requests_served, 1, __ATOMIC_RELAXED);
 	if (req->flags & PMV_REQ_IMMED)
 		pmv_agent_immed(ep, req);
 	return 0;

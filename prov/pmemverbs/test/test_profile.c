@@ -1,0 +1,113 @@
+/*
+ * Unit tests: persistence profile detection at registration.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "pmv.h"
+
+#define LEN (64 * 1024)
+
+/* Maps a fresh temporary file (unlinked at once) with the given flags. */
+static void *map_temp_file(int flags)
+{
+	char path[] = "/tmp/pmv_profile_XXXXXX";
+	int fd = mkstemp(path);
+	void *map;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, LEN), 0);
+	unlink(path);
+	map = mmap(NULL, LEN, PROT_READ | PROT_WRITE, flags, fd, 0);
+	close(fd);
+	cr_assert_neq(map, MAP_FAILED);
+	return map;
+}
+
+/* Detects the profile of a shared file mapping under a forced granularity. */
+static enum fi_pmem_profile file_profile(const char *granularity)
+{
+	struct pmv_persistence p;
+	void *map;
+
+	if (granularity)
+		setenv("PMEM2_FORCE_GRANULARITY", granularity, 1);
+	else
+		unsetenv("PMEM2_FORCE_GRANULARITY");
+	map = map_temp_file(MAP_SHARED);
+	cr_assert_eq(pmv_persistence_detect(map, LEN, &p), 0);
+	cr_assert_not_null(p.persist);
+	p.persist(map, 64); /* must be callable on the application's mapping */
+	pmv_persistence_release(&p);
+	munmap(map, LEN);
+	return p.profile;
+}
+
+Test(profile, anonymous_memory_is_volatile)
+{
+	struct pmv_persistence p;
+	void *buf = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	cr_assert_eq(pmv_persistence_detect(buf, LEN, &p), 0);
+	cr_assert_eq(p.profile, FI_PMEM_PROFILE_VOLATILE);
+	munmap(buf, LEN);
+}
+
+Test(profile, a_private_file_mapping_is_volatile)
+{
+	struct pmv_persistence p;
+	void *map = map_temp_file(MAP_PRIVATE);
+
+	cr_assert_eq(pmv_persistence_detect(map, LEN, &p), 0);
+	cr_assert_eq(p.profile, FI_PMEM_PROFILE_VOLATILE);
+	munmap(map, LEN);
+}
+
+Test(profile, an_ordinary_file_is_page_cache)
+{
+	cr_assert_eq(file_profile(NULL), FI_PMEM_PROFILE_PAGE);
+}
+
+Test(profile, forced_cache_line_granularity_is_dmp)
+{
+	cr_assert_eq(file_profile("cache_line"), FI_PMEM_PROFILE_DMP);
+}
+
+Test(profile, forced_byte_granularity_is_mhp)
+{
+	cr_assert_eq(file_profile("byte"), FI_PMEM_PROFILE_MHP);
+}
+
+Test(profile, forced_page_granularity_is_page)
+{
+	cr_assert_eq(file_profile("page"), FI_PMEM_PROFILE_PAGE);
+}
+
+Test(profile, declared_wsp_applies_to_pmem_not_to_page_cache)
+{
+	pmv_params.wsp = 1;
+	cr_assert_eq(file_profile("byte"), FI_PMEM_PROFILE_WSP);
+	cr_assert_eq(file_profile("page"), FI_PMEM_PROFILE_PAGE);
+}
+
+Test(profile, a_range_past_its_mapping_is_refused)
+{
+	struct pmv_persistence p;
+	char *map = map_temp_file(MAP_SHARED);
+
+	cr_assert_eq(pmv_persistence_detect(map + LEN - 8, 64, &p), -FI_EINVAL);
+	munmap(map, LEN);
+}
+
+Test(profile, an_unmapped_address_is_refused)
+{
+	struct pmv_persistence p;
+
+	cr_assert_eq(pmv_persistence_detect((void *) 8, 64, &p), -FI_ENOENT);
+}

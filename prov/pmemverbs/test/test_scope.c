@@ -1,0 +1,147 @@
+/*
+ * Unit tests: commit scope tracking.  The property that matters: every byte
+ * written since the last commit is inside the extents a commit takes, for
+ * any extent limit (over-coverage is allowed, under-coverage never).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "pmv.h"
+
+#define SPACE 4096
+
+static struct pmv_scope scope;
+
+static void setup_limit_4(void)
+{
+	pmv_scope_init(&scope, 4);
+}
+
+static void teardown(void)
+{
+	pmv_scope_fini(&scope);
+}
+
+TestSuite(scope, .init = setup_limit_4, .fini = teardown);
+
+Test(scope, nothing_written_means_nothing_to_take)
+{
+	struct pmv_extent out[PMV_MAX_EXTENTS];
+
+	cr_assert(pmv_scope_empty(&scope, 1));
+	cr_assert_eq(pmv_scope_take(&scope, 1, out, PMV_MAX_EXTENTS), 0);
+}
+
+Test(scope, zero_length_writes_are_ignored)
+{
+	cr_assert_eq(pmv_scope_add(&scope, 1, 100, 0), 0);
+	cr_assert(pmv_scope_empty(&scope, 1));
+}
+
+Test(scope, adjacent_and_overlapping_writes_merge)
+{
+	struct pmv_extent out[PMV_MAX_EXTENTS];
+
+	pmv_scope_add(&scope, 1, 0, 10);
+	pmv_scope_add(&scope, 1, 10, 10);
+	pmv_scope_add(&scope, 1, 5, 30);
+	cr_assert_eq(pmv_scope_take(&scope, 1, out, PMV_MAX_EXTENTS), 1);
+	cr_assert_eq(out[0].addr, 0);
+	cr_assert_eq(out[0].len, 35);
+}
+
+Test(scope, disjoint_writes_stay_apart_under_the_limit)
+{
+	struct pmv_extent out[PMV_MAX_EXTENTS];
+
+	pmv_scope_add(&scope, 1, 0, 8);
+	pmv_scope_add(&scope, 1, 100, 8);
+	pmv_scope_add(&scope, 1, 1000, 8);
+	cr_assert_eq(pmv_scope_take(&scope, 1, out, PMV_MAX_EXTENTS), 3);
+}
+
+Test(scope, keys_are_independent_and_take_empties_one_key)
+{
+	struct pmv_extent out[PMV_MAX_EXTENTS];
+
+	pmv_scope_add(&scope, 1, 0, 8);
+	pmv_scope_add(&scope, 2, 64, 8);
+	cr_assert_eq(pmv_scope_take(&scope, 1, out, PMV_MAX_EXTENTS), 1);
+	cr_assert(pmv_scope_empty(&scope, 1));
+	cr_assert_not(pmv_scope_empty(&scope, 2));
+	cr_assert_eq(pmv_scope_take(&scope, 2, out, PMV_MAX_EXTENTS), 1);
+	cr_assert_eq(out[0].addr, 64);
+}
+
+Test(scope, the_closest_extents_merge_past_the_limit)
+{
+	struct pmv_extent out[PMV_MAX_EXTENTS];
+	unsigned n;
+
+	pmv_scope_add(&scope, 1, 0, 1);
+	pmv_scope_add(&scope, 1, 1000, 1);
+	pmv_scope_add(&scope, 1, 2000, 1);
+	pmv_scope_add(&scope, 1, 3000, 1);
+	pmv_scope_add(&scope, 1, 3005, 1); /* closest to 3000 */
+	n = pmv_scope_take(&scope, 1, out, PMV_MAX_EXTENTS);
+	cr_assert_eq(n, 4);
+	for (unsigned i = 0; i < n; i++)
+		if (out[i].addr == 3000)
+			cr_assert_eq(out[i].len, 6);
+}
+
+/* Marks the bytes the extents cover. */
+static void cover(bool *covered, const struct pmv_extent *ext, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		for (uint64_t b = ext[i].addr; b < ext[i].addr + ext[i].len; b++)
+			covered[b] = true;
+}
+
+/* Random writes, random takes: no written byte is ever left uncovered. */
+static void check_coverage_property(unsigned limit, unsigned take_max,
+				    unsigned seed)
+{
+	static bool written[SPACE], covered[SPACE];
+	struct pmv_extent out[PMV_MAX_EXTENTS];
+	struct pmv_scope s;
+	unsigned n, round, w;
+
+	srand(seed);
+	pmv_scope_init(&s, limit);
+	for (round = 0; round < 50; round++) {
+		memset(written, 0, sizeof(written));
+		memset(covered, 0, sizeof(covered));
+		for (w = 0; w < 1 + (unsigned) rand() % 20; w++) {
+			uint64_t addr = (uint64_t) rand() % (SPACE - 64);
+			uint64_t len = 1 + (uint64_t) rand() % 64;
+
+			cr_assert_eq(pmv_scope_add(&s, 7, addr, len), 0);
+			memset(written + addr, 1, len);
+		}
+		n = pmv_scope_take(&s, 7, out, take_max);
+		cr_assert_leq(n, take_max);
+		cover(covered, out, n);
+		for (w = 0; w < SPACE; w++)
+			cr_assert(!written[w] || covered[w],
+				  "byte %u written but not in scope (limit %u, "
+				  "max %u, seed %u)", w, limit, take_max, seed);
+		cr_assert(pmv_scope_empty(&s, 7));
+	}
+	pmv_scope_fini(&s);
+}
+
+Test(scope, every_written_byte_is_covered_for_any_limit)
+{
+	for (unsigned limit = 1; limit <= PMV_MAX_EXTENTS; limit++)
+		for (unsigned seed = 1; seed <= 4; seed++)
+			check_coverage_property(limit, PMV_MAX_EXTENTS, seed);
+}
+
+Test(scope, a_small_request_still_covers_everything)
+{
+	for (unsigned take_max = 1; take_max <= 5; take_max++)
+		check_coverage_property(PMV_MAX_EXTENTS, take_max, take_max);
+}

@@ -1,0 +1,95 @@
+/*
+ * fi_pmem_probe: prints the persistence profile pmemverbs would find for a
+ * file registered with FI_RMA_PMEM, and how a peer's commits to it would be
+ * made durable.  Usage: fi_pmem_probe FILE
+ *
+ * It maps the file exactly as a target application would (MAP_SHARED, read
+ * and write) and runs the provider's own detection on that mapping, so
+ * PMEM2_FORCE_GRANULARITY and FI_PMEMVERBS_WSP apply as they would there.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pmv.h"
+
+struct fi_provider *fi_prov_ini(void);
+
+/* What the target agent does for a commit to a region of this profile. */
+static const char *pmv_agent_action(enum fi_pmem_profile profile)
+{
+	switch (profile) {
+	case FI_PMEM_PROFILE_VOLATILE:
+		return "nothing to persist: a commit completes once the data "
+		       "is visible at the target";
+	case FI_PMEM_PROFILE_PAGE:
+		return "msync of the committed pages (page cache)";
+	case FI_PMEM_PROFILE_DMP:
+		return "cache-line flush of the committed lines, then a fence "
+		       "(libpmem2's persist function)";
+	case FI_PMEM_PROFILE_MHP:
+		return "a fence only: CPU caches are in the persistence domain";
+	case FI_PMEM_PROFILE_WSP:
+		return "a fence only: declared whole-system persistence";
+	default:
+		return "unknown";
+	}
+}
+
+/* Maps len bytes of the file shared, as a target application would. */
+static void *pmv_map_file(const char *path, size_t *len)
+{
+	struct stat st;
+	void *map;
+	int fd = open(path, O_RDWR);
+
+	if (fd < 0 || fstat(fd, &st)) {
+		perror(path);
+		return NULL;
+	}
+	*len = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t) st.st_size :
+						       2 * 1024 * 1024;
+	map = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED) {
+		perror("mmap");
+		return NULL;
+	}
+	return map;
+}
+
+int main(int argc, char **argv)
+{
+	struct pmv_persistence p;
+	size_t len;
+	void *map;
+	int ret;
+
+	if (argc != 2 || !strcmp(argv[1], "-h")) {
+		fprintf(stderr, "usage: %s FILE\n", argv[0]);
+		return 2;
+	}
+	fi_prov_ini(); /* reads FI_PMEMVERBS_* parameters */
+	map = pmv_map_file(argv[1], &len);
+	if (!map)
+		return 1;
+	ret = pmv_persistence_detect(map, len, &p);
+	if (ret) {
+		fprintf(stderr, "%s: detection failed: %s\n", argv[1],
+			fi_strerror(-ret));
+		return 1;
+	}
+	printf("file:            %s (%zu bytes mapped)\n", argv[1], len);
+	printf("profile:         %s\n", fi_pmem_profile_str(p.profile));
+	printf("method:          agent (a commit request follows the writes on "
+	       "the same connection; the target agent persists and acks)\n");
+	printf("agent persists:  %s\n", pmv_agent_action(p.profile));
+	printf("atomicity chunk: %d bytes\n", PMV_ATOMICITY_CHUNK);
+	pmv_persistence_release(&p);
+	munmap(map, len);
+	return 0;
+}

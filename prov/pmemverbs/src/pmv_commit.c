@@ -50,11 +50,13 @@ int pmv_ictx_reserve(struct pmv_ep *ep)
 
 void pmv_ictx_release(struct pmv_ep *ep)
 {
-	if (!ep->pmem || ep->ictx_index >= PMV_MAX_PMEM_EPS)
+	if (!ep->pmem || ep->ictx_index < 0 ||
+	    ep->ictx_index >= PMV_MAX_PMEM_EPS)
 		return;
 	pthread_mutex_lock(&pmv_ictx_lock);
 	pmv_ictx_owner[ep->ictx_index] = NULL;
 	pthread_mutex_unlock(&pmv_ictx_lock);
+	ep->ictx_index = -1;
 }
 
 bool pmv_ictx_is_internal(const void *context)

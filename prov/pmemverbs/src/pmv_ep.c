@@ -11,6 +11,8 @@ static struct fid_ep *pmv_core_ep(struct fid_ep *ep)
 	return pmv_container_of(ep, struct pmv_ep, ep_fid)->core;
 }
 
+static void pmv_ep_pmem_fini(struct pmv_ep *ep);
+
 static int pmv_ep_close(struct fid *fid)
 {
 	struct pmv_ep *ep = pmv_container_of(fid, struct pmv_ep, ep_fid.fid);
@@ -24,10 +26,7 @@ static int pmv_ep_close(struct fid *fid)
 	ret = pmv_close_core(&ep->core->fid, "endpoint");
 	if (ret)
 		return ret;
-	pmv_inbox_close(ep);
-	pmv_ictx_release(ep);
-	pmv_scope_fini(&ep->scope);
-	pthread_mutex_destroy(&ep->lock);
+	pmv_ep_pmem_fini(ep);
 	free(ep);
 	return 0;
 }
@@ -258,16 +257,45 @@ static void pmv_take_connreq(struct pmv_ep *ep, struct fi_info *info)
 	info->handle = NULL;
 }
 
+/*
+ * Commit requests must be placed after the writes they cover: the core must
+ * promise write-after-write ordering on the connection.
+ */
+static int pmv_check_core_order(const struct fi_info *core_info)
+{
+	uint64_t order = core_info->tx_attr->msg_order;
+
+	if (order & (FI_ORDER_WAW | FI_ORDER_RMA_WAW))
+		return 0;
+	PMV_WARN(FI_LOG_EP_CTRL, "FI_RMA_PMEM: the core does not order "
+		 "writes after writes (FI_ORDER_WAW), so a commit request "
+		 "could overtake the data it covers; pmemverbs refuses\n");
+	return -FI_EOPNOTSUPP;
+}
+
+/* Releases what pmv_ep_pmem_init set up (after the core endpoint closed). */
+static void pmv_ep_pmem_fini(struct pmv_ep *ep)
+{
+	pmv_inbox_close(ep);
+	pmv_ictx_release(ep);
+	pmv_scope_fini(&ep->scope);
+	pthread_mutex_destroy(&ep->lock);
+}
+
 /* Sets up the durability engine of an endpoint opened with FI_RMA_PMEM. */
-static int pmv_ep_pmem_init(struct pmv_ep *ep, const struct fi_info *info)
+static int pmv_ep_pmem_init(struct pmv_ep *ep, const struct fi_info *info,
+			    const struct fi_info *core_info)
 {
 	pthread_mutex_init(&ep->lock, NULL);
 	pmv_scope_init(&ep->scope, pmv_params.extent_limit);
 	ep->next_seq = 1;
+	ep->ictx_index = -1;
 	ep->pmem = info->caps & FI_RMA_PMEM;
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	if (!ep->pmem)
 		return 0;
+	if (pmv_check_core_order(core_info))
+		return -FI_EOPNOTSUPP;
 	return pmv_ictx_reserve(ep) ? -FI_ENOSPC : pmv_inbox_open(ep);
 }
 
@@ -289,9 +317,10 @@ int pmv_endpoint(struct fid_domain *domain, struct fi_info *info,
 		goto out;
 	}
 	ep->domain = dom;
-	ret = pmv_ep_pmem_init(ep, info);
+	ret = pmv_ep_pmem_init(ep, info, core_info);
 	if (ret) {
 		fi_close(&ep->core->fid);
+		pmv_ep_pmem_fini(ep);
 		goto out;
 	}
 	pmv_ep_init_fid(ep, FI_CLASS_EP, context);

@@ -135,6 +135,15 @@ struct fi_info *pmv_hints_to_core(const struct fi_info *hints,
 		fi_freeinfo(core_hints);
 		return NULL;
 	}
+	if (!hints) {
+		/* NULL hints accept every mode and memory registration mode;
+		 * empty ones would accept none (verbs needs several). */
+		core_hints->mode = ~0ULL;
+		core_hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_RAW |
+			FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |
+			FI_MR_MMU_NOTIFY | FI_MR_RMA_EVENT | FI_MR_ENDPOINT |
+			FI_MR_HMEM;
+	}
 	free(core_hints->fabric_attr->prov_name);
 	core_hints->fabric_attr->prov_name = strdup(core_name);
 	core_hints->ep_attr->type = FI_EP_MSG;

@@ -109,6 +109,28 @@ static void pmv_mr_describe(struct pmv_mr *mr, const struct fi_mr_attr *attr,
 	pthread_mutex_unlock(&dom->lock);
 }
 
+/*
+ * The verbs core pins the pages it registers, and Linux refuses to pin the
+ * pages of a file on a DAX filesystem (fsdax): say so, and what works.
+ */
+static void pmv_mr_explain_failure(const struct pmv_mr *mr, int ret)
+{
+	bool file_backed = mr->persistence.profile != FI_PMEM_PROFILE_VOLATILE;
+
+	if (ret == -FI_EOPNOTSUPP && file_backed &&
+	    !strcasecmp(mr->domain->fabric->core_name, "verbs")) {
+		PMV_WARN(FI_LOG_MR, "fi_mr_reg: the verbs core cannot register "
+			 "this file mapping: Linux does not pin pages of files "
+			 "on a DAX filesystem (fsdax) for RDMA. Use device-DAX "
+			 "(/dev/daxX.Y) for persistent memory over verbs, or a "
+			 "core that does not pin pages "
+			 "(FI_PMEMVERBS_CORE_PROV=tcp)\n");
+		return;
+	}
+	PMV_WARN(FI_LOG_MR, "fi_mr_reg: the %s core refused the registration: "
+		 "%s\n", mr->domain->fabric->core_name, fi_strerror(-ret));
+}
+
 static int pmv_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 			  uint64_t flags, struct fid_mr **mr_fid)
 {
@@ -137,6 +159,7 @@ static int pmv_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	ret = fi_mr_regattr(dom->core, &core_attr, flags & ~PMV_MR_OWN_FLAGS,
 			    &mr->core);
 	if (ret) {
+		pmv_mr_explain_failure(mr, ret);
 		pmv_persistence_release(&mr->persistence);
 		free(mr);
 		return ret;

@@ -33,9 +33,6 @@ extern "C" {
  */
 #define FI_UNCACHED (1ULL << 60)
 
-/* Completion flag on a commit's initiator completion. */
-#define FI_PMEM_COMMITTED (1ULL << 61)
-
 /* Name for fi_open_ops(&domain->fid, FI_PMEM_DOMAIN_OPS, 0, &ops, NULL). */
 #define FI_PMEM_DOMAIN_OPS "pmemverbs_domain_ops_v1"
 

@@ -170,6 +170,7 @@ struct pmv_ep {
 	bool pmem;                 /* FI_RMA_PMEM: commits handled here */
 	uint64_t tx_op_flags;      /* default op flags (FI_COMMIT_COMPLETE?) */
 	struct pmv_cq *tx_cq, *rx_cq;
+	bool tx_selective;         /* tx CQ bound with FI_SELECTIVE_COMPLETION */
 	struct pmv_inbox inbox;
 	struct pmv_peer peer;
 	pthread_mutex_t lock;      /* initiator commit state */
@@ -209,6 +210,7 @@ struct pmv_cq {
 	size_t aux_head, aux_count; /* aux_count read without the lock */
 	struct pmv_cq_aux aux[PMV_CQ_AUX_SIZE];
 	struct pmv_ep *pmem_eps;    /* endpoints whose commits complete here */
+	int pmem_refs;              /* pmem endpoints bound (either side) */
 	char errbuf[160];
 };
 
@@ -308,6 +310,7 @@ struct pmv_mr *pmv_domain_find_mr(struct pmv_domain *dom, uint64_t key);
 void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
 		 bool is_error);
 void pmv_cq_add_pmem_ep(struct pmv_cq *cq, struct pmv_ep *ep);
+void pmv_cq_ref_pmem(struct pmv_cq *cq, int delta);
 void pmv_cq_remove_pmem_ep(struct pmv_cq *cq, struct pmv_ep *ep);
 const char *pmv_strerror(int prov_errno);
 
@@ -319,7 +322,6 @@ enum {
 	PMV_ERR_ACCESS,
 	PMV_ERR_MULTI_IOV,
 	PMV_ERR_PEER_GONE,
-	PMV_ERR_NO_INBOX,
 	PMV_ERR_FENCE,
 	PMV_ERR_LAST,
 };

@@ -88,7 +88,6 @@ static int pmv_err_to_fi(int prov_errno)
 	case PMV_ERR_ACCESS:
 		return FI_EACCES;
 	case PMV_ERR_MULTI_IOV:
-	case PMV_ERR_NO_INBOX:
 		return FI_EOPNOTSUPP;
 	case PMV_ERR_PEER_GONE:
 		return FI_ENOTCONN;
@@ -97,9 +96,20 @@ static int pmv_err_to_fi(int prov_errno)
 	}
 }
 
+/*
+ * True if a successful commit raises no completion: issued as an inject,
+ * or without FI_COMPLETION on a CQ bound with FI_SELECTIVE_COMPLETION.
+ * Errors are always reported.
+ */
+static bool pmv_commit_silent(const struct pmv_ep *ep, uint64_t flags)
+{
+	return (flags & FI_INJECT) ||
+	       (ep->tx_selective && !(flags & FI_COMPLETION));
+}
+
 /* Reports a commit's outcome in the application's transmit CQ. */
 static void pmv_commit_report(struct pmv_ep *ep, void *context, size_t len,
-			      int prov_errno)
+			      uint64_t flags, int prov_errno)
 {
 	struct fi_cq_err_entry e;
 
@@ -107,7 +117,7 @@ static void pmv_commit_report(struct pmv_ep *ep, void *context, size_t len,
 		ep->counters.commit_errors++;
 	else
 		ep->counters.commits++;
-	if (!ep->tx_cq)
+	if (!ep->tx_cq || (!prov_errno && pmv_commit_silent(ep, flags)))
 		return;
 	pmv_cq_entry_init(&e, context, FI_RMA | FI_WRITE, len);
 	if (prov_errno) {
@@ -300,7 +310,7 @@ static void pmv_drain_deferred(struct pmv_ep *ep)
 			return;
 		if (ret)
 			pmv_commit_report(ep, d->msg.context,
-					  pmv_msg_len(&d->msg), ret);
+					  pmv_msg_len(&d->msg), d->flags, ret);
 		pmv_deferred_pop(ep);
 	}
 }
@@ -336,7 +346,7 @@ static void pmv_poll_acks(struct pmv_ep *ep)
 		ep->peer_profile_key = pend->key;
 		if (!pend->internal && !pend->reported)
 			pmv_commit_report(ep, pend->context, pend->len,
-					  ack.status);
+					  pend->flags, ack.status);
 		ep->acked_seq = seq;
 	}
 }
@@ -362,11 +372,12 @@ void pmv_commit_fail_all(struct pmv_ep *ep, int err)
 		    !ep->pend[(seq - 1) % PMV_SLOTS].reported)
 			pmv_commit_report(ep, ep->pend[(seq - 1) % PMV_SLOTS].context,
 					  ep->pend[(seq - 1) % PMV_SLOTS].len,
+					  ep->pend[(seq - 1) % PMV_SLOTS].flags,
 					  PMV_ERR_PEER_GONE);
 	ep->acked_seq = ep->next_seq - 1;
 	while ((d = pmv_deferred_head(ep))) {
 		pmv_commit_report(ep, d->msg.context, pmv_msg_len(&d->msg),
-				  PMV_ERR_PEER_GONE);
+				  d->flags, PMV_ERR_PEER_GONE);
 		pmv_deferred_pop(ep);
 	}
 	pthread_mutex_unlock(&ep->lock);

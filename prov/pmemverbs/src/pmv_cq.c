@@ -51,7 +51,6 @@ void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
 				 __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&cq->lock);
-	fi_cq_signal(cq->core);
 }
 
 /* Writes an entry in the CQ's format: the formats are prefixes of tagged. */
@@ -186,8 +185,8 @@ static int pmv_ms_left(const struct timespec *deadline)
 
 /*
  * Blocking read.  Without pmem endpoints it is the core's.  With them, it
- * alternates progress with short core waits: an ack lands in memory and
- * wakes no core wait object.
+ * alternates progress with short core waits: an ack lands in memory and an
+ * agent's FI_IMMED entry is queued here, neither wakes a core wait object.
  */
 static ssize_t pmv_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 				fi_addr_t *src_addr, const void *cond,
@@ -198,7 +197,8 @@ static ssize_t pmv_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	ssize_t ret;
 	int left;
 
-	if (!__atomic_load_n(&cq->pmem_eps, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&cq->pmem_refs, __ATOMIC_RELAXED) &&
+	    !__atomic_load_n(&cq->aux_count, __ATOMIC_RELAXED))
 		return fi_cq_sreadfrom(cq->core, buf, count, src_addr, cond,
 				       timeout);
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
@@ -247,8 +247,6 @@ const char *pmv_strerror(int prov_errno)
 			"register persistent memory as one range",
 		[PMV_ERR_PEER_GONE - PMV_ERR_BASE] = "commit failed: the "
 			"connection to the target is gone",
-		[PMV_ERR_NO_INBOX - PMV_ERR_BASE] = "commit failed: the peer "
-			"did not enable FI_RMA_PMEM",
 		[PMV_ERR_FENCE - PMV_ERR_BASE] = "fenced commit failed: the "
 			"writes before the fence could not be made durable",
 	};
@@ -283,6 +281,11 @@ static struct fi_ops_cq pmv_cq_ops = {
 	.signal = pmv_cq_signal,
 	.strerror = pmv_cq_strerror,
 };
+
+void pmv_cq_ref_pmem(struct pmv_cq *cq, int delta)
+{
+	__atomic_fetch_add(&cq->pmem_refs, delta, __ATOMIC_RELAXED);
+}
 
 void pmv_cq_add_pmem_ep(struct pmv_cq *cq, struct pmv_ep *ep)
 {

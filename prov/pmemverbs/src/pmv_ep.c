@@ -20,8 +20,12 @@ static int pmv_ep_close(struct fid *fid)
 
 	if (ep->pmem) {
 		pmv_agent_remove(ep->domain, ep);
-		if (ep->tx_cq)
+		if (ep->tx_cq) {
 			pmv_cq_remove_pmem_ep(ep->tx_cq, ep);
+			pmv_cq_ref_pmem(ep->tx_cq, -1);
+		}
+		if (ep->rx_cq)
+			pmv_cq_ref_pmem(ep->rx_cq, -1);
 	}
 	ret = pmv_close_core(&ep->core->fid, "endpoint");
 	if (ret)
@@ -41,10 +45,14 @@ static int pmv_ep_bind_cq(struct pmv_ep *ep, struct fid *bfid, uint64_t flags)
 		return ret;
 	if (flags & FI_TRANSMIT) {
 		ep->tx_cq = cq;
+		ep->tx_selective = flags & FI_SELECTIVE_COMPLETION;
 		pmv_cq_add_pmem_ep(cq, ep);
+		pmv_cq_ref_pmem(cq, 1);
 	}
-	if (flags & FI_RECV)
+	if (flags & FI_RECV) {
 		ep->rx_cq = cq;
+		pmv_cq_ref_pmem(cq, 1);
+	}
 	return 0;
 }
 

@@ -111,7 +111,9 @@ static int pmv_probe_file(int fd, struct pmv_persistence *p)
 		goto out;
 	}
 	p->profile = pmv_profile_of(pmem2_map_get_store_granularity(p->map));
-	p->persist = pmem2_get_persist_fn(p->map);
+	/* Under declared whole-system persistence visible data is durable. */
+	p->persist = p->profile == FI_PMEM_PROFILE_WSP ? pmv_no_persist :
+		     pmem2_get_persist_fn(p->map);
 	ret = 0;
 out:
 	pmem2_source_delete(&src);

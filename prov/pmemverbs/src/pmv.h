@@ -340,6 +340,7 @@ struct fi_info *pmv_hints_to_core(const struct fi_info *hints,
 struct fid *pmv_core_fid(struct fid *fid);
 struct fid *pmv_app_fid(struct fid *core_fid);
 int pmv_close_core(struct fid *core_fid, const char *what);
+int pmv_close_wrapper(struct fid *core_fid, const char *what, void *wrapper);
 int pmv_bind_core(struct fid *core, struct fid *bfid, uint64_t flags);
 int pmv_control_core(struct fid *fid, int command, void *arg);
 int pmv_ops_open_core(struct fid *fid, const char *name, uint64_t flags,

@@ -72,12 +72,8 @@ static struct fi_ops_av pmv_av_ops = {
 static int pmv_av_close(struct fid *fid)
 {
 	struct pmv_av *av = pmv_container_of(fid, struct pmv_av, av_fid.fid);
-	int ret = pmv_close_core(&av->core->fid, "address vector");
 
-	if (ret)
-		return ret;
-	free(av);
-	return 0;
+	return pmv_close_wrapper(&av->core->fid, "address vector", av);
 }
 
 /* Binds the AV to an EQ for asynchronous insertion events. */

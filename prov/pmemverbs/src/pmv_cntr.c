@@ -59,14 +59,9 @@ static struct fi_ops_cntr pmv_cntr_ops = {
 
 static int pmv_cntr_close(struct fid *fid)
 {
-	struct pmv_cntr *cntr = pmv_container_of(fid, struct pmv_cntr,
-						 cntr_fid.fid);
-	int ret = pmv_close_core(&cntr->core->fid, "counter");
+	struct pmv_cntr *cntr = pmv_container_of(fid, struct pmv_cntr, cntr_fid.fid);
 
-	if (ret)
-		return ret;
-	free(cntr);
-	return 0;
+	return pmv_close_wrapper(&cntr->core->fid, "counter", cntr);
 }
 
 static struct fi_ops pmv_cntr_fi_ops = {

@@ -366,12 +366,8 @@ int pmv_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
 static int pmv_pep_close(struct fid *fid)
 {
 	struct pmv_pep *pep = pmv_container_of(fid, struct pmv_pep, pep_fid.fid);
-	int ret = pmv_close_core(&pep->core->fid, "passive endpoint");
 
-	if (ret)
-		return ret;
-	free(pep);
-	return 0;
+	return pmv_close_wrapper(&pep->core->fid, "passive endpoint", pep);
 }
 
 static int pmv_pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)

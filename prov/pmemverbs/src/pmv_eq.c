@@ -228,12 +228,8 @@ static struct fi_ops_eq pmv_eq_ops = {
 static int pmv_eq_close(struct fid *fid)
 {
 	struct pmv_eq *eq = pmv_container_of(fid, struct pmv_eq, eq_fid.fid);
-	int ret = pmv_close_core(&eq->core->fid, "event queue");
 
-	if (ret)
-		return ret;
-	free(eq);
-	return 0;
+	return pmv_close_wrapper(&eq->core->fid, "event queue", eq);
 }
 
 static struct fi_ops pmv_eq_fi_ops = {

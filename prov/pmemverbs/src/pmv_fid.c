@@ -74,6 +74,16 @@ int pmv_close_core(struct fid *core_fid, const char *what)
 	return ret;
 }
 
+/* Closes a wrapper that owns nothing but its core object. */
+int pmv_close_wrapper(struct fid *core_fid, const char *what, void *wrapper)
+{
+	int ret = pmv_close_core(core_fid, what);
+
+	if (!ret)
+		free(wrapper);
+	return ret;
+}
+
 /* Forwards fi_control on a wrapper to its core object. */
 int pmv_control_core(struct fid *fid, int command, void *arg)
 {

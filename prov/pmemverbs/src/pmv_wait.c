@@ -20,14 +20,9 @@ static struct fi_ops_wait pmv_wait_ops = {
 
 static int pmv_wait_close(struct fid *fid)
 {
-	struct pmv_wait *wait = pmv_container_of(fid, struct pmv_wait,
-						 wait_fid.fid);
-	int ret = pmv_close_core(&wait->core->fid, "wait set");
+	struct pmv_wait *wait = pmv_container_of(fid, struct pmv_wait, wait_fid.fid);
 
-	if (ret)
-		return ret;
-	free(wait);
-	return 0;
+	return pmv_close_wrapper(&wait->core->fid, "wait set", wait);
 }
 
 static struct fi_ops pmv_wait_fi_ops = {
@@ -116,14 +111,9 @@ static struct fi_ops_poll pmv_poll_ops = {
 
 static int pmv_poll_close(struct fid *fid)
 {
-	struct pmv_poll *poll = pmv_container_of(fid, struct pmv_poll,
-						 poll_fid.fid);
-	int ret = pmv_close_core(&poll->core->fid, "poll set");
+	struct pmv_poll *poll = pmv_container_of(fid, struct pmv_poll, poll_fid.fid);
 
-	if (ret)
-		return ret;
-	free(poll);
-	return 0;
+	return pmv_close_wrapper(&poll->core->fid, "poll set", poll);
 }
 
 static struct fi_ops pmv_poll_fi_ops = {

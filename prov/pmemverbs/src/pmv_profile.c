@@ -91,6 +91,26 @@ static enum fi_pmem_profile pmv_profile_of(enum pmem2_granularity g)
 	}
 }
 
+/*
+ * The persist function the agent applies to the application's own mapping.
+ * libpmem2's page-granularity function msyncs only mappings libpmem2 made
+ * itself (on any other address it does nothing), so PAGE regions use
+ * pmemverbs's own msync.  The cache-flush functions act on any address.
+ * Under declared whole-system persistence visible data is durable already.
+ */
+static void (*pmv_persist_fn_for(enum fi_pmem_profile profile,
+				 struct pmem2_map *map))(const void *, size_t)
+{
+	switch (profile) {
+	case FI_PMEM_PROFILE_PAGE:
+		return pmv_msync_persist;
+	case FI_PMEM_PROFILE_WSP:
+		return pmv_no_persist;
+	default:
+		return pmem2_get_persist_fn(map);
+	}
+}
+
 /* Maps the file behind fd with libpmem2 to learn its granularity. */
 static int pmv_probe_file(int fd, struct pmv_persistence *p)
 {
@@ -111,9 +131,7 @@ static int pmv_probe_file(int fd, struct pmv_persistence *p)
 		goto out;
 	}
 	p->profile = pmv_profile_of(pmem2_map_get_store_granularity(p->map));
-	/* Under declared whole-system persistence visible data is durable. */
-	p->persist = p->profile == FI_PMEM_PROFILE_WSP ? pmv_no_persist :
-		     pmem2_get_persist_fn(p->map);
+	p->persist = pmv_persist_fn_for(p->profile, p->map);
 	ret = 0;
 out:
 	pmem2_source_delete(&src);

@@ -48,6 +48,48 @@ static enum fi_pmem_profile file_profile(const char *granularity)
 	return p.profile;
 }
 
+/* Sum of the dirty kB of the mapping that holds addr, from smaps. */
+static long dirty_kb(const void *addr)
+{
+	char line[512];
+	unsigned long start, end;
+	long kb, total = -1;
+	bool inside = false;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &start, &end) == 2) {
+			inside = (uintptr_t) addr >= start && (uintptr_t) addr < end;
+			if (inside)
+				total = 0;
+		} else if (inside && (sscanf(line, "Shared_Dirty: %ld kB", &kb) == 1 ||
+				      sscanf(line, "Private_Dirty: %ld kB", &kb) == 1)) {
+			total += kb;
+		}
+	}
+	fclose(f);
+	return total;
+}
+
+/* The PAGE persist function must write dirty pages back (msync). */
+Test(profile, page_persist_writes_dirty_pages_back)
+{
+	struct pmv_persistence p;
+	char *map;
+
+	unsetenv("PMEM2_FORCE_GRANULARITY");
+	map = map_temp_file(MAP_SHARED);
+	cr_assert_eq(pmv_persistence_detect(map, LEN, &p), 0);
+	cr_assert_eq(p.profile, FI_PMEM_PROFILE_PAGE);
+	memset(map, 0xab, LEN);
+	cr_assert_gt(dirty_kb(map), 0, "writing made no dirty pages");
+	p.persist(map + 100, LEN - 200);
+	cr_assert_eq(dirty_kb(map), 0, "persist left dirty pages: not msynced");
+	pmv_persistence_release(&p);
+	munmap(map, LEN);
+}
+
 Test(profile, anonymous_memory_is_volatile)
 {
 	struct pmv_persistence p;

@@ -278,7 +278,6 @@ unsigned pmv_scope_take(struct pmv_scope *scope, uint64_t key,
 /* pmv_inbox.c: CM header and inbox of a pmem endpoint. */
 int pmv_inbox_open(struct pmv_ep *ep);
 void pmv_inbox_close(struct pmv_ep *ep);
-void pmv_cm_hdr_fill(struct pmv_ep *ep, struct pmv_cm_hdr *hdr);
 bool pmv_cm_hdr_parse(const void *data, size_t len, struct pmv_peer *peer);
 void *pmv_cm_data_with_hdr(struct pmv_ep *ep, const void *param,
 			   size_t paramlen, size_t *total);

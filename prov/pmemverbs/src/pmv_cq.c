@@ -183,6 +183,16 @@ static int pmv_ms_left(const struct timespec *deadline)
 		      (deadline->tv_nsec - now.tv_nsec) / 1000000);
 }
 
+/* The core's blocking read; some cores (verbs) implement only sread. */
+static ssize_t pmv_core_sread(struct pmv_cq *cq, void *buf, size_t count,
+			      fi_addr_t *src_addr, const void *cond,
+			      int timeout)
+{
+	return src_addr ?
+	       fi_cq_sreadfrom(cq->core, buf, count, src_addr, cond, timeout) :
+	       fi_cq_sread(cq->core, buf, count, cond, timeout);
+}
+
 /*
  * Blocking read.  Without pmem endpoints it is the core's.  With them, it
  * alternates progress with short core waits: an ack lands in memory and an
@@ -199,8 +209,7 @@ static ssize_t pmv_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 
 	if (!__atomic_load_n(&cq->pmem_refs, __ATOMIC_RELAXED) &&
 	    !__atomic_load_n(&cq->aux_count, __ATOMIC_RELAXED))
-		return fi_cq_sreadfrom(cq->core, buf, count, src_addr, cond,
-				       timeout);
+		return pmv_core_sread(cq, buf, count, src_addr, cond, timeout);
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	deadline.tv_sec += timeout / 1000;
 	deadline.tv_nsec += (long) (timeout % 1000) * 1000000;
@@ -215,7 +224,7 @@ static ssize_t pmv_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 		left = timeout < 0 ? 1 : pmv_ms_left(&deadline);
 		if (left <= 0)
 			return -FI_EAGAIN;
-		ret = fi_cq_sreadfrom(cq->core, buf, count, src_addr, cond, 1);
+		ret = pmv_core_sread(cq, buf, count, src_addr, cond, 1);
 		if (ret != -FI_EAGAIN)
 			return ret;
 	}

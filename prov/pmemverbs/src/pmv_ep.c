@@ -98,8 +98,8 @@ static int pmv_ep_getopt(fid_t fid, int level, int optname, void *optval,
 	size_t *size = optval;
 
 	if (!ret && level == FI_OPT_ENDPOINT && optname == FI_OPT_CM_DATA_SIZE)
-		*size = *size > sizeof(struct pmv_cm_hdr) ?
-			*size - sizeof(struct pmv_cm_hdr) : 0;
+		*size = *size > PMV_CM_HDR_SIZE ?
+			*size - PMV_CM_HDR_SIZE : 0;
 	return ret;
 }
 

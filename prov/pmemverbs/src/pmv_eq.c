@@ -80,9 +80,9 @@ static ssize_t pmv_strip_cm_hdr(struct fi_eq_cm_entry *entry, ssize_t len,
 
 	if (!pmv_cm_hdr_parse(entry->data, data_len, peer))
 		return len;
-	memmove(entry->data, entry->data + sizeof(struct pmv_cm_hdr),
-		data_len - sizeof(struct pmv_cm_hdr));
-	return len - (ssize_t) sizeof(struct pmv_cm_hdr);
+	memmove(entry->data, entry->data + PMV_CM_HDR_SIZE,
+		data_len - PMV_CM_HDR_SIZE);
+	return len - PMV_CM_HDR_SIZE;
 }
 
 /* A connection request inherits FI_RMA_PMEM from the passive endpoint. */
@@ -161,7 +161,7 @@ static ssize_t pmv_eq_read_event(struct fid_eq *core, uint32_t *event,
 				 void *buf, size_t len, int timeout,
 				 uint64_t flags)
 {
-	size_t tmp_len = len + sizeof(struct pmv_cm_hdr);
+	size_t tmp_len = len + PMV_CM_HDR_SIZE;
 	void *tmp = malloc(tmp_len);
 	ssize_t ret;
 

@@ -22,7 +22,7 @@ static uint32_t pmv_slot_size(size_t inject_size)
 {
 	size_t size = inject_size < 256 ? inject_size : 256;
 
-	return (uint32_t) (size & ~(size_t) 7);
+	return (uint32_t) (size & ~(size_t) 15);
 }
 
 int pmv_inbox_open(struct pmv_ep *ep)
@@ -91,19 +91,18 @@ uint64_t pmv_peer_req_addr(const struct pmv_peer *peer, uint64_t seq)
 	       ((seq - 1) % peer->slots) * peer->slot_size;
 }
 
-void pmv_cm_hdr_fill(struct pmv_ep *ep, struct pmv_cm_hdr *hdr)
+/* This endpoint's CM header, in wire format. */
+static void pmv_cm_hdr_fill(struct pmv_ep *ep, uint8_t out[PMV_CM_HDR_SIZE])
 {
-	memset(hdr, 0, sizeof(*hdr));
-	hdr->magic = PMV_CM_MAGIC;
-	hdr->version = PMV_PROTO_VERSION;
-	hdr->transport = ep->domain->transport;
-	if (!ep->inbox.mem)
-		return;
-	hdr->flags = PMV_CM_HAS_INBOX;
-	hdr->inbox_addr = ep->inbox.rma_addr;
-	hdr->inbox_key = fi_mr_key(ep->inbox.mr);
-	hdr->slots = PMV_SLOTS;
-	hdr->slot_size = ep->inbox.slot_size;
+	struct pmv_cm_hdr hdr = { .transport = ep->domain->transport };
+
+	if (ep->inbox.mem) {
+		hdr.has_inbox = true;
+		hdr.inbox_addr = ep->inbox.rma_addr;
+		hdr.inbox_key = fi_mr_key(ep->inbox.mr);
+		hdr.slot_size = ep->inbox.slot_size;
+	}
+	pmv_cm_hdr_encode(&hdr, out);
 }
 
 /* Reads a peer's CM header; false if the data carries none. */
@@ -111,19 +110,15 @@ bool pmv_cm_hdr_parse(const void *data, size_t len, struct pmv_peer *peer)
 {
 	struct pmv_cm_hdr hdr;
 
-	if (len < sizeof(hdr))
-		return false;
-	memcpy(&hdr, data, sizeof(hdr));
-	if (hdr.magic != PMV_CM_MAGIC || hdr.version != PMV_PROTO_VERSION)
+	if (!pmv_cm_hdr_decode(data, len, &hdr))
 		return false;
 	memset(peer, 0, sizeof(*peer));
 	peer->known = true;
 	peer->transport = hdr.transport;
-	peer->has_inbox = (hdr.flags & PMV_CM_HAS_INBOX) && hdr.slots &&
-			  pmv_req_max_extents(hdr.slot_size);
+	peer->has_inbox = hdr.has_inbox && pmv_req_max_extents(hdr.slot_size);
 	peer->inbox_addr = hdr.inbox_addr;
 	peer->inbox_key = hdr.inbox_key;
-	peer->slots = hdr.slots;
+	peer->slots = PMV_SLOTS;
 	peer->slot_size = hdr.slot_size;
 	return true;
 }
@@ -132,13 +127,13 @@ bool pmv_cm_hdr_parse(const void *data, size_t len, struct pmv_peer *peer)
 void *pmv_cm_data_with_hdr(struct pmv_ep *ep, const void *param,
 			   size_t paramlen, size_t *total)
 {
-	char *buf = malloc(sizeof(struct pmv_cm_hdr) + paramlen);
+	uint8_t *buf = malloc(PMV_CM_HDR_SIZE + paramlen);
 
 	if (!buf)
 		return NULL;
-	pmv_cm_hdr_fill(ep, (struct pmv_cm_hdr *) buf);
+	pmv_cm_hdr_fill(ep, buf);
 	if (paramlen)
-		memcpy(buf + sizeof(struct pmv_cm_hdr), param, paramlen);
-	*total = sizeof(struct pmv_cm_hdr) + paramlen;
+		memcpy(buf + PMV_CM_HDR_SIZE, param, paramlen);
+	*total = PMV_CM_HDR_SIZE + paramlen;
 	return buf;
 }

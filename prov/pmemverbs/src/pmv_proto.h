@@ -18,10 +18,10 @@
 #ifndef PMV_PROTO_H
 #define PMV_PROTO_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
-
-#define PMV_CM_MAGIC 0x31564d50u /* "PMV1" */
-#define PMV_PROTO_VERSION 1
+#include <string.h>
 
 /* Transport of the connection, as the completion meaning differs. */
 enum pmv_transport {
@@ -30,18 +30,26 @@ enum pmv_transport {
 	PMV_TRANSPORT_IWARP = 3, /* like tcp */
 };
 
-#define PMV_CM_HAS_INBOX 0x1
+/*
+ * The CM header, 20 bytes on the wire (RDMA CM private data is about 56
+ * bytes, and ofi_rxm layered on pmemverbs needs room for its own):
+ *   0  'P' 'V'
+ *   2  version
+ *   3  flags: bit 0 inbox present, bits 1-2 transport,
+ *      bits 3-7 request slot size / 16
+ *   4  inbox address (little-endian 64-bit)
+ *  12  inbox key (little-endian 64-bit)
+ * The number of slots is fixed by the protocol version (PMV_SLOTS).
+ */
+#define PMV_PROTO_VERSION 1
+#define PMV_CM_HDR_SIZE 20
 
 struct pmv_cm_hdr {
-	uint32_t magic;
-	uint16_t version;
-	uint16_t flags;       /* PMV_CM_HAS_INBOX */
+	bool has_inbox;
+	uint8_t transport;    /* enum pmv_transport */
+	uint32_t slot_size;   /* bytes per request slot, a multiple of 16 */
 	uint64_t inbox_addr;  /* RMA address of the inbox (virtual or offset) */
 	uint64_t inbox_key;
-	uint32_t slots;       /* request slots (= ack slots) */
-	uint32_t slot_size;   /* bytes per request slot */
-	uint8_t transport;    /* enum pmv_transport */
-	uint8_t pad[7];
 };
 
 struct pmv_extent {
@@ -73,6 +81,49 @@ struct pmv_ack {
 };
 
 #define PMV_SLOTS 64
+
+static inline void pmv_put_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t) (v >> (8 * i));
+}
+
+static inline uint64_t pmv_get_le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/* Writes the CM header's 20 bytes. */
+static inline void pmv_cm_hdr_encode(const struct pmv_cm_hdr *hdr,
+				     uint8_t out[PMV_CM_HDR_SIZE])
+{
+	out[0] = 'P';
+	out[1] = 'V';
+	out[2] = PMV_PROTO_VERSION;
+	out[3] = (uint8_t) ((hdr->has_inbox ? 1 : 0) | (hdr->transport & 3) << 1 |
+			    ((hdr->slot_size / 16) & 31) << 3);
+	pmv_put_le64(out + 4, hdr->inbox_addr);
+	pmv_put_le64(out + 12, hdr->inbox_key);
+}
+
+/* Reads a CM header; false if the bytes are not one. */
+static inline bool pmv_cm_hdr_decode(const uint8_t *in, size_t len,
+				     struct pmv_cm_hdr *hdr)
+{
+	if (len < PMV_CM_HDR_SIZE || in[0] != 'P' || in[1] != 'V' ||
+	    in[2] != PMV_PROTO_VERSION)
+		return false;
+	hdr->has_inbox = in[3] & 1;
+	hdr->transport = (in[3] >> 1) & 3;
+	hdr->slot_size = (uint32_t) (in[3] >> 3) * 16;
+	hdr->inbox_addr = pmv_get_le64(in + 4);
+	hdr->inbox_key = pmv_get_le64(in + 12);
+	return true;
+}
 
 /* Fletcher-style checksum of a slot, computed with its checksum field 0. */
 static inline uint32_t pmv_checksum(const void *buf, size_t len)

@@ -16,6 +16,7 @@
  * that such a test can fail.
  */
 #include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -302,6 +303,10 @@ static void *pmv_agent_main(void *arg)
 		} else if (pmv_now_us() - last_work > (uint64_t) pmv_params.agent_spin_us) {
 			nap = nap ? (nap < 1000 ? nap * 2 : 1000) : 10;
 			pmv_sleep_us(nap);
+		} else {
+			/* Spinning: let a thread of this CPU that is placing the
+			 * next request (or holds the core's locks) run first. */
+			sched_yield();
 		}
 	}
 }

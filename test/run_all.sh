@@ -48,6 +48,22 @@ run_integration() {
 	fi
 }
 
+# Runs the durability tests (oracle, contents, fault, bad input, exit).
+run_pmem() {
+	local label=$1 dir=$2 port_base=$3 out last
+	echo "== durability tests through pmemverbs ($label)"
+	out=$(FI_PROVIDER_PATH=$dir/.libs PMV_PORT_BASE=$port_base \
+	      bash "$ROOT/test/pmem/run_pmem_tests.sh" \
+	      "$dir/test/pmem/pmv_commit_test" 2>&1)
+	printf '%s\n' "$out" | grep -v '^PASS'
+	last=$(printf '%s\n' "$out" | tail -1)
+	if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
+		add "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
+	else
+		add 0 1
+	fi
+}
+
 # Runs libfabric's own fi_pingpong through pmemverbs, data checks on.
 run_pingpong() {
 	local ep=$1 size=$2 port=$3 srv_out
@@ -92,6 +108,7 @@ run_unit normal "$BUILD"
 echo "== fi_pmem_probe"
 run_probe
 run_integration normal "$BUILD" 9230
+run_pmem normal "$BUILD" 9800
 echo "== fi_pingpong through pmemverbs"
 export FI_PROVIDER_PATH=$BUILD/.libs
 port=9330
@@ -109,6 +126,7 @@ export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_unit sanitizers "$ASAN_BUILD"
 run_integration sanitizers "$ASAN_BUILD" 9530
+run_pmem sanitizers "$ASAN_BUILD" 10100
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -364,12 +364,12 @@ static void store_u64(uint8_t *p, uint64_t v)
 struct split {
 	struct iovec iov[2];
 	void *desc[2];
-	size_t len;
 };
 
+/* Two-piece view of m: [0, split) at 0 and [split, len) at BIG_MSG. */
 static struct split make_split(const struct mreg *m, size_t len, size_t split)
 {
-	struct split s = { .len = len };
+	struct split s;
 
 	if (m->len < BIG_MSG + len)
 		die("internal: split buffer too small");
@@ -1003,6 +1003,7 @@ static void open_endpoint(struct ctx *c)
 	CHECK(fi_enable(c->ep));
 }
 
+/* Access flags for every region: remote access only with RMA/atomics. */
 static uint64_t mr_access(const struct ctx *c)
 {
 	uint64_t access = FI_SEND | FI_RECV;
@@ -1086,6 +1087,7 @@ struct remote {
 	uint64_t len;
 };
 
+/* Guards against the test itself addressing outside the peer's region. */
 static void check_remote_range(const struct remote *r, size_t off, size_t len)
 {
 	if (off + len > r->len)
@@ -1197,6 +1199,7 @@ static void ctrl_post_recv(struct ctx *c, void *ctx)
 	post_recv(c, c->ctrl, CTRL_SIZE, CTRL_SIZE, ctx);
 }
 
+/* Completion of a control receive: exactly one ctrl_msg long. */
 static struct expect expect_ctrl(enum ctrl_kind kind, void *ctx)
 {
 	return expect_recv(ctrl_name(kind), ctx, FI_MSG | FI_RECV,
@@ -1349,6 +1352,7 @@ static void msg_start_connect(struct ctx *c)
 			 c->cm_out.len));
 }
 
+/* MSG: server listens and accepts, client connects; then the ctrl buffer. */
 static void establish_msg(struct ctx *c)
 {
 	union cm_event ev;
@@ -1396,6 +1400,8 @@ static void rdm_introduce_self(struct ctx *c)
 	ctrl_send(c, &msg);
 }
 
+/* RDM: endpoint on FI_SOURCE addr:port (server) or AV entry for it (client),
+ * then the client introduces itself so the server can address it. */
 static void establish_rdm(struct ctx *c)
 {
 	open_domain_res(c, c->info);
@@ -1450,6 +1456,7 @@ static const char *step_name(enum send_kind kind)
 	return names[kind];
 }
 
+/* Remote CQ data for a step: distinct per step in high and low bits. */
 static uint64_t step_cq_data(uint32_t seed)
 {
 	return STEP_DATA_BASE ^ ((uint64_t)seed << 40) ^ seed;
@@ -1615,6 +1622,7 @@ static const struct tagged_msg k_tagged[] = {
 
 #define N_TAGGED ARRAY_LEN(k_tagged)
 
+/* Posts a tagged receive into TAG_SLOT-sized slot `slot` of m. */
 static void post_trecv(struct ctx *c, struct mreg *m, size_t slot,
 		       uint64_t tag, uint64_t ignore, void *ctx)
 {
@@ -1650,6 +1658,7 @@ static void tagged_server(struct ctx *c)
 	finish(c);
 }
 
+/* Client: after GO, sends the k_tagged messages in table order. */
 static void tagged_client(struct ctx *c)
 {
 	struct mreg *m = mreg_alloc(c, N_TAGGED * TAG_SLOT);
@@ -1862,6 +1871,7 @@ static void rma_server(struct ctx *c)
 	finish(c);
 }
 
+/* Client: every RMA flavour against the server's region, then DONE. */
 static void rma_client(struct ctx *c)
 {
 	struct remote rem = recv_remote(c);
@@ -1926,12 +1936,14 @@ static uint64_t at_addr(const struct remote *rem, int which)
 	return rem->base + (uint64_t)which * 8;
 }
 
+/* Waits for an atomic's completion: FI_ATOMIC plus FI_READ or FI_WRITE. */
 static void at_await(struct ctx *c, void *fctx, const char *what,
 		     uint64_t flags)
 {
 	await_one(c, c->txcq, expect_op(what, fctx, FI_ATOMIC | flags));
 }
 
+/* fi_atomic FI_SUM of 1..AT_SUM_ROUNDS into the first target word. */
 static void at_sums(struct ctx *c, struct mreg *l, const struct remote *rem)
 {
 	for (uint64_t k = 1; k <= AT_SUM_ROUNDS; k++) {
@@ -2027,6 +2039,7 @@ static const char *atomic_target_mismatch(const struct mreg *t, char *why,
 	return NULL;
 }
 
+/* Server: exposes three uint64 words, checks their final values on DONE. */
 static void atomic_server(struct ctx *c)
 {
 	struct mreg *t = mreg_alloc(c, AT_COUNT * sizeof(uint64_t));
@@ -2042,6 +2055,7 @@ static void atomic_server(struct ctx *c)
 	finish(c);
 }
 
+/* Client: query support, then SUMs, fetch-add, two CSWAPs, read-back. */
 static void atomic_client(struct ctx *c)
 {
 	struct remote rem = recv_remote(c);
@@ -2076,6 +2090,7 @@ static void set_cm_out(struct ctx *c, size_t len, uint32_t seed)
 	fill_pattern(c->cm_out.bytes, len, seed, 0);
 }
 
+/* Each side's CM private data for fi_connect / fi_accept. */
 static void cmdata_setup(struct ctx *c)
 {
 	if (is_server(c))
@@ -2119,6 +2134,7 @@ static void shutdown_run(struct ctx *c)
 	await_cm_event(c, FI_SHUTDOWN, &c->ep->fid, &ev, "local FI_SHUTDOWN");
 }
 
+/* Server: rejects the one connection request with 16 bytes of data. */
 static void reject_server(struct ctx *c)
 {
 	uint8_t data[CM_REJECT_LEN];
@@ -2192,6 +2208,7 @@ static noreturn void no_server_side(struct ctx *c)
 /* Test: waitobj                                                      */
 /* ------------------------------------------------------------------ */
 
+/* Switches every CQ/EQ to FI_WAIT_UNSPEC and every wait to sread. */
 static void waitobj_setup(struct ctx *c)
 {
 	require_cq_data(c);
@@ -2216,6 +2233,7 @@ static void check_idle_timeouts(const struct ctx *c)
 		    "-FI_EAGAIN", ret, fi_strerror((int)-ret));
 }
 
+/* sendrecv traffic with blocking waits, then idle-queue timeouts. */
 static void waitobj_run(struct ctx *c)
 {
 	sendrecv_exchange(c);
@@ -2331,6 +2349,8 @@ static void cntr_post_round(struct ctx *c, struct mreg *l,
 	ex[2] = expect_op("counted fi_read", &fctx[2], FI_RMA | FI_READ);
 }
 
+/* Client: N sends, writes and reads in flight at once, waited on through
+ * the counters first, then their CQ entries. */
 static void cntr_client(struct ctx *c)
 {
 	struct remote rem = recv_remote(c);

@@ -20,7 +20,7 @@ LABEL=$2
 MSG_PROV=${PMV_PROV:-tcp}
 RDM_PROV=${PMV_PROV_RDM:-tcp;ofi_rxm}
 PORT=${PMV_PORT_BASE:-9230}
-ADDR=127.0.0.1
+ADDR=${PMV_ADDR:-127.0.0.1}  # the verbs tests in the guest use its eth0 address
 PROC_TIMEOUT=30 # seconds, per process
 READY_POLLS=100 # x 0.1 s waiting for the server's READY line
 

@@ -117,21 +117,18 @@ struct pmv_pending {
 	int status;    /* the ack's status, kept for a fence waiting on it */
 	bool internal; /* a fence's pre-flush: no application completion */
 	bool reported; /* already completed (its data write failed) */
+	bool silent;   /* made by an inject call: no completion on success */
 };
 
 #define PMV_MAX_IOV 4
-/* A fenced commit waiting for the earlier scope to be durable. */
-struct pmv_deferred {
-	uint64_t wait_seq;
-	uint64_t flags;
-	bool data_posted;
-	struct fi_msg_rma msg;
-	struct iovec iov[PMV_MAX_IOV];
-	void *desc[PMV_MAX_IOV];
-	struct fi_rma_iov rma_iov[PMV_MAX_IOV];
-	uint64_t inject_buf[256 / sizeof(uint64_t)]; /* FI_INJECT data */
+
+/* Profiles the peer reported, per key (the last few keys). */
+#define PMV_PEER_PROFILES 8
+struct pmv_peer_profile {
+	bool known;
+	uint8_t profile;
+	uint64_t key;
 };
-#define PMV_MAX_DEFERRED 16
 
 struct pmv_fabric {
 	struct fid_fabric fabric_fid;
@@ -179,8 +176,6 @@ struct pmv_ep {
 	uint64_t next_seq;         /* next request seq to send */
 	uint64_t acked_seq;        /* every seq up to here is complete */
 	struct pmv_pending pend[PMV_SLOTS];
-	struct pmv_deferred deferred[PMV_MAX_DEFERRED];
-	unsigned deferred_head, deferred_count;
 	uint64_t agent_seq;        /* next request our agent expects */
 	uint64_t agent_unacked;    /* served request whose ack is not sent */
 	int agent_status;          /* ... and its status */
@@ -190,8 +185,8 @@ struct pmv_ep {
 	struct pmv_ep *cq_next;    /* tx CQ progress list */
 	struct fi_pmem_ep_counters counters;
 	int ictx_index;            /* row of internal contexts (pmv_commit.c) */
-	uint64_t peer_profile_key; /* last key acked, and its profile */
-	uint8_t peer_profile;
+	struct pmv_peer_profile peer_profiles[PMV_PEER_PROFILES];
+	unsigned peer_profiles_next;
 };
 
 /* An entry pmemverbs itself raises (commit, FI_IMMED, error). */
@@ -290,6 +285,8 @@ unsigned pmv_req_max_extents(uint32_t slot_size);
 /* pmv_commit.c: initiator side of FI_COMMIT_COMPLETE. */
 ssize_t pmv_commit_writemsg(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 			    uint64_t flags);
+ssize_t pmv_commit_inject(struct pmv_ep *ep, const struct fi_msg_rma *msg,
+			  uint64_t flags);
 void pmv_commit_progress(struct pmv_ep *ep);
 void pmv_commit_fail_all(struct pmv_ep *ep, int err);
 void pmv_ep_peer_connected(struct pmv_ep *ep, const struct pmv_peer *peer);
@@ -303,6 +300,7 @@ void pmv_commit_data_error(const struct fi_cq_err_entry *core_err,
 int pmv_agent_add(struct pmv_domain *dom, struct pmv_ep *ep);
 void pmv_agent_remove(struct pmv_domain *dom, struct pmv_ep *ep);
 void pmv_agent_stop(struct pmv_domain *dom);
+void pmv_agent_stop_all(void);
 struct pmv_mr *pmv_domain_find_mr(struct pmv_domain *dom, uint64_t key);
 
 /* pmv_cq.c: entries pmemverbs raises itself. */

@@ -31,7 +31,14 @@ struct pmv_agent {
 	pthread_t thread;
 	bool stop;
 	struct pmv_ep *eps; /* under domain->lock */
+	struct pmv_domain *domain;
+	struct pmv_agent *next; /* every running agent, for unloading */
 };
+
+/* Every running agent: libfabric may unload the plugin at exit while
+ * domains are still open, and no agent may outlive its code. */
+static struct pmv_agent *pmv_agents;
+static pthread_mutex_t pmv_agents_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct pmv_oracle_log *pmv_oracle;
 static size_t pmv_oracle_cap;
@@ -321,12 +328,17 @@ static int pmv_agent_start(struct pmv_domain *dom)
 		return -FI_ENOMEM;
 	pthread_once(&pmv_oracle_once, pmv_oracle_open);
 	dom->agent = agent;
+	agent->domain = dom;
 	ret = pthread_create(&agent->thread, NULL, pmv_agent_main, dom);
 	if (ret) {
 		dom->agent = NULL;
 		free(agent);
 		return -ret;
 	}
+	pthread_mutex_lock(&pmv_agents_lock);
+	agent->next = pmv_agents;
+	pmv_agents = agent;
+	pthread_mutex_unlock(&pmv_agents_lock);
 	return 0;
 }
 
@@ -364,11 +376,29 @@ void pmv_agent_remove(struct pmv_domain *dom, struct pmv_ep *ep)
 	pthread_mutex_unlock(&dom->lock);
 }
 
+/* Takes an agent off the list of running agents; false if not on it. */
+static bool pmv_agent_unlist(struct pmv_agent *agent)
+{
+	struct pmv_agent **pp;
+	bool found = false;
+
+	pthread_mutex_lock(&pmv_agents_lock);
+	for (pp = &pmv_agents; *pp; pp = &(*pp)->next) {
+		if (*pp == agent) {
+			*pp = agent->next;
+			found = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&pmv_agents_lock);
+	return found;
+}
+
 void pmv_agent_stop(struct pmv_domain *dom)
 {
 	struct pmv_agent *agent = dom->agent;
 
-	if (!agent)
+	if (!agent || !pmv_agent_unlist(agent))
 		return;
 	pthread_mutex_lock(&dom->lock);
 	agent->stop = true;
@@ -376,4 +406,18 @@ void pmv_agent_stop(struct pmv_domain *dom)
 	pthread_join(agent->thread, NULL);
 	dom->agent = NULL;
 	free(agent);
+}
+
+void pmv_agent_stop_all(void)
+{
+	struct pmv_agent *agent;
+
+	for (;;) {
+		pthread_mutex_lock(&pmv_agents_lock);
+		agent = pmv_agents;
+		pthread_mutex_unlock(&pmv_agents_lock);
+		if (!agent)
+			return;
+		pmv_agent_stop(agent->domain);
+	}
 }

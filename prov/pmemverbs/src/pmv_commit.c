@@ -11,11 +11,14 @@
  *      this endpoint's inbox;
  *   4. the ack, found while the application reads its CQ, completes the
  *      commit with the application's context.
- * Commits are queued in order.  A fenced commit first makes the key's
- * earlier writes durable (a flush-only request) and is placed only once
- * that request is acked.
+ * Nothing is queued inside pmemverbs, so no later operation can overtake a
+ * commit: a commit that cannot be posted now returns -FI_EAGAIN before
+ * anything is sent.  A fenced commit first makes the key's earlier writes
+ * durable (a flush-only request) and waits for its ack within the call,
+ * one round trip, before its own data is posted.
  */
 #include <string.h>
+#include <time.h>
 
 #include "pmv.h"
 
@@ -29,6 +32,9 @@
 static struct fi_context2 pmv_ictx[PMV_MAX_PMEM_EPS][PMV_SLOTS];
 static struct pmv_ep *pmv_ictx_owner[PMV_MAX_PMEM_EPS];
 static pthread_mutex_t pmv_ictx_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A fence waits this long for the earlier scope to be acked. */
+#define PMV_FENCE_TIMEOUT_MS 30000
 
 int pmv_ictx_reserve(struct pmv_ep *ep)
 {
@@ -70,13 +76,9 @@ static struct fi_context2 *pmv_data_context(struct pmv_ep *ep, uint64_t seq)
 	return &pmv_ictx[ep->ictx_index][(seq - 1) % PMV_SLOTS];
 }
 
-static void pmv_cq_entry_init(struct fi_cq_err_entry *e, void *context,
-			      uint64_t flags, size_t len)
+static struct pmv_pending *pmv_pending_of(struct pmv_ep *ep, uint64_t seq)
 {
-	memset(e, 0, sizeof(*e));
-	e->op_context = context;
-	e->flags = flags;
-	e->len = len;
+	return &ep->pend[(seq - 1) % PMV_SLOTS];
 }
 
 /* fi_errno for one of pmemverbs's prov_errno values. */
@@ -97,29 +99,34 @@ static int pmv_err_to_fi(int prov_errno)
 }
 
 /*
- * True if a successful commit raises no completion: issued as an inject,
- * or without FI_COMPLETION on a CQ bound with FI_SELECTIVE_COMPLETION.
- * Errors are always reported.
+ * True if a successful commit raises no completion: issued by an inject
+ * call (fi_inject_write), or without FI_COMPLETION on a CQ bound with
+ * FI_SELECTIVE_COMPLETION.  Errors are always reported.
  */
-static bool pmv_commit_silent(const struct pmv_ep *ep, uint64_t flags)
+static bool pmv_commit_silent(const struct pmv_ep *ep,
+			      const struct pmv_pending *pend)
 {
-	return (flags & FI_INJECT) ||
-	       (ep->tx_selective && !(flags & FI_COMPLETION));
+	return pend->silent ||
+	       (ep->tx_selective && !(pend->flags & FI_COMPLETION));
 }
 
 /* Reports a commit's outcome in the application's transmit CQ. */
-static void pmv_commit_report(struct pmv_ep *ep, void *context, size_t len,
-			      uint64_t flags, int prov_errno)
+static void pmv_commit_report(struct pmv_ep *ep, struct pmv_pending *pend,
+			      int prov_errno)
 {
-	struct fi_cq_err_entry e;
+	struct fi_cq_err_entry e = {
+		.op_context = pend->context,
+		.flags = FI_RMA | FI_WRITE,
+		.len = pend->len,
+	};
 
+	pend->reported = true;
 	if (prov_errno)
 		ep->counters.commit_errors++;
 	else
 		ep->counters.commits++;
-	if (!ep->tx_cq || (!prov_errno && pmv_commit_silent(ep, flags)))
+	if (!ep->tx_cq || (!prov_errno && pmv_commit_silent(ep, pend)))
 		return;
-	pmv_cq_entry_init(&e, context, FI_RMA | FI_WRITE, len);
 	if (prov_errno) {
 		e.err = pmv_err_to_fi(prov_errno);
 		e.prov_errno = prov_errno;
@@ -145,21 +152,23 @@ static unsigned pmv_request_extents(const struct pmv_ep *ep)
 	return pmv_req_max_extents(slot);
 }
 
+static bool pmv_ring_full(const struct pmv_ep *ep)
+{
+	return ep->next_seq - ep->acked_seq > PMV_SLOTS;
+}
+
 /* Sends the commit request for the key's scope as the next seq. */
 static int pmv_send_request(struct pmv_ep *ep, uint64_t key, uint64_t flags,
 			    uint64_t data)
 {
 	uint64_t buf[256 / sizeof(uint64_t)];
 	struct pmv_req *req = (struct pmv_req *) buf;
-	uint64_t seq = ep->next_seq;
 	size_t size;
 	unsigned i;
 	int ret;
 
-	if (seq - ep->acked_seq > PMV_SLOTS)
-		return -FI_EAGAIN;
 	memset(buf, 0, sizeof(buf));
-	req->seq = seq;
+	req->seq = ep->next_seq;
 	req->key = key;
 	req->data = data;
 	req->flags = (flags & FI_IMMED) ? PMV_REQ_IMMED : 0;
@@ -168,7 +177,7 @@ static int pmv_send_request(struct pmv_ep *ep, uint64_t key, uint64_t flags,
 	size = sizeof(*req) + req->nextents * sizeof(struct pmv_extent);
 	req->checksum = pmv_checksum(req, size);
 	ret = fi_inject_write(ep->core, req, size, 0,
-			      pmv_peer_req_addr(&ep->peer, seq),
+			      pmv_peer_req_addr(&ep->peer, req->seq),
 			      ep->peer.inbox_key);
 	if (ret) {
 		for (i = 0; i < req->nextents; i++)
@@ -181,95 +190,189 @@ static int pmv_send_request(struct pmv_ep *ep, uint64_t key, uint64_t flags,
 	return 0;
 }
 
-/* Posts a commit's data to the core as a plain write without completion. */
-static ssize_t pmv_post_data(struct pmv_ep *ep, const struct pmv_deferred *d)
+/* Copies an ack out of the inbox; false if it is not (yet) seq's ack. */
+static bool pmv_read_ack(struct pmv_ep *ep, uint64_t seq, struct pmv_ack *out)
 {
-	uint64_t core_flags = d->flags & ~(PMV_COMMIT_FLAGS | FI_FENCE |
-					   FI_COMPLETION | FI_REMOTE_CQ_DATA);
-	struct fi_msg_rma msg = d->msg;
-	ssize_t ret;
-	size_t i;
+	struct pmv_ack *slot = pmv_inbox_ack(&ep->inbox, seq);
+	uint32_t sum;
 
-	msg.context = pmv_data_context(ep, ep->next_seq);
-	ret = fi_writemsg(ep->core, &msg, core_flags);
-	if (ret)
-		return ret;
-	for (i = 0; i < d->msg.rma_iov_count; i++)
-		pmv_scope_add(&ep->scope, d->msg.rma_iov[i].key,
-			      d->msg.rma_iov[i].addr, d->msg.rma_iov[i].len);
-	return 0;
+	if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != seq)
+		return false;
+	memcpy(out, slot, sizeof(*out));
+	sum = out->checksum;
+	out->checksum = 0;
+	return out->seq == seq && pmv_checksum(out, sizeof(*out)) == sum;
 }
 
-static struct pmv_deferred *pmv_deferred_head(struct pmv_ep *ep)
+/* Remembers the profile the peer reported for a key (a few keys kept). */
+static void pmv_remember_profile(struct pmv_ep *ep, uint64_t key,
+				 uint8_t profile)
 {
-	return ep->deferred_count ? &ep->deferred[ep->deferred_head] : NULL;
+	unsigned i, slot = ep->peer_profiles_next % PMV_PEER_PROFILES;
+
+	for (i = 0; i < PMV_PEER_PROFILES; i++) {
+		if (ep->peer_profiles[i].known &&
+		    ep->peer_profiles[i].key == key) {
+			slot = i;
+			break;
+		}
+	}
+	if (i == PMV_PEER_PROFILES)
+		ep->peer_profiles_next++;
+	ep->peer_profiles[slot].known = true;
+	ep->peer_profiles[slot].key = key;
+	ep->peer_profiles[slot].profile = profile;
 }
 
-static void pmv_deferred_pop(struct pmv_ep *ep)
+/* Completes every commit whose ack has arrived, in seq order. */
+static void pmv_poll_acks(struct pmv_ep *ep)
 {
-	ep->deferred_head = (ep->deferred_head + 1) % PMV_MAX_DEFERRED;
-	ep->deferred_count--;
+	struct pmv_pending *pend;
+	struct pmv_ack ack;
+	uint64_t seq;
+
+	while (ep->acked_seq + 1 < ep->next_seq) {
+		seq = ep->acked_seq + 1;
+		if (!pmv_read_ack(ep, seq, &ack))
+			return;
+		pend = pmv_pending_of(ep, seq);
+		pend->status = ack.status;
+		pmv_remember_profile(ep, pend->key, ack.profile);
+		if (!pend->internal && !pend->reported)
+			pmv_commit_report(ep, pend, ack.status);
+		ep->acked_seq = seq;
+	}
+}
+
+void pmv_commit_progress(struct pmv_ep *ep)
+{
+	pthread_mutex_lock(&ep->lock);
+	pmv_poll_acks(ep);
+	pthread_mutex_unlock(&ep->lock);
+}
+
+/* Moves the core along while the initiator waits for an ack. */
+static void pmv_progress_core(struct pmv_ep *ep)
+{
+	if (ep->tx_cq)
+		(void) fi_cq_read(ep->tx_cq->core, NULL, 0);
+	if (ep->rx_cq && ep->rx_cq != ep->tx_cq)
+		(void) fi_cq_read(ep->rx_cq->core, NULL, 0);
+}
+
+static uint64_t pmv_ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits (bounded) until every request up to seq is acked; lock held. */
+static int pmv_wait_acked(struct pmv_ep *ep, uint64_t seq)
+{
+	uint64_t deadline = pmv_ms_now() + PMV_FENCE_TIMEOUT_MS;
+
+	for (;;) {
+		pmv_poll_acks(ep);
+		if (ep->acked_seq >= seq)
+			return pmv_pending_of(ep, seq)->status ? PMV_ERR_FENCE : 0;
+		if (ep->error)
+			return PMV_ERR_PEER_GONE;
+		if (pmv_ms_now() > deadline) {
+			PMV_WARN(FI_LOG_EP_DATA, "fenced commit: no ack from "
+				 "the target for %d ms\n", PMV_FENCE_TIMEOUT_MS);
+			return PMV_ERR_FENCE;
+		}
+		pmv_progress_core(ep);
+	}
 }
 
 /*
- * Starts a fence: the earlier writes to the key must be durable first.  If
- * anything is outstanding, a flush-only request is sent (or the last one
- * reused) and the commit waits for its ack.
+ * The fence of a fenced commit: the key's earlier writes are made durable
+ * (a flush-only request, unless nothing was written since the last one)
+ * and acked before the fenced data is posted.  Returns 0, -FI_EAGAIN
+ * (nothing sent), or a PMV_ERR_* code.
  */
-static int pmv_start_fence(struct pmv_ep *ep, struct pmv_deferred *d)
+static int pmv_fence(struct pmv_ep *ep, uint64_t key)
 {
-	uint64_t key = d->msg.rma_iov[0].key;
 	int ret;
 
-	d->flags &= ~FI_FENCE;
-	if (pmv_scope_empty(&ep->scope, key)) {
-		d->wait_seq = ep->next_seq - 1;
-		return 0;
+	if (!pmv_scope_empty(&ep->scope, key)) {
+		if (pmv_ring_full(ep))
+			return -FI_EAGAIN;
+		*pmv_pending_of(ep, ep->next_seq) = (struct pmv_pending) {
+			.key = key, .internal = true,
+		};
+		ret = pmv_send_request(ep, key, 0, 0);
+		if (ret)
+			return ret == -FI_EAGAIN ? ret : PMV_ERR_PEER_GONE;
 	}
-	ret = pmv_send_request(ep, key, 0, 0);
-	if (ret) {
-		d->flags |= FI_FENCE;
+	return ep->next_seq > 1 ? pmv_wait_acked(ep, ep->next_seq - 1) : 0;
+}
+
+/* Posts a commit's data to the core as a plain write without completion. */
+static ssize_t pmv_post_data(struct pmv_ep *ep, const struct fi_msg_rma *msg,
+			     uint64_t flags)
+{
+	uint64_t core_flags = flags & ~(PMV_COMMIT_FLAGS | FI_FENCE |
+					FI_COMPLETION | FI_REMOTE_CQ_DATA);
+	struct fi_msg_rma core_msg = *msg;
+	ssize_t ret;
+	size_t i;
+
+	core_msg.context = pmv_data_context(ep, ep->next_seq);
+	ret = fi_writemsg(ep->core, &core_msg, core_flags);
+	if (ret)
 		return ret;
-	}
-	d->wait_seq = ep->next_seq - 1;
-	ep->pend[(d->wait_seq - 1) % PMV_SLOTS] = (struct pmv_pending) {
-		.key = key,
-		.internal = true,
-	};
+	for (i = 0; i < msg->rma_iov_count; i++)
+		pmv_scope_add(&ep->scope, msg->rma_iov[i].key,
+			      msg->rma_iov[i].addr, msg->rma_iov[i].len);
 	return 0;
 }
 
-/* Advances the head commit as far as it can go; -FI_EAGAIN if blocked. */
-static int pmv_advance_head(struct pmv_ep *ep, struct pmv_deferred *d)
+/*
+ * Sends the request that follows posted data.  Giving up is no option (the
+ * data is on its way), so a busy core is waited for, bounded.
+ */
+static int pmv_send_request_after_data(struct pmv_ep *ep, uint64_t key,
+				       uint64_t flags, uint64_t data)
 {
-	struct pmv_pending *pend;
+	uint64_t deadline = pmv_ms_now() + PMV_FENCE_TIMEOUT_MS;
 	int ret;
 
-	if ((d->flags & FI_FENCE) && (ret = pmv_start_fence(ep, d)))
-		return ret == -FI_EAGAIN ? ret : PMV_ERR_PEER_GONE;
-	if (d->wait_seq > ep->acked_seq)
+	while ((ret = pmv_send_request(ep, key, flags, data)) == -FI_EAGAIN &&
+	       pmv_ms_now() < deadline)
+		pmv_progress_core(ep);
+	return ret;
+}
+
+/* Posts one checked commit; lock held.  0, -FI_EAGAIN or a PMV_ERR_*. */
+static int pmv_commit_post(struct pmv_ep *ep, const struct fi_msg_rma *msg,
+			   uint64_t flags, bool silent)
+{
+	uint64_t key = msg->rma_iov[0].key;
+	struct pmv_pending *pend;
+	ssize_t ret;
+
+	pmv_poll_acks(ep);
+	if (pmv_ring_full(ep))
 		return -FI_EAGAIN;
-	if (d->wait_seq && ep->pend[(d->wait_seq - 1) % PMV_SLOTS].status)
-		return PMV_ERR_FENCE;
-	if (ep->next_seq - ep->acked_seq > PMV_SLOTS)
-		return -FI_EAGAIN;
-	if (!d->data_posted) {
-		pend = &ep->pend[(ep->next_seq - 1) % PMV_SLOTS];
-		*pend = (struct pmv_pending) {
-			.context = d->msg.context,
-			.key = d->msg.rma_iov[0].key,
-			.flags = d->flags,
-			.len = pmv_msg_len(&d->msg),
-		};
-		ret = d->msg.iov_count ? (int) pmv_post_data(ep, d) : 0;
+	if ((flags & FI_FENCE) && (ret = pmv_fence(ep, key)))
+		return (int) ret;
+	pend = pmv_pending_of(ep, ep->next_seq);
+	*pend = (struct pmv_pending) {
+		.context = msg->context, .key = key, .flags = flags,
+		.len = pmv_msg_len(msg), .silent = silent,
+	};
+	if (msg->iov_count) {
+		ret = pmv_post_data(ep, msg, flags);
 		if (ret)
-			return ret == -FI_EAGAIN ? ret : PMV_ERR_PEER_GONE;
-		d->data_posted = true;
+			return ret == -FI_EAGAIN ? -FI_EAGAIN : PMV_ERR_PEER_GONE;
 	}
-	ret = pmv_send_request(ep, d->msg.rma_iov[0].key, d->flags,
-			       d->msg.data);
-	if (ret)
-		return ret == -FI_EAGAIN ? ret : PMV_ERR_PEER_GONE;
+	ret = pmv_send_request_after_data(ep, key, flags, msg->data);
+	if (ret && !pend->reported)
+		pmv_commit_report(ep, pend, PMV_ERR_PEER_GONE);
 	return 0;
 }
 
@@ -298,88 +401,20 @@ void pmv_commit_data_error(const struct fi_cq_err_entry *core_err,
 	pthread_mutex_unlock(&ep->lock);
 }
 
-/* Sends every queued commit that may go now, in order. */
-static void pmv_drain_deferred(struct pmv_ep *ep)
-{
-	struct pmv_deferred *d;
-	int ret;
-
-	while ((d = pmv_deferred_head(ep))) {
-		ret = pmv_advance_head(ep, d);
-		if (ret == -FI_EAGAIN)
-			return;
-		if (ret)
-			pmv_commit_report(ep, d->msg.context,
-					  pmv_msg_len(&d->msg), d->flags, ret);
-		pmv_deferred_pop(ep);
-	}
-}
-
-/* Copies an ack out of the inbox; false if it is not (yet) seq's ack. */
-static bool pmv_read_ack(struct pmv_ep *ep, uint64_t seq, struct pmv_ack *out)
-{
-	struct pmv_ack *slot = pmv_inbox_ack(&ep->inbox, seq);
-	uint32_t sum;
-
-	if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != seq)
-		return false;
-	memcpy(out, slot, sizeof(*out));
-	sum = out->checksum;
-	out->checksum = 0;
-	return out->seq == seq && pmv_checksum(out, sizeof(*out)) == sum;
-}
-
-/* Completes every commit whose ack has arrived, in seq order. */
-static void pmv_poll_acks(struct pmv_ep *ep)
-{
-	struct pmv_pending *pend;
-	struct pmv_ack ack;
-	uint64_t seq;
-
-	while (ep->acked_seq + 1 < ep->next_seq) {
-		seq = ep->acked_seq + 1;
-		if (!pmv_read_ack(ep, seq, &ack))
-			return;
-		pend = &ep->pend[(seq - 1) % PMV_SLOTS];
-		pend->status = ack.status;
-		ep->peer_profile = ack.profile;
-		ep->peer_profile_key = pend->key;
-		if (!pend->internal && !pend->reported)
-			pmv_commit_report(ep, pend->context, pend->len,
-					  pend->flags, ack.status);
-		ep->acked_seq = seq;
-	}
-}
-
-void pmv_commit_progress(struct pmv_ep *ep)
-{
-	pthread_mutex_lock(&ep->lock);
-	pmv_poll_acks(ep);
-	pmv_drain_deferred(ep);
-	pthread_mutex_unlock(&ep->lock);
-}
-
-/* Fails every queued and in-flight commit, e.g. when the peer is gone. */
+/* Fails every in-flight commit, e.g. when the peer is gone. */
 void pmv_commit_fail_all(struct pmv_ep *ep, int err)
 {
-	struct pmv_deferred *d;
+	struct pmv_pending *pend;
 	uint64_t seq;
 
 	pthread_mutex_lock(&ep->lock);
 	ep->error = err;
-	for (seq = ep->acked_seq + 1; seq < ep->next_seq; seq++)
-		if (!ep->pend[(seq - 1) % PMV_SLOTS].internal &&
-		    !ep->pend[(seq - 1) % PMV_SLOTS].reported)
-			pmv_commit_report(ep, ep->pend[(seq - 1) % PMV_SLOTS].context,
-					  ep->pend[(seq - 1) % PMV_SLOTS].len,
-					  ep->pend[(seq - 1) % PMV_SLOTS].flags,
-					  PMV_ERR_PEER_GONE);
-	ep->acked_seq = ep->next_seq - 1;
-	while ((d = pmv_deferred_head(ep))) {
-		pmv_commit_report(ep, d->msg.context, pmv_msg_len(&d->msg),
-				  d->flags, PMV_ERR_PEER_GONE);
-		pmv_deferred_pop(ep);
+	for (seq = ep->acked_seq + 1; seq < ep->next_seq; seq++) {
+		pend = pmv_pending_of(ep, seq);
+		if (!pend->internal && !pend->reported)
+			pmv_commit_report(ep, pend, PMV_ERR_PEER_GONE);
 	}
+	ep->acked_seq = ep->next_seq - 1;
 	pthread_mutex_unlock(&ep->lock);
 }
 
@@ -396,9 +431,30 @@ static bool pmv_desc_known(struct pmv_domain *dom, void *desc)
 	return found;
 }
 
+static int pmv_check_descs(struct pmv_ep *ep, const struct fi_msg_rma *msg)
+{
+	size_t i;
+
+	for (i = 0; i < msg->iov_count; i++) {
+		if ((ep->domain->mr_mode & FI_MR_LOCAL) &&
+		    (!msg->desc || !msg->desc[i])) {
+			PMV_WARN(FI_LOG_EP_DATA, "commit: the core needs "
+				 "FI_MR_LOCAL; pass desc[%zu]\n", i);
+			return -FI_EINVAL;
+		}
+		if (msg->desc && msg->desc[i] &&
+		    !pmv_desc_known(ep->domain, msg->desc[i])) {
+			PMV_WARN(FI_LOG_EP_DATA, "commit: desc[%zu] is not from "
+				 "a memory region of this domain\n", i);
+			return -FI_EINVAL;
+		}
+	}
+	return 0;
+}
+
 static int pmv_check_iovs(struct pmv_ep *ep, const struct fi_msg_rma *msg)
 {
-	uint64_t len = 0;
+	uint64_t local = 0;
 	size_t i;
 
 	if (msg->iov_count > PMV_MAX_IOV || msg->rma_iov_count > PMV_MAX_IOV) {
@@ -413,47 +469,28 @@ static int pmv_check_iovs(struct pmv_ep *ep, const struct fi_msg_rma *msg)
 				 "another key; a commit covers one key\n", i);
 			return -FI_EINVAL;
 		}
-		len += msg->rma_iov[i].len;
 	}
-	for (i = 0; i < msg->iov_count; i++) {
-		len -= msg->msg_iov[i].iov_len;
-		if ((ep->domain->mr_mode & FI_MR_LOCAL) &&
-		    (!msg->desc || !msg->desc[i])) {
-			PMV_WARN(FI_LOG_EP_DATA, "commit: the core needs "
-				 "FI_MR_LOCAL; pass desc[%zu]\n", i);
-			return -FI_EINVAL;
-		}
-		if (msg->desc && msg->desc[i] &&
-		    !pmv_desc_known(ep->domain, msg->desc[i])) {
-			PMV_WARN(FI_LOG_EP_DATA, "commit: desc[%zu] is not from "
-				 "a memory region of this domain\n", i);
-			return -FI_EINVAL;
-		}
-	}
-	if (msg->iov_count && len) {
-		PMV_WARN(FI_LOG_EP_DATA, "commit: local and remote lengths "
-			 "differ\n");
+	for (i = 0; i < msg->iov_count; i++)
+		local += msg->msg_iov[i].iov_len;
+	if (local != pmv_msg_len(msg)) {
+		PMV_WARN(FI_LOG_EP_DATA, "commit: %llu local bytes for %llu "
+			 "remote ones (a pure flush names length 0)\n",
+			 (unsigned long long) local,
+			 (unsigned long long) pmv_msg_len(msg));
 		return -FI_EINVAL;
 	}
-	return 0;
+	return pmv_check_descs(ep, msg);
 }
 
-/* FI_INJECT commits are copied; they must fit the copy and the core. */
+/* FI_INJECT data is copied by the core: it must fit its inject size. */
 static int pmv_check_inject(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 			    uint64_t flags)
 {
-	size_t len = 0, i, max = sizeof(((struct pmv_deferred *) 0)->inject_buf);
-
-	if (!(flags & FI_INJECT))
+	if (!(flags & FI_INJECT) || pmv_msg_len(msg) <= ep->domain->inject_size)
 		return 0;
-	for (i = 0; i < msg->iov_count; i++)
-		len += msg->msg_iov[i].iov_len;
-	if (max > ep->domain->inject_size)
-		max = ep->domain->inject_size;
-	if (len <= max)
-		return 0;
-	PMV_WARN(FI_LOG_EP_DATA, "commit: FI_INJECT of %zu bytes is over the "
-		 "inject size %zu\n", len, max);
+	PMV_WARN(FI_LOG_EP_DATA, "commit: FI_INJECT of %llu bytes is over the "
+		 "inject size %zu\n", (unsigned long long) pmv_msg_len(msg),
+		 ep->domain->inject_size);
 	return -FI_EINVAL;
 }
 
@@ -495,62 +532,34 @@ static int pmv_commit_check(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 	       pmv_check_inject(ep, msg, flags);
 }
 
-/* Copies FI_INJECT data: the caller may reuse its buffer on return. */
-static void pmv_defer_inject_data(struct pmv_deferred *d)
-{
-	char *dst = (char *) d->inject_buf;
-	size_t i;
-
-	for (i = 0; i < d->msg.iov_count; i++) {
-		memcpy(dst, d->iov[i].iov_base, d->iov[i].iov_len);
-		d->iov[i].iov_base = dst;
-		dst += d->iov[i].iov_len;
-	}
-}
-
-/* Queues a copy of the application's commit (its arrays may not outlive us). */
-static void pmv_defer(struct pmv_ep *ep, const struct fi_msg_rma *msg,
-		      uint64_t flags)
-{
-	unsigned tail = (ep->deferred_head + ep->deferred_count) %
-			PMV_MAX_DEFERRED;
-	struct pmv_deferred *d = &ep->deferred[tail];
-
-	memset(d, 0, sizeof(*d));
-	d->flags = flags;
-	d->msg = *msg;
-	memcpy(d->iov, msg->msg_iov, msg->iov_count * sizeof(*d->iov));
-	memcpy(d->rma_iov, msg->rma_iov, msg->rma_iov_count * sizeof(*d->rma_iov));
-	if (msg->desc)
-		memcpy(d->desc, msg->desc, msg->iov_count * sizeof(*d->desc));
-	d->msg.msg_iov = d->iov;
-	d->msg.desc = msg->desc ? d->desc : NULL;
-	d->msg.rma_iov = d->rma_iov;
-	if (flags & FI_INJECT)
-		pmv_defer_inject_data(d);
-	ep->deferred_count++;
-}
-
-ssize_t pmv_commit_writemsg(struct pmv_ep *ep, const struct fi_msg_rma *msg,
-			    uint64_t flags)
+/* Checks and posts a commit; silent for commits made by an inject call. */
+static ssize_t pmv_commit(struct pmv_ep *ep, const struct fi_msg_rma *msg,
+			  uint64_t flags, bool silent)
 {
 	int ret = pmv_commit_check(ep, msg, flags);
 
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&ep->lock);
-	if (ep->deferred_count == PMV_MAX_DEFERRED) {
-		pmv_poll_acks(ep);
-		pmv_drain_deferred(ep);
-	}
-	if (ep->deferred_count == PMV_MAX_DEFERRED) {
-		ret = -FI_EAGAIN;
-	} else {
-		pmv_defer(ep, msg, flags);
-		pmv_drain_deferred(ep);
-	}
+	ret = pmv_commit_post(ep, msg, flags, silent);
 	pthread_mutex_unlock(&ep->lock);
+	if (ret > 0) {
+		PMV_WARN(FI_LOG_EP_DATA, "commit: %s\n", pmv_strerror(ret));
+		return -pmv_err_to_fi(ret);
+	}
 	return ret;
+}
+
+ssize_t pmv_commit_writemsg(struct pmv_ep *ep, const struct fi_msg_rma *msg,
+			    uint64_t flags)
+{
+	return pmv_commit(ep, msg, flags, false);
+}
+
+ssize_t pmv_commit_inject(struct pmv_ep *ep, const struct fi_msg_rma *msg,
+			  uint64_t flags)
+{
+	return pmv_commit(ep, msg, flags | FI_INJECT, true);
 }
 
 void pmv_ep_peer_connected(struct pmv_ep *ep, const struct pmv_peer *peer)

@@ -62,12 +62,14 @@ static enum fi_pmem_profile pmv_ext_peer_profile(struct fid_ep *ep_fid,
 {
 	struct pmv_ep *ep = pmv_ext_ep(ep_fid);
 	enum fi_pmem_profile profile = FI_PMEM_PROFILE_UNKNOWN;
+	unsigned i;
 
 	if (!ep)
 		return profile;
 	pthread_mutex_lock(&ep->lock);
-	if (ep->peer_profile_key == key)
-		profile = ep->peer_profile;
+	for (i = 0; i < PMV_PEER_PROFILES; i++)
+		if (ep->peer_profiles[i].known && ep->peer_profiles[i].key == key)
+			profile = ep->peer_profiles[i].profile;
 	pthread_mutex_unlock(&ep->lock);
 	return profile;
 }

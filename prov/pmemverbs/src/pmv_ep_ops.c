@@ -440,11 +440,13 @@ static size_t pmv_iov_len(const struct iovec *iov, size_t count)
 	return len;
 }
 
-/* A write issued as a commit, for endpoints whose default is to commit. */
+/*
+ * A write issued as a commit, for endpoints whose default op_flags hold
+ * FI_COMMIT_COMPLETE; an inject call's commit raises no completion.
+ */
 static ssize_t pmv_write_as_commit(struct pmv_ep *ep, const struct iovec *iov,
 				   void **desc, size_t count, uint64_t addr,
-				   uint64_t key, uint64_t data, void *context,
-				   uint64_t extra_flags)
+				   uint64_t key, void *context, bool inject)
 {
 	struct fi_rma_iov rma = {
 		.addr = addr, .len = pmv_iov_len(iov, count), .key = key,
@@ -452,10 +454,10 @@ static ssize_t pmv_write_as_commit(struct pmv_ep *ep, const struct iovec *iov,
 	struct fi_msg_rma msg = {
 		.msg_iov = iov, .desc = desc, .iov_count = count,
 		.rma_iov = &rma, .rma_iov_count = 1, .context = context,
-		.data = data,
 	};
 
-	return pmv_commit_writemsg(ep, &msg, ep->tx_op_flags | extra_flags);
+	return inject ? pmv_commit_inject(ep, &msg, ep->tx_op_flags) :
+			pmv_commit_writemsg(ep, &msg, ep->tx_op_flags);
 }
 
 static bool pmv_commits_by_default(const struct pmv_ep *ep)
@@ -471,8 +473,8 @@ static ssize_t pmv_pmem_write(struct fid_ep *ep_fid, const void *buf,
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
 	if (pmv_commits_by_default(ep))
-		return pmv_write_as_commit(ep, &iov, &desc, 1, addr, key, 0,
-					   context, 0);
+		return pmv_write_as_commit(ep, &iov, &desc, 1, addr, key,
+					   context, false);
 	return pmv_track(ep, fi_write(ep->core, buf, len, desc, dest_addr,
 				      addr, key, context), key, addr, len);
 }
@@ -484,8 +486,8 @@ static ssize_t pmv_pmem_writev(struct fid_ep *ep_fid, const struct iovec *iov,
 	struct pmv_ep *ep = pmv_ep(ep_fid);
 
 	if (pmv_commits_by_default(ep))
-		return pmv_write_as_commit(ep, iov, desc, count, addr, key, 0,
-					   context, 0);
+		return pmv_write_as_commit(ep, iov, desc, count, addr, key,
+					   context, false);
 	return pmv_track(ep, fi_writev(ep->core, iov, desc, count, dest_addr,
 				       addr, key, context),
 			 key, addr, pmv_iov_len(iov, count));
@@ -515,8 +517,8 @@ static ssize_t pmv_pmem_inject_write(struct fid_ep *ep_fid, const void *buf,
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
 
 	if (pmv_commits_by_default(ep))
-		return pmv_write_as_commit(ep, &iov, NULL, 1, addr, key, 0,
-					   NULL, FI_INJECT);
+		return pmv_write_as_commit(ep, &iov, NULL, 1, addr, key, NULL,
+					   true);
 	return pmv_track(ep, fi_inject_write(ep->core, buf, len, dest_addr,
 					     addr, key), key, addr, len);
 }

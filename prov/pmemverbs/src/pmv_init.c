@@ -7,13 +7,19 @@
 
 struct pmv_params pmv_params;
 
+/* libfabric unloads the plugin: no agent thread may still run its code. */
+static void pmv_cleanup(void)
+{
+	pmv_agent_stop_all();
+}
+
 struct fi_provider pmv_prov = {
 	.name = PMV_PROV_NAME,
 	.version = PMV_PROV_VERSION,
 	.fi_version = PMV_FI_VERSION,
 	.getinfo = pmv_getinfo,
 	.fabric = pmv_fabric_open,
-	.cleanup = NULL,
+	.cleanup = pmv_cleanup,
 };
 
 /* Declares every pmemverbs knob so that `fi_info -e` lists it with its help. */

@@ -101,8 +101,11 @@ static void pmv_mr_describe(struct pmv_mr *mr, const struct fi_mr_attr *attr,
 		mr->base = attr->mr_iov[0].iov_base;
 		mr->len = attr->mr_iov[0].iov_len;
 	}
+	/* Without FI_MR_VIRT_ADDR, RMA addresses are offsets from the start
+	 * of the region (fi_mr_reg's offset argument is reserved, as in the
+	 * core). */
 	mr->rma_base = (dom->mr_mode & FI_MR_VIRT_ADDR) ?
-		       (uint64_t) (uintptr_t) mr->base : attr->offset;
+		       (uint64_t) (uintptr_t) mr->base : 0;
 	pthread_mutex_lock(&dom->lock);
 	mr->next = dom->mrs;
 	dom->mrs = mr;

@@ -1,0 +1,3563 @@
+/*
+ * pmv_commit_test - durability tests of pmemverbs's FI_COMMIT_COMPLETE.
+ *
+ * One program, two roles, connected by FI_EP_MSG endpoints on 127.0.0.1:
+ *
+ *   target     maps a file (with guard bytes around every region), registers
+ *              its regions (FI_RMA_PMEM unless said otherwise), describes
+ *              them to the initiator, collects FI_IMMED completions, serves
+ *              a few test requests, and at the end re-maps the file and
+ *              checks it byte for byte;
+ *   initiator  writes and commits, checks every commit completion against
+ *              the persistence oracle (pmv_oracle.h), then asks for the
+ *              target's report.
+ *
+ * Tests (-t): oracle, contents, fault, badinput, exit; README.md says what
+ * each proves.  Each check prints "PASS name: detail" or "FAIL name:
+ * expected X got Y".  Exit status: 0 pass, 1 fail, 2 usage, 3 a commit
+ * completed before its scope was persisted (the oracle found uncovered
+ * bytes).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <ctype.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdnoreturn.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_ext_pmem.h>
+
+#include "pmv_oracle.h"
+
+#define PMV_FI_VERSION FI_VERSION(1, 17)
+
+enum exit_code { EXIT_PASS = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_UNCOVERED = 3 };
+
+#define STEP_MS 10000          /* bound on every single wait */
+#define TARGET_LIFE_MS 240000  /* bound on a target's whole run */
+#define LINGER_MS 5000         /* target: wait for the initiator's shutdown */
+#define DRAIN_MS 100           /* reading a CQ for stray entries */
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+
+/* Completion flag bits that classify an operation; compared exactly. */
+#define OP_CLASS_FLAGS                                                        \
+	(FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_SEND | FI_RECV |          \
+	 FI_REMOTE_READ | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA)
+#define COMMIT_FLAGS (FI_RMA | FI_WRITE)
+#define IMMED_FLAGS (FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA)
+
+/* Region file layout: GUARD | region | GUARD | region | ... | GUARD. */
+#define GUARD_SIZE 4096
+#define BIG_REGION (8u << 20)
+#define SMALL_REGION (64u << 10)
+#define SLOT_SIZE (1280u << 10)   /* a batch's writes use separate slots */
+#define NOISE_SLOT 5              /* slot of the write to the other key */
+#define MAX_WRITE (1u << 20)
+#define LOCAL_STRIDE (MAX_WRITE + 8192)
+#define LOCAL_SLOTS 6
+
+#define MAX_IMMED 2048
+#define CTL_SIZE 65536
+#define CTL_RECVS 4
+#define CTL_MAGIC 0x50564354u
+#define MAX_CONNS 8
+#define MAX_CQS (2 * MAX_CONNS)
+#define MAX_OPS 128
+
+/* What the initiator asks of the target in its connection's CM data. */
+enum conn_kind {
+	KIND_MAIN = 'M',       /* the test's connection: control and commits */
+	KIND_PLAIN_PEER = 'P', /* target endpoint opened without FI_RMA_PMEM */
+	KIND_SHUT = 'S',       /* target shuts it down on request */
+	KIND_EXTRA = 'X',      /* a further pmem connection for one case */
+};
+
+/* ------------------------------------------------------------------ */
+/* Reporting                                                          */
+/* ------------------------------------------------------------------ */
+
+static const char *g_role = "pmv_commit_test";
+static unsigned g_passed, g_failed;
+
+static noreturn void die(const char *fmt, ...) PRINTF_LIKE(1, 2);
+static void verdict(bool ok, const char *name, const char *fmt, ...)
+	PRINTF_LIKE(3, 4);
+
+/* Prints "ERROR <role>: <reason>" on stderr and exits with EXIT_FAIL. */
+static noreturn void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, "ERROR %s: ", g_role);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(EXIT_FAIL);
+}
+
+/* Prints one verdict line, "PASS name: detail" or "FAIL name: detail". */
+static void verdict(bool ok, const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s %s: ", ok ? "PASS" : "FAIL", name);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	if (ok)
+		g_passed++;
+	else
+		g_failed++;
+}
+
+/* Calls that must return 0; anything else ends the run. */
+#define CHECK(call)                                                          \
+	do {                                                                 \
+		ssize_t rc_ = (call);                                        \
+		if (rc_ != 0)                                                \
+			die("%s: %s (%zd)", #call, fi_strerror((int)-rc_),   \
+			    rc_);                                            \
+	} while (0)
+
+/* Symbolic name of an fi_errno code (sign ignored), for messages. */
+static const char *errname(long code)
+{
+	static const struct {
+		int code;
+		const char *name;
+	} names[] = {
+		{ FI_EINVAL, "FI_EINVAL" },       { FI_EBADFLAGS, "FI_EBADFLAGS" },
+		{ FI_ENOKEY, "FI_ENOKEY" },       { FI_EACCES, "FI_EACCES" },
+		{ FI_EOPNOTSUPP, "FI_EOPNOTSUPP" }, { FI_ENOTCONN, "FI_ENOTCONN" },
+		{ FI_EAGAIN, "FI_EAGAIN" },       { FI_EIO, "FI_EIO" },
+		{ FI_ECONNRESET, "FI_ECONNRESET" }, { FI_ECONNABORTED, "FI_ECONNABORTED" },
+		{ FI_ENOSYS, "FI_ENOSYS" },       { FI_EREMOTEIO, "FI_EREMOTEIO" },
+		{ FI_ECANCELED, "FI_ECANCELED" }, { FI_EPERM, "FI_EPERM" },
+		{ FI_ETIMEDOUT, "FI_ETIMEDOUT" }, { FI_EAVAIL, "FI_EAVAIL" },
+	};
+	static char buf[32];
+	long c = code < 0 ? -code : code;
+
+	if (c == 0)
+		return "0 (success)";
+	for (size_t i = 0; i < ARRAY_LEN(names); i++)
+		if (names[i].code == c)
+			return names[i].name;
+	snprintf(buf, sizeof(buf), "error %ld", c);
+	return buf;
+}
+
+/* True if text is a non-empty line a person can read. */
+static bool readable(const char *text)
+{
+	size_t n = text ? strlen(text) : 0;
+
+	if (n < 4)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isprint((unsigned char)text[i]))
+			return false;
+	return true;
+}
+
+/* Verdict on a value the provider reported, against the one required. */
+static const char *check_name(const char *check);
+
+static void expect_u64(const char *name, uint64_t got, uint64_t want,
+		       const char *what)
+{
+	if (got == want)
+		verdict(true, check_name(name), "%s = %" PRIu64, what, got);
+	else
+		verdict(false, check_name(name), "expected %s = %" PRIu64
+			" got %" PRIu64, what, want, got);
+}
+
+/* ------------------------------------------------------------------ */
+/* Closing what was opened                                            */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Every fabric object the process opens, in order: closing them in
+ * reverse (endpoints before CQs and MRs, those before the domain...) is a
+ * valid teardown, at the end or from exit() on a failure path.
+ */
+#define MAX_FIDS 64
+static struct fid *g_fids[MAX_FIDS];
+static size_t g_nfids;
+
+static void track_fid(struct fid *fid)
+{
+	if (g_nfids == MAX_FIDS)
+		die("internal: more than %d fabric objects", MAX_FIDS);
+	g_fids[g_nfids++] = fid;
+}
+
+/* Closes one tracked object now; false (with a message) if that fails. */
+static bool close_fid(struct fid *fid)
+{
+	int ret = fi_close(fid);
+
+	for (size_t i = 0; i < g_nfids; i++) {
+		if (g_fids[i] == fid) {
+			memmove(&g_fids[i], &g_fids[i + 1],
+				(g_nfids - i - 1) * sizeof(*g_fids));
+			g_nfids--;
+			break;
+		}
+	}
+	if (ret)
+		fprintf(stderr, "fi_close(fclass %zu): %s\n", fid->fclass,
+			errname(ret));
+	return ret == 0;
+}
+
+/* Closes everything still open, newest first (also runs at exit). */
+static void close_all_fids(void)
+{
+	while (g_nfids)
+		close_fid(g_fids[g_nfids - 1]);
+}
+
+/*
+ * The exit test: libfabric unloads provider plugins (dlclose) from its
+ * destructor at exit.  Pausing after each unload makes a thread that still
+ * runs plugin code crash for certain, instead of now and then.
+ */
+static bool g_slow_dlclose;
+
+int dlclose(void *handle)
+{
+	static int (*real_dlclose)(void *);
+	struct timespec pause = { .tv_sec = 0, .tv_nsec = 20000000 };
+	int ret;
+
+	if (!real_dlclose) {
+		void *sym = dlsym(RTLD_NEXT, "dlclose");
+
+		memcpy(&real_dlclose, &sym, sizeof(real_dlclose));
+	}
+	ret = real_dlclose(handle);
+	if (g_slow_dlclose)
+		nanosleep(&pause, NULL);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Time bounds                                                        */
+/* ------------------------------------------------------------------ */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t deadline_in(int ms)
+{
+	return now_ms() + ms;
+}
+
+/* True while the deadline has not passed. */
+static bool before(int64_t deadline)
+{
+	return now_ms() < deadline;
+}
+
+/* Short sleep between idle polls, so a busy loop does not starve the peer. */
+static void pause_briefly(void)
+{
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = 20000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Options                                                            */
+/* ------------------------------------------------------------------ */
+
+enum role { ROLE_TARGET, ROLE_INITIATOR };
+enum test_mode { TEST_ORACLE, TEST_CONTENTS, TEST_FAULT, TEST_BADINPUT,
+		 TEST_EXIT };
+
+static const char *const k_test_names[] = { "oracle", "contents", "fault",
+					    "badinput", "exit" };
+
+struct opts {
+	enum role role;
+	enum test_mode test;
+	const char *addr, *port;
+	const char *file;   /* target: the region file */
+	const char *gran;   /* initiator: PMEM2_FORCE_GRANULARITY of the target */
+	const char *oracle; /* initiator: the oracle log to check */
+	uint64_t seed;
+	unsigned reps;      /* repetitions of the matrix for small sizes */
+	const char *only;   /* badinput: run only this case */
+};
+
+static struct opts g_opt;
+
+static noreturn void usage(void)
+{
+	fprintf(stderr,
+		"usage: pmv_commit_test -r target|initiator "
+		"-t oracle|contents|fault|badinput|exit\n"
+		"         [-a ADDR] [-P PORT] [-s SEED] [-n REPS]\n"
+		"  target:    -f FILE     region file (created afresh)\n"
+		"             env FI_PMEMVERBS_ORACLE=PATH creates the oracle log\n"
+		"  initiator: -g page|cache_line|byte  granularity forced on "
+		"the target\n"
+		"             -o PATH     oracle log to check at every commit\n"
+		"             -c CASE     badinput: run only this case\n"
+		"exit: 0 pass, 1 fail, 2 usage, 3 commit completed before "
+		"its scope was persisted\n");
+	exit(EXIT_USAGE);
+}
+
+static enum test_mode parse_test(const char *s)
+{
+	for (size_t i = 0; i < ARRAY_LEN(k_test_names); i++)
+		if (!strcmp(s, k_test_names[i]))
+			return (enum test_mode)i;
+	usage();
+}
+
+static void parse_opts(int argc, char **argv)
+{
+	bool have_role = false, have_test = false;
+	int ch;
+
+	g_opt = (struct opts){ .addr = "127.0.0.1", .port = "9800", .seed = 1,
+			       .reps = 10 };
+	while ((ch = getopt(argc, argv, "r:t:a:P:f:g:o:s:n:c:h")) != -1) {
+		switch (ch) {
+		case 'r':
+			if (strcmp(optarg, "target") && strcmp(optarg, "initiator"))
+				usage();
+			g_opt.role = strcmp(optarg, "target") ? ROLE_INITIATOR :
+								ROLE_TARGET;
+			have_role = true;
+			break;
+		case 't':
+			g_opt.test = parse_test(optarg);
+			have_test = true;
+			break;
+		case 'a': g_opt.addr = optarg; break;
+		case 'P': g_opt.port = optarg; break;
+		case 'f': g_opt.file = optarg; break;
+		case 'g': g_opt.gran = optarg; break;
+		case 'o': g_opt.oracle = optarg; break;
+		case 's': g_opt.seed = strtoull(optarg, NULL, 0); break;
+		case 'n': g_opt.reps = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'c': g_opt.only = optarg; break;
+		default: usage();
+		}
+	}
+	if (!have_role || !have_test || optind != argc || g_opt.reps < 1)
+		usage();
+	if (g_opt.role == ROLE_TARGET && !g_opt.file)
+		usage();
+	if (g_opt.role == ROLE_INITIATOR && !g_opt.gran)
+		usage();
+}
+
+/* ------------------------------------------------------------------ */
+/* Deterministic data                                                 */
+/* ------------------------------------------------------------------ */
+
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/*
+ * Byte at region offset off of the write with this seed.  Both sides
+ * compute it.  Never 0, so a written byte is never taken for an unwritten
+ * (zero) one.
+ */
+static uint8_t gen_byte(uint64_t seed, uint64_t off)
+{
+	uint64_t word = mix64(seed ^ mix64(off >> 3));
+	uint8_t b = (uint8_t)(word >> ((off & 7) * 8));
+
+	return b ? b : 0x5a;
+}
+
+static void gen_fill(uint8_t *dst, size_t len, uint64_t seed, uint64_t off)
+{
+	for (size_t i = 0; i < len; i++)
+		dst[i] = gen_byte(seed, off + i);
+}
+
+/* Guard byte at file offset off: distinct from zero and easy to spot. */
+static uint8_t guard_byte(size_t off)
+{
+	return (uint8_t)(0xa5 ^ (off * 7));
+}
+
+/* xorshift64*: the initiator's choices of offsets, methods and counts. */
+static uint64_t g_rng = 88172645463325252ull;
+
+static uint64_t rnd(uint64_t bound)
+{
+	g_rng ^= g_rng >> 12;
+	g_rng ^= g_rng << 25;
+	g_rng ^= g_rng >> 27;
+	return bound ? (g_rng * 2685821657736338717ull) % bound : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Growable arrays                                                    */
+/* ------------------------------------------------------------------ */
+
+/* Makes room for one more element in *v (n used, *cap allocated). */
+static void *grow(void *v, size_t n, size_t *cap, size_t elem)
+{
+	if (n < *cap)
+		return v;
+	*cap = *cap ? *cap * 2 : 64;
+	v = realloc(v, *cap * elem);
+	if (!v)
+		die("out of memory");
+	return v;
+}
+
+/* A range written into a region: what the target must find there. */
+struct range_desc {
+	uint32_t region, pad;
+	uint64_t off, len, seed;
+};
+
+struct range_list {
+	struct range_desc *v;
+	size_t n, cap;
+};
+
+static void range_add(struct range_list *l, const struct range_desc *r)
+{
+	l->v = grow(l->v, l->n, &l->cap, sizeof(*l->v));
+	l->v[l->n++] = *r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Regions (both roles know the table)                                */
+/* ------------------------------------------------------------------ */
+
+enum region_id { REG_A, REG_B, REG_RO, REG_VOL, REG_RANGE, REG_OFFSET,
+		 REG_COUNT };
+
+struct region_spec {
+	const char *name;
+	size_t len;
+	uint64_t access;
+	uint64_t flags;      /* fi_mr_reg flags: FI_RMA_PMEM or 0 */
+	uint64_t offset;     /* fi_mr_reg's offset argument */
+};
+
+/*
+ * libfabric 1.17 (fi_mr(3)): "The offset parameter is reserved for future
+ * use and must be 0", and without FI_MR_VIRT_ADDR a region is addressed
+ * from 0.  Only REG_OFFSET passes a non-zero offset, to check that the
+ * agent and the core agree on what an RMA address means.
+ */
+static const struct region_spec k_regions[REG_COUNT] = {
+	[REG_A] = { "pmem-a", BIG_REGION, FI_REMOTE_WRITE | FI_REMOTE_READ,
+		    FI_RMA_PMEM, 0 },
+	[REG_B] = { "pmem-b", BIG_REGION, FI_REMOTE_WRITE | FI_REMOTE_READ,
+		    FI_RMA_PMEM, 0 },
+	[REG_RO] = { "read-only", SMALL_REGION, FI_REMOTE_READ, FI_RMA_PMEM,
+		     0 },
+	[REG_VOL] = { "volatile", SMALL_REGION,
+		      FI_REMOTE_WRITE | FI_REMOTE_READ, 0, 0 },
+	[REG_RANGE] = { "range", SMALL_REGION,
+			FI_REMOTE_WRITE | FI_REMOTE_READ, FI_RMA_PMEM, 0 },
+	[REG_OFFSET] = { "offset", SMALL_REGION,
+			 FI_REMOTE_WRITE | FI_REMOTE_READ, FI_RMA_PMEM, 4096 },
+};
+
+static uint64_t region_key(enum region_id id)
+{
+	return 0x1000 + (uint64_t)id;
+}
+
+/* A key no region is registered with. */
+#define UNKNOWN_KEY 0xbad0bad0ull
+
+/* What the target tells the initiator about one region. */
+struct region_desc {
+	uint64_t key, rma_base, len;
+	uint32_t profile, id;
+	int32_t reg_status, pad; /* fi_mr_reg's return */
+};
+
+/* ------------------------------------------------------------------ */
+/* Control messages                                                   */
+/* ------------------------------------------------------------------ */
+
+enum msg_type {
+	MSG_REGIONS = 1, /* T->I: struct region_desc[REG_COUNT] */
+	MSG_RANGES,      /* I->T: struct range_desc[] placed in the regions */
+	MSG_FINISH,      /* I->T: struct finish_req; the target answers REPORT */
+	MSG_REPORT,      /* T->I: struct report */
+	MSG_SHUT,        /* I->T: shut the KIND_SHUT connection down */
+	MSG_RESIZE,      /* I->T: struct resize_req; answered by RESIZED */
+	MSG_RESIZED,     /* T->I: struct status_rsp */
+	MSG_IDLE,        /* I->T: struct idle_req; answered by IDLE_DONE */
+	MSG_IDLE_DONE,   /* T->I: struct status_rsp */
+};
+
+struct msg_hdr {
+	uint32_t magic, type, len, pad; /* len: payload bytes */
+};
+
+struct finish_req {
+	uint32_t check_contents, pad;
+};
+
+struct resize_req {
+	uint32_t region, pad;
+	uint64_t len;
+};
+
+struct status_rsp {
+	int32_t status, pad;
+	char detail[120];
+};
+
+/*
+ * The target stops calling libfabric: it sets the marker word (in the
+ * volatile region) and spins on the flag word until it holds flag_value.
+ */
+struct idle_req {
+	uint64_t marker_off, flag_off, flag_value;
+};
+
+/* One FI_IMMED completion, and how long the oracle log was when the
+ * target read it (0 without an oracle). */
+struct immed_seen {
+	uint64_t data, log_count;
+};
+
+struct report {
+	uint32_t guards_ok, contents_checked, contents_ok, nimmed;
+	uint32_t immed_bad_flags, unexpected, immed_log_counted, pad;
+	uint64_t first_bad_flags;
+	char detail[256];         /* the first problem found, for a person */
+	struct immed_seen immed[]; /* in arrival order (MAX_IMMED) */
+};
+
+/* ------------------------------------------------------------------ */
+/* Fabric objects                                                     */
+/* ------------------------------------------------------------------ */
+
+struct net {
+	struct fi_info *info;            /* fi_getinfo result */
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fi_pmem_ops_domain *pmem; /* fi_open_ops(FI_PMEM_DOMAIN_OPS) */
+	uint64_t mr_mode;
+	size_t inject_size;
+	uint64_t cq_data_mask;
+	uint64_t next_local_key;
+};
+
+static struct net g_net = { .next_local_key = 0x70000 };
+
+struct conn {
+	char kind;
+	struct fid_ep *ep;
+	struct fid_eq *eq;
+	struct fid_cq *txcq, *rxcq;
+	bool connected, shut_down;
+};
+
+static struct fid_cq *g_cqs[MAX_CQS];
+static size_t g_ncqs;
+
+/* Initiator connections whose own EQ progress() reads. */
+static struct conn *g_watched[MAX_CONNS];
+
+static struct fi_info *make_hints(void)
+{
+	struct fi_info *h = fi_allocinfo();
+
+	if (!h)
+		die("fi_allocinfo failed");
+	h->ep_attr->type = FI_EP_MSG;
+	h->caps = FI_MSG | FI_RMA | FI_RMA_PMEM;
+	h->mode = FI_CONTEXT | FI_CONTEXT2;
+	h->addr_format = FI_SOCKADDR_IN;
+	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
+				  FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	h->fabric_attr->prov_name = strdup("pmemverbs");
+	if (!h->fabric_attr->prov_name)
+		die("out of memory");
+	return h;
+}
+
+/* pmemverbs MSG entries for addr:port (FI_SOURCE: to listen on it). */
+static struct fi_info *query_info(uint64_t flags)
+{
+	struct fi_info *hints = make_hints(), *info = NULL;
+	int ret = fi_getinfo(PMV_FI_VERSION, g_opt.addr, g_opt.port, flags,
+			     hints, &info);
+
+	fi_freeinfo(hints);
+	if (ret)
+		die("fi_getinfo(pmemverbs, %s:%s): %s (is FI_PROVIDER_PATH "
+		    "set to the plugin's directory?)", g_opt.addr, g_opt.port,
+		    fi_strerror(-ret));
+	return info;
+}
+
+static void open_fabric(struct fi_info *info)
+{
+	CHECK(fi_fabric(info->fabric_attr, &g_net.fabric, NULL));
+	track_fid(&g_net.fabric->fid);
+}
+
+/* Opens the domain of info, with the pmemverbs extension ops. */
+static void open_domain(struct fi_info *info)
+{
+	size_t data_bytes = info->domain_attr->cq_data_size;
+
+	CHECK(fi_domain(g_net.fabric, info, &g_net.domain, NULL));
+	track_fid(&g_net.domain->fid);
+	CHECK(fi_open_ops(&g_net.domain->fid, FI_PMEM_DOMAIN_OPS, 0,
+			  (void **)&g_net.pmem, NULL));
+	g_net.mr_mode = info->domain_attr->mr_mode;
+	g_net.inject_size = info->tx_attr->inject_size;
+	g_net.cq_data_mask = data_bytes >= 8 ? UINT64_MAX :
+			     (UINT64_C(1) << (8 * data_bytes)) - 1;
+}
+
+static struct fid_eq *open_eq(void)
+{
+	struct fi_eq_attr attr = { .size = 64, .wait_obj = FI_WAIT_UNSPEC };
+	struct fid_eq *eq;
+
+	CHECK(fi_eq_open(g_net.fabric, &attr, &eq, NULL));
+	track_fid(&eq->fid);
+	return eq;
+}
+
+/* Opens a CQ and adds it to the set progress() polls. */
+static struct fid_cq *open_cq(void)
+{
+	struct fi_cq_attr attr = { .size = 1024, .format = FI_CQ_FORMAT_DATA,
+				   .wait_obj = FI_WAIT_NONE };
+	struct fid_cq *cq;
+
+	if (g_ncqs == MAX_CQS)
+		die("internal: too many CQs");
+	CHECK(fi_cq_open(g_net.domain, &attr, &cq, NULL));
+	track_fid(&cq->fid);
+	g_cqs[g_ncqs++] = cq;
+	return cq;
+}
+
+/* Takes FI_RMA_PMEM out of info, for an endpoint that must not have it. */
+static void info_without_pmem(struct fi_info *info)
+{
+	info->caps &= ~FI_RMA_PMEM;
+	info->tx_attr->caps &= ~FI_RMA_PMEM;
+	info->rx_attr->caps &= ~FI_RMA_PMEM;
+}
+
+/* Opens c's endpoint from info, binds its EQ and both CQs, enables it. */
+static void conn_open(struct conn *c, struct fi_info *info,
+		      struct fid_eq *shared_eq)
+{
+	c->eq = shared_eq ? shared_eq : open_eq();
+	c->txcq = open_cq();
+	c->rxcq = open_cq();
+	CHECK(fi_endpoint(g_net.domain, info, &c->ep, c));
+	track_fid(&c->ep->fid);
+	CHECK(fi_ep_bind(c->ep, &c->eq->fid, 0));
+	CHECK(fi_ep_bind(c->ep, &c->txcq->fid, FI_TRANSMIT));
+	CHECK(fi_ep_bind(c->ep, &c->rxcq->fid, FI_RECV));
+	CHECK(fi_enable(c->ep));
+}
+
+/* Registers buf for local access if the domain wants FI_MR_LOCAL. */
+static void *local_desc(void *buf, size_t len, struct fid_mr **mr)
+{
+	*mr = NULL;
+	if (!(g_net.mr_mode & FI_MR_LOCAL))
+		return NULL;
+	CHECK(fi_mr_reg(g_net.domain, buf, len,
+			FI_SEND | FI_RECV | FI_READ | FI_WRITE, 0,
+			g_net.next_local_key++, 0, mr, NULL));
+	track_fid(&(*mr)->fid);
+	return fi_mr_desc(*mr);
+}
+
+/* ------------------------------------------------------------------ */
+/* Event queues                                                       */
+/* ------------------------------------------------------------------ */
+
+struct cm_event {
+	uint32_t event;
+	struct fid *fid;
+	struct fi_info *info;
+	uint8_t data[256];
+	size_t datalen;
+};
+
+static noreturn void eq_die(struct fid_eq *eq)
+{
+	struct fi_eq_err_entry err = { 0 };
+	char buf[256] = "";
+
+	if (fi_eq_readerr(eq, &err, 0) < 0)
+		die("fi_eq_read: -FI_EAVAIL, but fi_eq_readerr failed");
+	fi_eq_strerror(eq, err.prov_errno, err.err_data, buf, sizeof(buf));
+	die("EQ error event: %s (prov_errno %d: %s)", errname(err.err),
+	    err.prov_errno, buf);
+}
+
+/* Reads one event if there is one; an EQ error ends the run. */
+static bool eq_poll(struct fid_eq *eq, struct cm_event *ev)
+{
+	uint64_t buf[(sizeof(struct fi_eq_cm_entry) + 256) / 8 + 1];
+	struct fi_eq_cm_entry *entry = (struct fi_eq_cm_entry *)buf;
+	ssize_t n = fi_eq_read(eq, &ev->event, buf, sizeof(buf), 0);
+
+	if (n == -FI_EAGAIN)
+		return false;
+	if (n == -FI_EAVAIL)
+		eq_die(eq);
+	if (n < (ssize_t)sizeof(entry->fid))
+		die("fi_eq_read: %s", errname(n));
+	ev->fid = entry->fid;
+	ev->info = n >= (ssize_t)sizeof(*entry) ? entry->info : NULL;
+	ev->datalen = n > (ssize_t)sizeof(*entry) ?
+		      (size_t)n - sizeof(*entry) : 0;
+	memcpy(ev->data, entry->data, ev->datalen);
+	return true;
+}
+
+/*
+ * Reads c's own EQ (initiator): FI_CONNECTED and FI_SHUTDOWN update c.
+ * Reading FI_SHUTDOWN is also what makes pmemverbs fail c's commits.
+ */
+static bool conn_poll_eq(struct conn *c)
+{
+	struct cm_event ev;
+
+	if (!eq_poll(c->eq, &ev))
+		return false;
+	if (ev.fid != &c->ep->fid)
+		die("EQ event %u for fid %p, not this endpoint", ev.event,
+		    (void *)ev.fid);
+	if (ev.event == FI_CONNECTED)
+		c->connected = true;
+	else if (ev.event == FI_SHUTDOWN)
+		c->shut_down = true;
+	else
+		die("unexpected EQ event %u", ev.event);
+	return true;
+}
+
+static void watch_conn(struct conn *c, bool on)
+{
+	for (size_t i = 0; i < MAX_CONNS; i++) {
+		if (on && !g_watched[i]) {
+			g_watched[i] = c;
+			return;
+		}
+		if (!on && g_watched[i] == c) {
+			g_watched[i] = NULL;
+			return;
+		}
+	}
+	if (on)
+		die("internal: too many connections");
+}
+
+static bool poll_watched_eqs(void)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < MAX_CONNS; i++)
+		if (g_watched[i])
+			any |= conn_poll_eq(g_watched[i]);
+	return any;
+}
+
+/* ------------------------------------------------------------------ */
+/* Operations and completions                                         */
+/* ------------------------------------------------------------------ */
+
+enum op_kind { OP_FREE, OP_WRITE, OP_COMMIT, OP_READ, OP_SEND, OP_RECV };
+
+struct op {
+	struct fi_context2 fictx; /* first: its address is the op's context */
+	enum op_kind kind;
+	bool busy;
+	bool autofree;            /* freed once complete (plain writes) */
+	struct conn *conn;
+	int err, prov_errno;      /* from a CQ error entry */
+	uint64_t flags;           /* completion flags */
+	size_t len;               /* OP_RECV: bytes received */
+	char errtext[200];        /* fi_cq_strerror of an error */
+	void (*on_done)(struct op *op);
+	uint8_t *buf;             /* OP_RECV: its buffer */
+};
+
+static struct op g_ops[MAX_OPS];
+
+/* The first stray completion, and how many there were. */
+static unsigned g_unexpected;
+static char g_unexpected_what[200];
+
+/* Called for an FI_REMOTE_CQ_DATA entry (target only). */
+static void (*g_on_immed)(const struct fi_cq_data_entry *e);
+
+/* Received control messages, in arrival order. */
+static struct op *g_rxq[CTL_RECVS];
+static size_t g_rxq_head, g_rxq_count;
+
+static struct op *op_alloc(enum op_kind kind, struct conn *c)
+{
+	for (size_t i = 0; i < MAX_OPS; i++) {
+		if (g_ops[i].kind == OP_FREE) {
+			g_ops[i] = (struct op){ .kind = kind, .busy = true,
+						.conn = c };
+			return &g_ops[i];
+		}
+	}
+	die("internal: more than %d operations in flight", MAX_OPS);
+}
+
+static void op_free(struct op *op)
+{
+	op->kind = OP_FREE;
+	op->busy = false;
+}
+
+/* The op a completion names, or NULL if it names none of ours. */
+static struct op *op_of(void *context)
+{
+	uintptr_t p = (uintptr_t)context, base = (uintptr_t)g_ops;
+
+	if (p < base || p >= base + sizeof(g_ops) ||
+	    (p - base) % sizeof(struct op))
+		return NULL;
+	return (struct op *)context;
+}
+
+static void note_unexpected(const char *fmt, ...) PRINTF_LIKE(1, 2);
+
+/* Records a completion nobody asked for (the first one is kept). */
+static void note_unexpected(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (g_unexpected++)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(g_unexpected_what, sizeof(g_unexpected_what), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "unexpected completion: %s\n", g_unexpected_what);
+}
+
+/* Marks op complete (once) and runs what waits for it. */
+static void op_complete(struct op *op, uint64_t flags, size_t len)
+{
+	if (!op->busy) {
+		note_unexpected("op %p (kind %d) completed twice", (void *)op,
+				op->kind);
+		return;
+	}
+	op->busy = false;
+	op->flags = flags;
+	op->len = len;
+	if (op->kind == OP_RECV && op->err == FI_ECANCELED)
+		return; /* the endpoint is closing: not a message */
+	if (op->kind == OP_RECV) {
+		if (g_rxq_count == CTL_RECVS)
+			die("internal: control receive queue overflow");
+		g_rxq[(g_rxq_head + g_rxq_count++) % CTL_RECVS] = op;
+	}
+	if (op->on_done)
+		op->on_done(op);
+	if (op->autofree)
+		op_free(op);
+}
+
+static void dispatch(const struct fi_cq_data_entry *e)
+{
+	struct op *op = op_of(e->op_context);
+
+	if (!e->op_context && (e->flags & FI_REMOTE_CQ_DATA) && g_on_immed) {
+		g_on_immed(e);
+		return;
+	}
+	if (!op || op->kind == OP_FREE) {
+		note_unexpected("context %p flags 0x%" PRIx64 " data 0x%" PRIx64,
+				e->op_context, e->flags, e->data);
+		return;
+	}
+	op_complete(op, e->flags, e->len);
+}
+
+/* Reads one error entry; the op it names completes with the error. */
+static void dispatch_error(struct fid_cq *cq)
+{
+	struct fi_cq_err_entry err = { 0 };
+	const char *text;
+	struct op *op;
+
+	if (fi_cq_readerr(cq, &err, 0) != 1)
+		die("fi_cq_read said -FI_EAVAIL but fi_cq_readerr found none");
+	op = op_of(err.op_context);
+	text = fi_cq_strerror(cq, err.prov_errno, err.err_data, NULL, 0);
+	if (!op || op->kind == OP_FREE || !op->busy) {
+		note_unexpected("error entry for context %p: %s (%s)",
+				err.op_context, errname(err.err),
+				text ? text : "no text");
+		return;
+	}
+	op->err = err.err ? err.err : -1;
+	op->prov_errno = err.prov_errno;
+	snprintf(op->errtext, sizeof(op->errtext), "%s", text ? text : "");
+	op_complete(op, err.flags, err.len);
+}
+
+/* Reads what one CQ has; true if it had anything. */
+static bool progress_cq(struct fid_cq *cq)
+{
+	struct fi_cq_data_entry e[16];
+	ssize_t n = fi_cq_read(cq, e, ARRAY_LEN(e));
+
+	if (n == -FI_EAGAIN)
+		return false;
+	if (n == -FI_EAVAIL) {
+		dispatch_error(cq);
+		return true;
+	}
+	if (n < 0)
+		die("fi_cq_read: %s", errname(n));
+	for (ssize_t i = 0; i < n; i++)
+		dispatch(&e[i]);
+	return true;
+}
+
+/* Polls every CQ and watched EQ once; true if anything happened. */
+static bool progress(void)
+{
+	bool any = poll_watched_eqs();
+
+	for (size_t i = 0; i < g_ncqs; i++)
+		any |= progress_cq(g_cqs[i]);
+	return any;
+}
+
+/* Progresses until *flag is set (bounded); what names it for the error. */
+static void wait_flag(const bool *flag, const char *what)
+{
+	int64_t deadline = deadline_in(STEP_MS);
+
+	while (!*flag) {
+		if (progress())
+			continue;
+		if (!before(deadline))
+			die("%s: nothing within %d ms", what, STEP_MS);
+		pause_briefly();
+	}
+}
+
+/* Progresses until op completes or STEP_MS passes; false on timeout. */
+static bool op_wait(struct op *op)
+{
+	int64_t deadline = deadline_in(STEP_MS);
+
+	while (op->busy) {
+		if (progress())
+			continue;
+		if (!before(deadline))
+			return false;
+		pause_briefly();
+	}
+	return true;
+}
+
+static void op_wait_or_die(struct op *op, const char *what)
+{
+	if (!op_wait(op))
+		die("%s: no completion within %d ms", what, STEP_MS);
+}
+
+/* Reads the CQs for a moment, so that stray entries are noticed. */
+static void drain_cqs(void)
+{
+	int64_t deadline = deadline_in(DRAIN_MS);
+
+	while (before(deadline))
+		if (!progress())
+			pause_briefly();
+}
+
+/* Posts with call until it stops saying -FI_EAGAIN (bounded). */
+#define POST(ret, call)                                                      \
+	do {                                                                 \
+		int64_t dl_ = deadline_in(STEP_MS);                          \
+		while (((ret) = (call)) == -FI_EAGAIN && before(dl_))        \
+			if (!progress())                                     \
+				pause_briefly();                             \
+	} while (0)
+
+/* ------------------------------------------------------------------ */
+/* Control channel (messages on the main connection)                  */
+/* ------------------------------------------------------------------ */
+
+struct ctl {
+	struct conn *c;
+	uint8_t *sbuf, *rbuf;
+	struct fid_mr *smr, *rmr;
+	void *sdesc, *rdesc;
+};
+
+static struct ctl g_ctl;
+
+static void ctl_post_recv(struct op *op)
+{
+	ssize_t ret;
+
+	op->busy = true;
+	POST(ret, fi_recv(g_ctl.c->ep, op->buf, CTL_SIZE, g_ctl.rdesc, 0,
+			  &op->fictx));
+	if (ret)
+		die("fi_recv: %s", errname(ret));
+}
+
+/* Sets up c as the control connection and posts its receives. */
+static void ctl_init(struct conn *c)
+{
+	g_ctl.c = c;
+	g_ctl.sbuf = calloc(1, CTL_SIZE);
+	g_ctl.rbuf = calloc(CTL_RECVS, CTL_SIZE);
+	if (!g_ctl.sbuf || !g_ctl.rbuf)
+		die("out of memory");
+	g_ctl.sdesc = local_desc(g_ctl.sbuf, CTL_SIZE, &g_ctl.smr);
+	g_ctl.rdesc = local_desc(g_ctl.rbuf, (size_t)CTL_RECVS * CTL_SIZE,
+				 &g_ctl.rmr);
+	for (size_t i = 0; i < CTL_RECVS; i++) {
+		struct op *op = op_alloc(OP_RECV, c);
+
+		op->buf = g_ctl.rbuf + i * CTL_SIZE;
+		ctl_post_recv(op);
+	}
+}
+
+/* Sends one message and waits for its send completion. */
+static void ctl_send(uint32_t type, const void *payload, size_t len)
+{
+	struct msg_hdr hdr = { .magic = CTL_MAGIC, .type = type,
+			       .len = (uint32_t)len };
+	struct op *op = op_alloc(OP_SEND, g_ctl.c);
+	ssize_t ret;
+
+	if (len + sizeof(hdr) > CTL_SIZE)
+		die("internal: message of %zu bytes is too large", len);
+	memcpy(g_ctl.sbuf, &hdr, sizeof(hdr));
+	if (len)
+		memcpy(g_ctl.sbuf + sizeof(hdr), payload, len);
+	POST(ret, fi_send(g_ctl.c->ep, g_ctl.sbuf, sizeof(hdr) + len,
+			  g_ctl.sdesc, 0, &op->fictx));
+	if (ret)
+		die("fi_send(message %u): %s", type, errname(ret));
+	op_wait_or_die(op, "sending a control message");
+	if (op->err)
+		die("sending message %u: %s (%s)", type, errname(op->err),
+		    op->errtext);
+	op_free(op);
+}
+
+/* The oldest received message, or NULL; release it with ctl_release. */
+static struct op *ctl_peek(void)
+{
+	if (!g_rxq_count)
+		return NULL;
+	return g_rxq[g_rxq_head];
+}
+
+static const struct msg_hdr *msg_hdr(const struct op *op)
+{
+	const struct msg_hdr *h = (const void *)op->buf;
+
+	if (op->err)
+		die("control receive failed: %s (%s)", errname(op->err),
+		    op->errtext);
+	if (op->len < sizeof(*h) || h->magic != CTL_MAGIC ||
+	    h->len + sizeof(*h) != op->len)
+		die("malformed control message (%zu bytes)", op->len);
+	return h;
+}
+
+/* Gives the oldest message's buffer back to the receive queue. */
+static void ctl_release(void)
+{
+	struct op *op = g_rxq[g_rxq_head];
+
+	g_rxq_head = (g_rxq_head + 1) % CTL_RECVS;
+	g_rxq_count--;
+	ctl_post_recv(op);
+}
+
+/* Waits (bounded) for the next message, which must be of this type. */
+static const void *ctl_expect(uint32_t type, size_t min_len, size_t *len)
+{
+	int64_t deadline = deadline_in(STEP_MS);
+	const struct msg_hdr *h;
+	struct op *op;
+
+	while (!(op = ctl_peek())) {
+		if (!progress() && !before(deadline))
+			die("no control message %u within %d ms", type, STEP_MS);
+		pause_briefly();
+	}
+	h = msg_hdr(op);
+	if (h->type != type || h->len < min_len)
+		die("expected control message %u (>= %zu bytes), got %u (%u)",
+		    type, min_len, h->type, h->len);
+	if (len)
+		*len = h->len;
+	return h + 1;
+}
+
+/* ================================================================== */
+/* Target                                                             */
+/* ================================================================== */
+
+struct region {
+	size_t file_off;   /* where the region starts in the file */
+	size_t len;        /* registered length (REG_RANGE may shrink) */
+	uint8_t *addr;
+	struct fid_mr *mr;
+	uint64_t key, rma_base;
+	enum fi_pmem_profile profile;
+	int reg_status;
+};
+
+struct target {
+	int fd;
+	uint8_t *map;
+	size_t size;
+	struct region reg[REG_COUNT];
+	struct fid_pep *pep;
+	struct fid_eq *eq;
+	struct conn conns[MAX_CONNS];
+	size_t nconns;
+	struct conn *main;
+	bool regions_sent, finished, done;
+	int64_t linger_deadline;
+	struct range_list ranges;
+	struct immed_seen immed[MAX_IMMED];
+	uint32_t nimmed, immed_bad_flags;
+	uint64_t first_bad_flags;
+	struct pmv_oracle_log *log; /* the oracle, to time FI_IMMED entries */
+};
+
+static struct target g_t;
+
+/* Creates the oracle log FI_PMEMVERBS_ORACLE names, empty, with its magic,
+ * and keeps it mapped. */
+static void oracle_create(const char *path)
+{
+	size_t size = sizeof(struct pmv_oracle_log) +
+		      ((size_t)1 << 20) * sizeof(struct pmv_oracle_rec);
+	struct pmv_oracle_log *log;
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+	if (fd < 0 || ftruncate(fd, (off_t)size))
+		die("creating oracle log %s: %s", path, strerror(errno));
+	log = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (log == MAP_FAILED)
+		die("mapping oracle log %s: %s", path, strerror(errno));
+	log->count = 0;
+	__atomic_store_n(&log->magic, PMV_ORACLE_MAGIC, __ATOMIC_RELEASE);
+	close(fd);
+	g_t.log = log;
+}
+
+/* Lays the regions out in the file, each between guards. */
+static size_t layout_regions(void)
+{
+	size_t off = GUARD_SIZE;
+
+	for (int i = 0; i < REG_COUNT; i++) {
+		g_t.reg[i].file_off = off;
+		g_t.reg[i].len = k_regions[i].len;
+		off += k_regions[i].len + GUARD_SIZE;
+	}
+	return off;
+}
+
+/* True if file offset off lies in a guard (in no region). */
+static bool in_guard(size_t off)
+{
+	for (int i = 0; i < REG_COUNT; i++)
+		if (off >= g_t.reg[i].file_off &&
+		    off < g_t.reg[i].file_off + k_regions[i].len)
+			return false;
+	return true;
+}
+
+/* Maps the file MAP_SHARED; writable for the test, read-only to check. */
+static uint8_t *map_file(int fd, size_t size, bool writable)
+{
+	int prot = PROT_READ | (writable ? PROT_WRITE : 0);
+	void *p = mmap(NULL, size, prot, MAP_SHARED, fd, 0);
+
+	if (p == MAP_FAILED)
+		die("mmap of %s: %s", g_opt.file, strerror(errno));
+	return p;
+}
+
+/* Creates the region file: zero regions, patterned guards. */
+static void target_create_file(void)
+{
+	g_t.size = layout_regions();
+	g_t.fd = open(g_opt.file, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (g_t.fd < 0 || ftruncate(g_t.fd, (off_t)g_t.size))
+		die("creating %s: %s", g_opt.file, strerror(errno));
+	g_t.map = map_file(g_t.fd, g_t.size, true);
+	for (size_t off = 0; off < g_t.size; off++)
+		if (in_guard(off))
+			g_t.map[off] = guard_byte(off);
+	if (msync(g_t.map, g_t.size, MS_SYNC))
+		die("msync of %s: %s", g_opt.file, strerror(errno));
+	for (int i = 0; i < REG_COUNT; i++)
+		g_t.reg[i].addr = g_t.map + g_t.reg[i].file_off;
+}
+
+/* Registers region id with its current length; returns fi_mr_reg's code. */
+static int target_register(enum region_id id)
+{
+	struct region *r = &g_t.reg[id];
+	const struct region_spec *s = &k_regions[id];
+	bool virt = g_net.mr_mode & FI_MR_VIRT_ADDR;
+	int ret;
+
+	r->mr = NULL;
+	ret = fi_mr_reg(g_net.domain, r->addr, r->len, s->access, s->offset,
+			region_key(id), s->flags, &r->mr, NULL);
+	if (ret)
+		return ret;
+	track_fid(&r->mr->fid);
+	r->key = fi_mr_key(r->mr);
+	r->rma_base = virt ? (uint64_t)(uintptr_t)r->addr : 0;
+	r->profile = g_net.pmem->mr_profile(r->mr);
+	return 0;
+}
+
+/* Registers every region; only REG_OFFSET may be refused (reported). */
+static void target_register_all(void)
+{
+	for (int i = 0; i < REG_COUNT; i++) {
+		g_t.reg[i].reg_status = target_register((enum region_id)i);
+		if (g_t.reg[i].reg_status && i != REG_OFFSET)
+			die("fi_mr_reg(%s): %s", k_regions[i].name,
+			    errname(g_t.reg[i].reg_status));
+	}
+}
+
+static void target_send_regions(void)
+{
+	struct region_desc d[REG_COUNT];
+
+	for (int i = 0; i < REG_COUNT; i++)
+		d[i] = (struct region_desc){ .key = g_t.reg[i].key,
+					     .rma_base = g_t.reg[i].rma_base,
+					     .len = g_t.reg[i].len,
+					     .profile = g_t.reg[i].profile,
+					     .id = (uint32_t)i,
+					     .reg_status = g_t.reg[i].reg_status };
+	ctl_send(MSG_REGIONS, d, sizeof(d));
+	g_t.regions_sent = true;
+}
+
+/*
+ * Keeps an FI_IMMED completion's data, whether its flags were right, and
+ * the oracle's length when it was read: records after that point cannot
+ * be what made the commit durable.
+ */
+static void target_on_immed(const struct fi_cq_data_entry *e)
+{
+	if (e->flags != IMMED_FLAGS && !g_t.immed_bad_flags++)
+		g_t.first_bad_flags = e->flags;
+	if (g_t.nimmed < MAX_IMMED)
+		g_t.immed[g_t.nimmed] = (struct immed_seen){
+			.data = e->data,
+			.log_count = g_t.log ? __atomic_load_n(&g_t.log->count,
+							       __ATOMIC_ACQUIRE) : 0,
+		};
+	g_t.nimmed++;
+}
+
+static struct conn *target_conn_of(struct fid *fid)
+{
+	for (size_t i = 0; i < g_t.nconns; i++)
+		if (g_t.conns[i].ep && &g_t.conns[i].ep->fid == fid)
+			return &g_t.conns[i];
+	return NULL;
+}
+
+/* Accepts a connection; its kind (CM data) says how to open the endpoint. */
+static void target_on_connreq(struct cm_event *ev)
+{
+	char kind = ev->datalen ? (char)ev->data[0] : '?';
+	struct conn *c;
+
+	if (g_t.nconns == MAX_CONNS)
+		die("too many connections");
+	c = &g_t.conns[g_t.nconns++];
+	c->kind = kind;
+	if (!g_net.domain) {
+		open_domain(ev->info);
+		target_register_all();
+	}
+	if (kind == KIND_PLAIN_PEER)
+		info_without_pmem(ev->info);
+	conn_open(c, ev->info, g_t.eq);
+	fi_freeinfo(ev->info);
+	if (kind == KIND_MAIN) {
+		g_t.main = c;
+		ctl_init(c);
+	}
+	CHECK(fi_accept(c->ep, NULL, 0));
+}
+
+static void target_on_shutdown(struct conn *c)
+{
+	c->shut_down = true;
+	if (c != g_t.main)
+		return;
+	if (g_opt.test == TEST_EXIT)
+		exit(EXIT_PASS); /* with everything open: the exit test */
+	if (!g_t.finished)
+		die("the initiator went away before asking for the report");
+	g_t.done = true;
+}
+
+/* Handles one EQ event, if any; true if there was one. */
+static bool target_poll_eq(void)
+{
+	struct cm_event ev;
+	struct conn *c;
+
+	if (!eq_poll(g_t.eq, &ev))
+		return false;
+	if (ev.event == FI_CONNREQ) {
+		target_on_connreq(&ev);
+		return true;
+	}
+	c = target_conn_of(ev.fid);
+	if (!c)
+		die("EQ event %u for an unknown fid", ev.event);
+	if (ev.event == FI_CONNECTED)
+		c->connected = true;
+	else if (ev.event == FI_SHUTDOWN)
+		target_on_shutdown(c);
+	else
+		die("unexpected EQ event %u", ev.event);
+	return true;
+}
+
+static struct conn *target_conn_of_kind(char kind)
+{
+	for (size_t i = 0; i < g_t.nconns; i++)
+		if (g_t.conns[i].kind == kind && !g_t.conns[i].shut_down)
+			return &g_t.conns[i];
+	return NULL;
+}
+
+static void target_on_ranges(const void *payload, size_t len)
+{
+	const struct range_desc *r = payload;
+
+	if (len % sizeof(*r))
+		die("RANGES message of %zu bytes", len);
+	for (size_t i = 0; i < len / sizeof(*r); i++)
+		range_add(&g_t.ranges, &r[i]);
+}
+
+/* Shuts the KIND_SHUT connection down (the initiator then sees FI_SHUTDOWN). */
+static void target_on_shut(void)
+{
+	struct conn *c = target_conn_of_kind(KIND_SHUT);
+
+	if (!c)
+		die("SHUT: no such connection");
+	CHECK(fi_shutdown(c->ep, 0));
+	c->shut_down = true;
+}
+
+/* Re-registers a region under the same key with a new length. */
+static void target_on_resize(const struct resize_req *req)
+{
+	struct status_rsp rsp = { 0 };
+	struct region *r;
+
+	if (req->region >= REG_COUNT ||
+	    req->len > k_regions[req->region].len || !req->len)
+		die("RESIZE: bad request (region %u, len %" PRIu64 ")",
+		    req->region, req->len);
+	r = &g_t.reg[req->region];
+	if (!close_fid(&r->mr->fid))
+		die("RESIZE: closing the region's MR failed");
+	r->len = req->len;
+	rsp.status = target_register((enum region_id)req->region);
+	if (!rsp.status && r->key != region_key((enum region_id)req->region))
+		snprintf(rsp.detail, sizeof(rsp.detail), "key changed to "
+			 "0x%" PRIx64 " (FI_MR_PROV_KEY)", r->key);
+	ctl_send(MSG_RESIZED, &rsp, sizeof(rsp));
+}
+
+/*
+ * Stops calling libfabric until the initiator writes the flag: commits
+ * must complete meanwhile (the agent runs by itself).
+ */
+static void target_on_idle(const struct idle_req *req)
+{
+	uint8_t *vol = g_t.reg[REG_VOL].addr;
+	uint64_t *marker = (uint64_t *)(void *)(vol + req->marker_off);
+	uint64_t *flag = (uint64_t *)(void *)(vol + req->flag_off);
+	int64_t deadline = deadline_in(STEP_MS);
+	struct status_rsp rsp = { 0 };
+
+	__atomic_store_n(marker, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != req->flag_value &&
+	       before(deadline))
+		pause_briefly();
+	__atomic_store_n(marker, 0, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != req->flag_value) {
+		rsp.status = -FI_ETIMEDOUT;
+		snprintf(rsp.detail, sizeof(rsp.detail), "the flag did not "
+			 "arrive within %d ms while the target did not poll",
+			 STEP_MS);
+	}
+	ctl_send(MSG_IDLE_DONE, &rsp, sizeof(rsp));
+}
+
+static void report_problem(struct report *rep, const char *fmt, ...)
+	PRINTF_LIKE(2, 3);
+
+/* Keeps the first problem found in the report's detail text. */
+static void report_problem(struct report *rep, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (rep->detail[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(rep->detail, sizeof(rep->detail), fmt, ap);
+	va_end(ap);
+}
+
+/* Closes the MRs, unmaps the file, and maps it afresh from its path. */
+static const uint8_t *target_remap(void)
+{
+	for (int i = 0; i < REG_COUNT; i++)
+		if (g_t.reg[i].mr && !close_fid(&g_t.reg[i].mr->fid))
+			die("closing the MR of %s failed", k_regions[i].name);
+	if (munmap(g_t.map, g_t.size))
+		die("munmap: %s", strerror(errno));
+	close(g_t.fd);
+	g_t.fd = open(g_opt.file, O_RDONLY);
+	if (g_t.fd < 0)
+		die("re-opening %s: %s", g_opt.file, strerror(errno));
+	g_t.map = map_file(g_t.fd, g_t.size, false);
+	return g_t.map;
+}
+
+static bool check_guards(const uint8_t *file, struct report *rep)
+{
+	for (size_t off = 0; off < g_t.size; off++) {
+		if (in_guard(off) && file[off] != guard_byte(off)) {
+			report_problem(rep, "guard byte at file offset %zu is "
+				       "0x%02x, expected 0x%02x: something "
+				       "wrote outside the regions", off,
+				       file[off], guard_byte(off));
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The bytes region id must hold: zero, then every range in order. */
+static uint8_t *expected_region(enum region_id id, struct report *rep)
+{
+	size_t len = k_regions[id].len;
+	uint8_t *want = calloc(1, len);
+
+	if (!want)
+		die("out of memory");
+	for (size_t i = 0; i < g_t.ranges.n; i++) {
+		const struct range_desc *r = &g_t.ranges.v[i];
+
+		if (r->region != (uint32_t)id)
+			continue;
+		if (r->off > len || r->len > len - r->off) {
+			report_problem(rep, "initiator named range [%" PRIu64
+				       ", +%" PRIu64 ") outside region %s",
+				       r->off, r->len, k_regions[id].name);
+			continue;
+		}
+		gen_fill(want + r->off, r->len, r->seed, r->off);
+	}
+	return want;
+}
+
+static bool check_region(const uint8_t *file, enum region_id id,
+			 struct report *rep)
+{
+	const uint8_t *got = file + g_t.reg[id].file_off;
+	uint8_t *want = expected_region(id, rep);
+	size_t len = k_regions[id].len, bad = 0, first = 0;
+
+	for (size_t i = 0; i < len; i++)
+		if (got[i] != want[i] && !bad++)
+			first = i;
+	if (bad)
+		report_problem(rep, "region %s: %zu bytes differ; first at "
+			       "offset %zu: 0x%02x, expected 0x%02x",
+			       k_regions[id].name, bad, first, got[first],
+			       want[first]);
+	free(want);
+	return bad == 0;
+}
+
+/* Checks the re-mapped file and sends the report (with FI_IMMED data). */
+static void target_on_finish(const struct finish_req *req)
+{
+	size_t n = g_t.nimmed < MAX_IMMED ? g_t.nimmed : MAX_IMMED;
+	size_t size = sizeof(struct report) + n * sizeof(struct immed_seen);
+	struct report *rep = calloc(1, size);
+	const uint8_t *file = target_remap();
+
+	if (!rep)
+		die("out of memory");
+	rep->guards_ok = check_guards(file, rep);
+	rep->contents_checked = req->check_contents;
+	rep->contents_ok = 1;
+	for (int i = 0; req->check_contents && i < REG_COUNT; i++)
+		rep->contents_ok &= check_region(file, (enum region_id)i, rep);
+	rep->nimmed = g_t.nimmed;
+	rep->immed_bad_flags = g_t.immed_bad_flags;
+	rep->first_bad_flags = g_t.first_bad_flags;
+	rep->unexpected = g_unexpected;
+	if (g_unexpected)
+		report_problem(rep, "target: %s", g_unexpected_what);
+	rep->immed_log_counted = g_t.log != NULL;
+	memcpy(rep->immed, g_t.immed, n * sizeof(struct immed_seen));
+	ctl_send(MSG_REPORT, rep, size);
+	free(rep);
+	g_t.finished = true;
+	g_t.linger_deadline = deadline_in(LINGER_MS);
+}
+
+/* Handles the oldest control message, if any; true if there was one. */
+static bool target_handle_message(void)
+{
+	struct op *op = ctl_peek();
+	const struct msg_hdr *h;
+	const void *p;
+
+	if (!op)
+		return false;
+	h = msg_hdr(op);
+	p = h + 1;
+	switch (h->type) {
+	case MSG_RANGES: target_on_ranges(p, h->len); break;
+	case MSG_FINISH: target_on_finish(p); break;
+	case MSG_SHUT: target_on_shut(); break;
+	case MSG_RESIZE: target_on_resize(p); break;
+	case MSG_IDLE: target_on_idle(p); break;
+	default: die("unexpected control message %u", h->type);
+	}
+	ctl_release();
+	return true;
+}
+
+static void target_listen(void)
+{
+	g_net.info = query_info(FI_SOURCE);
+	open_fabric(g_net.info);
+	g_t.eq = open_eq();
+	CHECK(fi_passive_ep(g_net.fabric, g_net.info, &g_t.pep, NULL));
+	track_fid(&g_t.pep->fid);
+	CHECK(fi_pep_bind(g_t.pep, &g_t.eq->fid, 0));
+	CHECK(fi_listen(g_t.pep));
+	printf("READY %s:%s\n", g_opt.addr, g_opt.port);
+	fflush(stdout);
+}
+
+/* Serves connections and messages until the report is sent and read. */
+static void target_serve(void)
+{
+	int64_t life = deadline_in(TARGET_LIFE_MS);
+
+	while (!g_t.done) {
+		bool busy = target_poll_eq();
+
+		if (!before(life))
+			die("no FINISH within %d ms", TARGET_LIFE_MS);
+		busy |= progress();
+		if (g_t.main && g_t.main->connected && !g_t.regions_sent)
+			target_send_regions();
+		busy |= target_handle_message();
+		if (g_t.finished && !before(g_t.linger_deadline))
+			g_t.done = true;
+		if (!busy)
+			pause_briefly();
+	}
+}
+
+static void target_close(void)
+{
+	close_all_fids();
+	fi_freeinfo(g_net.info);
+	munmap(g_t.map, g_t.size);
+	close(g_t.fd);
+	free(g_ctl.sbuf);
+	free(g_ctl.rbuf);
+	free(g_t.ranges.v);
+}
+
+static int target_main(void)
+{
+	const char *oracle = getenv("FI_PMEMVERBS_ORACLE");
+
+	g_role = "target";
+	if (oracle && *oracle)
+		oracle_create(oracle);
+	target_create_file();
+	g_on_immed = target_on_immed;
+	target_listen();
+	target_serve();
+	target_close();
+	return EXIT_PASS;
+}
+
+/* ================================================================== */
+/* Initiator: session                                                 */
+/* ================================================================== */
+
+/* A range written to a key and not yet covered by a completed commit. */
+struct pend {
+	uint64_t addr, len; /* RMA address as the initiator names it */
+	uint64_t mark;      /* oracle records before it was posted */
+};
+
+struct pend_list {
+	struct pend *v;
+	size_t n, cap;
+};
+
+/* A range an FI_IMMED commit covered: its data must be durable before the
+ * target sees the completion. */
+struct immed_scope {
+	size_t index;
+	enum region_id region;
+	struct pend p;
+};
+
+struct session {
+	struct conn main;
+	struct region_desc reg[REG_COUNT];
+	enum fi_pmem_profile want_profile;
+	uint8_t *src;             /* source buffer, LOCAL_SLOTS slots */
+	struct fid_mr *src_mr;
+	void *src_desc;
+	struct pend_list pending[REG_COUNT];
+	struct range_list placed; /* every range the target must hold */
+	uint64_t immed[MAX_IMMED];
+	size_t nimmed;
+	uint64_t writes, immed_seq;
+	/* ranges each FI_IMMED commit made durable, by FI_IMMED index */
+	struct immed_scope *immed_scopes;
+	size_t n_immed_scopes, cap_immed_scopes;
+	/* results */
+	unsigned commits, bad_commit_flags, ranges_checked, fences_checked;
+	unsigned fences_counted, fence_request_errors;
+	uint64_t first_bad_flags;
+	char fence_detail[256];
+};
+
+static struct session g_s;
+
+static struct fi_pmem_ep_counters main_counters(void)
+{
+	struct fi_pmem_ep_counters c = { 0 };
+
+	if (g_net.pmem->ep_counters(g_s.main.ep, &c))
+		die("ep_counters failed on the main endpoint");
+	return c;
+}
+
+/* Oracle log as the initiator maps it (NULL: not checking). */
+static struct pmv_oracle_log *g_log;
+static size_t g_log_cap;
+
+static void oracle_map(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || fstat(fd, &st))
+		die("opening oracle log %s: %s", path, strerror(errno));
+	if ((size_t)st.st_size < sizeof(struct pmv_oracle_log))
+		die("oracle log %s is too small", path);
+	g_log = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (g_log == MAP_FAILED)
+		die("mapping oracle log %s: %s", path, strerror(errno));
+	if (__atomic_load_n(&g_log->magic, __ATOMIC_ACQUIRE) != PMV_ORACLE_MAGIC)
+		die("oracle log %s has no magic: did the target create it?",
+		    path);
+	g_log_cap = pmv_oracle_capacity((size_t)st.st_size);
+}
+
+/* Records claimed so far; a full log ends the run (it cannot prove). */
+static uint64_t oracle_count(void)
+{
+	uint64_t n;
+
+	if (!g_log)
+		return 0;
+	n = __atomic_load_n(&g_log->count, __ATOMIC_ACQUIRE);
+	if (n > g_log_cap)
+		die("oracle log full (%" PRIu64 " records, capacity %zu)", n,
+		    g_log_cap);
+	return n;
+}
+
+static const char *profile_name(uint32_t p)
+{
+	return fi_pmem_profile_str((enum fi_pmem_profile)p);
+}
+
+/* Verdict on a profile the provider reported; when says what preceded. */
+static void expect_profile(const char *name, uint32_t got, uint32_t want,
+			   const char *when)
+{
+	if (got == want)
+		verdict(true, check_name(name), "%s %s", profile_name(got), when);
+	else
+		verdict(false, check_name(name), "expected %s got %s %s",
+			profile_name(want), profile_name(got), when);
+}
+
+/* The profile PMEM2_FORCE_GRANULARITY=gran makes the target detect. */
+static enum fi_pmem_profile profile_for_granularity(const char *gran)
+{
+	if (!strcmp(gran, "page"))
+		return FI_PMEM_PROFILE_PAGE;
+	if (!strcmp(gran, "cache_line"))
+		return FI_PMEM_PROFILE_DMP;
+	if (!strcmp(gran, "byte"))
+		return FI_PMEM_PROFILE_MHP;
+	usage();
+}
+
+static uint64_t rma_addr(enum region_id id, uint64_t off)
+{
+	return g_s.reg[id].rma_base + off;
+}
+
+/* Builds "<test>/<granularity>/<check>" for verdict lines. */
+static const char *check_name(const char *check)
+{
+	static char buf[128];
+
+	if (g_opt.test == TEST_BADINPUT)
+		snprintf(buf, sizeof(buf), "badinput/%s", check);
+	else
+		snprintf(buf, sizeof(buf), "%s/%s/%s",
+			 k_test_names[g_opt.test], g_opt.gran, check);
+	return buf;
+}
+
+/* Connects c (already opened) to the target, telling it what c is for. */
+static void conn_connect(struct conn *c, char kind)
+{
+	c->kind = kind;
+	CHECK(fi_connect(c->ep, g_net.info->dest_addr, &kind, 1));
+	wait_flag(&c->connected, "connecting (FI_CONNECTED)");
+}
+
+/* Opens an endpoint in the session's domain; pmem selects FI_RMA_PMEM. */
+static void initiator_open_conn(struct conn *c, bool pmem)
+{
+	struct fi_info *info = fi_dupinfo(g_net.info);
+
+	if (!info)
+		die("out of memory");
+	if (!pmem)
+		info_without_pmem(info);
+	conn_open(c, info, NULL);
+	fi_freeinfo(info);
+	watch_conn(c, true);
+}
+
+/* Closes an extra connection's endpoint and EQ (its CQs close at exit). */
+static void initiator_close_conn(struct conn *c)
+{
+	watch_conn(c, false);
+	if (!close_fid(&c->ep->fid) || !close_fid(&c->eq->fid))
+		die("closing an extra endpoint failed");
+}
+
+static void initiator_setup(void)
+{
+	const struct region_desc *d;
+
+	g_net.info = query_info(0);
+	open_fabric(g_net.info);
+	open_domain(g_net.info);
+	initiator_open_conn(&g_s.main, true);
+	ctl_init(&g_s.main);
+	conn_connect(&g_s.main, KIND_MAIN);
+	d = ctl_expect(MSG_REGIONS, sizeof(g_s.reg), NULL);
+	memcpy(g_s.reg, d, sizeof(g_s.reg));
+	ctl_release();
+	g_s.src = calloc(LOCAL_SLOTS, LOCAL_STRIDE);
+	if (!g_s.src)
+		die("out of memory");
+	g_s.src_desc = local_desc(g_s.src, (size_t)LOCAL_SLOTS * LOCAL_STRIDE,
+				  &g_s.src_mr);
+	g_s.want_profile = profile_for_granularity(g_opt.gran);
+	g_rng ^= mix64(g_opt.seed);
+}
+
+/* The profile each region must report: the forced one, VOLATILE without
+ * FI_RMA_PMEM. */
+static void check_profiles(void)
+{
+	char got[160] = "";
+	bool ok = true;
+
+	for (int i = 0; i < REG_COUNT; i++) {
+		uint32_t want = k_regions[i].flags & FI_RMA_PMEM ?
+				g_s.want_profile : FI_PMEM_PROFILE_VOLATILE;
+		size_t n = strlen(got);
+
+		if (g_s.reg[i].reg_status)
+			continue; /* refused registration: case offset-nonzero */
+		ok &= g_s.reg[i].profile == want;
+		snprintf(got + n, sizeof(got) - n, "%s%s=%s", i ? " " : "",
+			 k_regions[i].name, profile_name(g_s.reg[i].profile));
+	}
+	if (ok)
+		verdict(true, check_name("profile"), "%s (granularity %s)",
+			got, g_opt.gran);
+	else
+		verdict(false, check_name("profile"), "expected %s for the "
+			"FI_RMA_PMEM regions (granularity %s), VOLATILE for "
+			"the other got %s", profile_name(g_s.want_profile),
+			g_opt.gran, got);
+}
+
+/* Sends every placed range to the target, then FINISH; returns REPORT. */
+static struct report *initiator_finish(bool check_contents)
+{
+	const size_t per_msg = (CTL_SIZE - sizeof(struct msg_hdr)) /
+			       sizeof(struct range_desc);
+	struct finish_req req = { .check_contents = check_contents };
+	struct report *rep;
+	const void *p;
+	size_t len;
+
+	for (size_t i = 0; i < g_s.placed.n; i += per_msg) {
+		size_t n = g_s.placed.n - i < per_msg ? g_s.placed.n - i :
+							per_msg;
+
+		ctl_send(MSG_RANGES, g_s.placed.v + i, n * sizeof(*g_s.placed.v));
+	}
+	ctl_send(MSG_FINISH, &req, sizeof(req));
+	p = ctl_expect(MSG_REPORT, sizeof(*rep), &len);
+	rep = malloc(len);
+	if (!rep)
+		die("out of memory");
+	memcpy(rep, p, len);
+	ctl_release();
+	return rep;
+}
+
+/* The target's own checks: guards, contents, stray completions. */
+static void check_report_file(const struct report *rep)
+{
+	verdict(rep->guards_ok, check_name("guards"), "%s",
+		rep->guards_ok ? "no byte outside the regions changed" :
+				 rep->detail);
+	if (rep->contents_checked)
+		verdict(rep->contents_ok, check_name("contents"), "%s%s",
+			rep->contents_ok ? "the re-mapped file holds exactly "
+					   "the placed ranges, zero elsewhere" :
+					   "",
+			rep->contents_ok ? "" : rep->detail);
+	if (rep->unexpected)
+		verdict(false, check_name("target-completions"),
+			"expected no stray entry got %u (%s)", rep->unexpected,
+			rep->detail);
+}
+
+/* FI_IMMED data the target saw must be exactly what was sent, in order. */
+static void check_report_immed(const struct report *rep)
+{
+	size_t n = rep->nimmed < MAX_IMMED ? rep->nimmed : MAX_IMMED;
+	bool ok = rep->nimmed == g_s.nimmed && !rep->immed_bad_flags;
+	size_t i;
+
+	for (i = 0; ok && i < n; i++)
+		ok = rep->immed[i].data == g_s.immed[i];
+	if (ok) {
+		verdict(true, check_name("immed"), "%zu FI_IMMED completions "
+			"with the sent data, in order, flags FI_RMA|"
+			"FI_REMOTE_WRITE|FI_REMOTE_CQ_DATA", g_s.nimmed);
+	} else if (rep->nimmed != g_s.nimmed) {
+		verdict(false, check_name("immed"), "expected %zu target "
+			"completions got %u", g_s.nimmed, rep->nimmed);
+	} else if (rep->immed_bad_flags) {
+		verdict(false, check_name("immed"), "expected flags 0x%llx "
+			"got 0x%" PRIx64 " (%u entries)",
+			(unsigned long long)IMMED_FLAGS, rep->first_bad_flags,
+			rep->immed_bad_flags);
+	} else {
+		verdict(false, check_name("immed"), "expected data 0x%" PRIx64
+			" at #%zu got 0x%" PRIx64, g_s.immed[i - 1], i - 1,
+			rep->immed[i - 1].data);
+	}
+}
+
+static void initiator_close(void)
+{
+	fi_shutdown(g_s.main.ep, 0);
+	drain_cqs();
+	watch_conn(&g_s.main, false);
+	close_all_fids();
+	fi_freeinfo(g_net.info);
+	for (int i = 0; i < REG_COUNT; i++)
+		free(g_s.pending[i].v);
+	free(g_s.placed.v);
+	free(g_s.immed_scopes);
+	free(g_s.src);
+	free(g_ctl.sbuf);
+	free(g_ctl.rbuf);
+}
+
+/* ================================================================== */
+/* Initiator: the oracle                                              */
+/* ================================================================== */
+
+struct ival {
+	uint64_t lo, hi;
+};
+
+static int ival_cmp(const void *a, const void *b)
+{
+	const struct ival *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Complete records of key in [from, to) that touch [lo, hi), clipped. */
+static struct ival *oracle_hits(uint64_t key, uint64_t lo, uint64_t hi,
+				uint64_t from, uint64_t to, size_t *n)
+{
+	static struct ival *v;
+	static size_t cap;
+
+	*n = 0;
+	for (uint64_t i = from; i < to; i++) {
+		const struct pmv_oracle_rec *r = &g_log->rec[i];
+		uint64_t rlo, rhi;
+
+		if (__atomic_load_n(&r->valid, __ATOMIC_ACQUIRE) != 1 ||
+		    r->key != key)
+			continue;
+		rlo = r->addr;
+		rhi = r->addr + r->len;
+		if (rhi <= lo || rlo >= hi || rhi < rlo)
+			continue;
+		v = grow(v, *n, &cap, sizeof(*v));
+		v[(*n)++] = (struct ival){ rlo > lo ? rlo : lo,
+					   rhi < hi ? rhi : hi };
+	}
+	return v;
+}
+
+/*
+ * First byte of [addr, addr+len) that no complete record of key in
+ * [from, to) covers; addr+len if every byte is covered.
+ */
+static uint64_t oracle_first_hole(uint64_t key, uint64_t addr, uint64_t len,
+				  uint64_t from, uint64_t to)
+{
+	size_t n;
+	struct ival *v = oracle_hits(key, addr, addr + len, from, to, &n);
+	uint64_t cur = addr;
+
+	qsort(v, n, sizeof(*v), ival_cmp);
+	for (size_t i = 0; i < n && cur < addr + len; i++) {
+		if (v[i].lo > cur)
+			break;
+		if (v[i].hi > cur)
+			cur = v[i].hi;
+	}
+	return cur;
+}
+
+/* Index of the first complete record of key in [from, to) touching p. */
+static uint64_t oracle_first_record(uint64_t key, const struct pend *p,
+				    uint64_t to)
+{
+	for (uint64_t i = p->mark; i < to; i++) {
+		const struct pmv_oracle_rec *r = &g_log->rec[i];
+
+		if (__atomic_load_n(&r->valid, __ATOMIC_ACQUIRE) == 1 &&
+		    r->key == key && r->addr < p->addr + p->len &&
+		    r->addr + r->len > p->addr)
+			return i;
+	}
+	return to;
+}
+
+/* Prints the records of key since from, for a failure's details. */
+static void oracle_dump(uint64_t key, uint64_t from, uint64_t to)
+{
+	unsigned shown = 0;
+
+	fprintf(stderr, "oracle records of key 0x%" PRIx64 " from #%" PRIu64
+		" to #%" PRIu64 ":\n", key, from, to);
+	for (uint64_t i = from; i < to && shown < 16; i++) {
+		const struct pmv_oracle_rec *r = &g_log->rec[i];
+
+		if (r->key != key)
+			continue;
+		fprintf(stderr, "  #%" PRIu64 " [0x%" PRIx64 ", +%" PRIu64
+			") valid=%" PRIu64 "\n", i, r->addr, r->len, r->valid);
+		shown++;
+	}
+}
+
+/* What is being committed, for failure messages. */
+struct commit_rec {
+	enum region_id region;
+	size_t npre;         /* pending ranges of the key before this commit */
+	size_t nown;         /* ranges the commit writes itself */
+	bool fence, immed;
+	size_t immed_index;  /* its place among the FI_IMMED commits */
+	uint64_t requests_before; /* requests_sent before it was posted */
+	unsigned index;
+	char what[96];
+};
+
+static struct commit_rec g_commit;
+
+/* A completion outran persistence: report and stop with EXIT_UNCOVERED. */
+static noreturn void oracle_violation(const struct pend *p, uint64_t hole,
+				      uint64_t count, const char *why)
+{
+	uint64_t key = g_s.reg[g_commit.region].key;
+
+	printf("%s %s: commit #%u (%s) to key 0x%" PRIx64 " completed, but "
+	       "byte 0x%" PRIx64 " of range [0x%" PRIx64 ", +%" PRIu64 ") "
+	       "written after oracle record #%" PRIu64 " %s (log has %"
+	       PRIu64 " records)\n",
+	       g_opt.test == TEST_FAULT ? "DETECTED" : "FAIL",
+	       check_name("oracle"), g_commit.index, g_commit.what, key, hole,
+	       p->addr, p->len, p->mark, why, count);
+	oracle_dump(key, p->mark, count);
+	fflush(stdout);
+	exit(EXIT_UNCOVERED);
+}
+
+/*
+ * At a commit's completion: every byte written to the key since its last
+ * commit must be covered by records appended after the byte was posted.
+ * With FI_FENCE, the earlier writes must be covered by records that come
+ * before any record of the commit's own write.
+ */
+static void oracle_check_commit(void)
+{
+	const struct pend_list *pl = &g_s.pending[g_commit.region];
+	uint64_t key = g_s.reg[g_commit.region].key;
+	uint64_t count = oracle_count(), fence_end = count;
+
+	for (size_t i = 0; i < pl->n; i++) {
+		const struct pend *p = &pl->v[i];
+		uint64_t hole = oracle_first_hole(key, p->addr, p->len,
+						  p->mark, count);
+
+		if (hole < p->addr + p->len)
+			oracle_violation(p, hole, count, "is not covered by "
+					 "any persisted extent");
+	}
+	g_s.ranges_checked += (unsigned)pl->n;
+	if (!g_commit.fence || !g_commit.npre || !g_commit.nown)
+		return;
+	for (size_t i = g_commit.npre; i < pl->n; i++) {
+		uint64_t first = oracle_first_record(key, &pl->v[i], count);
+
+		fence_end = first < fence_end ? first : fence_end;
+	}
+	for (size_t i = 0; i < g_commit.npre; i++) {
+		const struct pend *p = &pl->v[i];
+		uint64_t hole = oracle_first_hole(key, p->addr, p->len,
+						  p->mark, fence_end);
+
+		if (hole < p->addr + p->len)
+			oracle_violation(p, hole, count, "(before the fence) "
+					 "was not persisted before the fenced "
+					 "write's own extents");
+	}
+	g_s.fences_checked++;
+}
+
+/* ================================================================== */
+/* Initiator: writes and commits                                      */
+/* ================================================================== */
+
+enum pattern { PAT_SINGLE, PAT_MULTI, PAT_FLUSH, PAT_COUNT };
+static const char *const k_pattern_names[PAT_COUNT] = { "single", "multi",
+							 "flush" };
+
+/* How a plain write is posted; the test rotates through all of them. */
+enum method { M_WRITE, M_WRITEV, M_INJECT, M_WRITEMSG, M_COUNT };
+
+/* One planned RMA write: one or two remote segments, data back to back. */
+struct wr {
+	enum region_id region;
+	unsigned nseg;
+	uint64_t off[2];
+	size_t len[2];
+	uint8_t *src;
+	uint64_t seed;
+};
+
+/* Misalignments of a write's start within a page, cycled through. */
+static const uint64_t k_misalign[] = { 1, 7, 63, 0, 4095, 65, 3, 2049 };
+
+/*
+ * Plans a write of size bytes in slot of region (slots never overlap, so a
+ * batch's writes do not either), with its data generated into the source
+ * buffer.  Two segments leave a gap between them at the target.
+ */
+static void plan_wr(struct wr *w, enum region_id region, unsigned slot,
+		    size_t size, bool two_segs)
+{
+	uint64_t span = SLOT_SIZE - size - 64 - 4096;
+	uint64_t base = slot * (uint64_t)SLOT_SIZE + (rnd(span) & ~4095ull);
+	uint64_t gap = 1 + rnd(63);
+
+	*w = (struct wr){ .region = region, .nseg = two_segs && size > 1 ? 2 : 1,
+			  .seed = (g_opt.seed << 40) ^ ++g_s.writes };
+	w->off[0] = base + k_misalign[rnd(ARRAY_LEN(k_misalign))];
+	w->len[0] = w->nseg > 1 ? size / 2 : size;
+	w->off[1] = w->off[0] + w->len[0] + gap;
+	w->len[1] = size - w->len[0];
+	w->src = g_s.src + slot * (size_t)LOCAL_STRIDE + rnd(64);
+	for (unsigned i = 0; i < w->nseg; i++)
+		gen_fill(w->src + (i ? w->len[0] : 0), w->len[i], w->seed,
+			 w->off[i]);
+}
+
+/* Adds a write to its key's pending ranges and to the placed list. */
+static void track_wr(const struct wr *w)
+{
+	uint64_t mark = oracle_count();
+	struct pend_list *pl = &g_s.pending[w->region];
+
+	for (unsigned i = 0; i < w->nseg; i++) {
+		struct range_desc r = { .region = w->region, .off = w->off[i],
+					.len = w->len[i], .seed = w->seed };
+
+		pl->v = grow(pl->v, pl->n, &pl->cap, sizeof(*pl->v));
+		pl->v[pl->n++] = (struct pend){ rma_addr(w->region, w->off[i]),
+						w->len[i], mark };
+		range_add(&g_s.placed, &r);
+	}
+}
+
+/* The iovs of an fi_msg_rma for w, segment i from source i. */
+struct msg_parts {
+	struct iovec iov[2];
+	void *desc[2];
+	struct fi_rma_iov rma[2];
+};
+
+static struct fi_msg_rma wr_msg(const struct wr *w, struct msg_parts *mp,
+				void *context)
+{
+	uint64_t key = g_s.reg[w->region].key;
+
+	for (unsigned i = 0; i < w->nseg; i++) {
+		mp->iov[i] = (struct iovec){ w->src + (i ? w->len[0] : 0),
+					     w->len[i] };
+		mp->desc[i] = g_s.src_desc;
+		mp->rma[i] = (struct fi_rma_iov){ rma_addr(w->region, w->off[i]),
+						  w->len[i], key };
+	}
+	return (struct fi_msg_rma){ .msg_iov = mp->iov, .desc = mp->desc,
+				    .iov_count = w->nseg, .rma_iov = mp->rma,
+				    .rma_iov_count = w->nseg,
+				    .context = context };
+}
+
+/* A plain write's completion: it must succeed. */
+static void plain_write_done(struct op *op)
+{
+	if (op->err)
+		die("plain write failed: %s (%s)", errname(op->err),
+		    op->errtext);
+}
+
+/* fi_writev with the data split in two local iovs (one remote range). */
+static ssize_t post_writev(const struct wr *w, struct op *op)
+{
+	size_t half = w->len[0] / 2;
+	struct iovec iov[2] = { { w->src, w->len[0] - half },
+				{ w->src + w->len[0] - half, half } };
+	void *desc[2] = { g_s.src_desc, g_s.src_desc };
+
+	return fi_writev(g_s.main.ep, iov, desc, half ? 2 : 1, 0,
+			 rma_addr(w->region, w->off[0]),
+			 g_s.reg[w->region].key, &op->fictx);
+}
+
+/* Posts one plain (tracked, not committing) write with method m. */
+static ssize_t post_plain_once(const struct wr *w, enum method m,
+			       struct op *op)
+{
+	struct msg_parts mp;
+	struct fi_msg_rma msg;
+	uint64_t key = g_s.reg[w->region].key;
+
+	switch (m) {
+	case M_WRITEV:
+		return post_writev(w, op);
+	case M_INJECT:
+		return fi_inject_write(g_s.main.ep, w->src, w->len[0], 0,
+				       rma_addr(w->region, w->off[0]), key);
+	case M_WRITEMSG:
+		msg = wr_msg(w, &mp, &op->fictx);
+		return fi_writemsg(g_s.main.ep, &msg, 0);
+	default:
+		return fi_write(g_s.main.ep, w->src, w->len[0], g_s.src_desc, 0,
+				rma_addr(w->region, w->off[0]), key,
+				&op->fictx);
+	}
+}
+
+/* Plans and posts a plain write; the method rotates with every write. */
+static void post_plain(enum region_id region, unsigned slot, size_t size)
+{
+	enum method m = (enum method)(g_s.writes % M_COUNT);
+	struct op *op = op_alloc(OP_WRITE, &g_s.main);
+	struct wr w;
+	ssize_t ret;
+
+	if (m == M_INJECT && size > g_net.inject_size)
+		m = M_WRITE;
+	plan_wr(&w, region, slot, size, m == M_WRITEMSG);
+	track_wr(&w);
+	op->autofree = true;
+	op->on_done = plain_write_done;
+	POST(ret, post_plain_once(&w, m, op));
+	if (ret)
+		die("plain write (method %d, %zu bytes): %s", m, size,
+		    errname(ret));
+	if (m == M_INJECT)
+		op_free(op); /* an inject write raises no completion */
+}
+
+/*
+ * A fenced commit whose key has earlier uncommitted writes must first
+ * make them durable on their own: one more request to the agent than the
+ * commit itself (ep_counters' requests_sent).
+ */
+static void check_fence_requests(void)
+{
+	uint64_t sent;
+
+	if (!g_commit.fence || !g_commit.npre)
+		return;
+	sent = main_counters().requests_sent - g_commit.requests_before;
+	g_s.fences_counted++;
+	if (sent >= 2 || g_s.fence_request_errors++)
+		return;
+	snprintf(g_s.fence_detail, sizeof(g_s.fence_detail), "commit #%u "
+		 "(%s) sent %" PRIu64 " request(s), expected >= 2 (flush of "
+		 "the %zu earlier ranges, then the commit)", g_commit.index,
+		 g_commit.what, sent, g_commit.npre);
+}
+
+/* Keeps the ranges an FI_IMMED commit covered, for check_immed_timing. */
+static void keep_immed_scope(void)
+{
+	const struct pend_list *pl = &g_s.pending[g_commit.region];
+
+	for (size_t i = 0; i < pl->n; i++) {
+		g_s.immed_scopes = grow(g_s.immed_scopes, g_s.n_immed_scopes,
+					&g_s.cap_immed_scopes,
+					sizeof(*g_s.immed_scopes));
+		g_s.immed_scopes[g_s.n_immed_scopes++] = (struct immed_scope){
+			g_commit.immed_index, g_commit.region, pl->v[i] };
+	}
+}
+
+/* A workload commit completed: check it, then forget the key's scope. */
+static void workload_commit_done(struct op *op)
+{
+	if (op->err) {
+		verdict(false, check_name("commits"), "commit #%u (%s): "
+			"expected success got %s (%s)", g_commit.index,
+			g_commit.what, errname(op->err), op->errtext);
+		exit(EXIT_FAIL);
+	}
+	if ((op->flags & OP_CLASS_FLAGS) != COMMIT_FLAGS &&
+	    !g_s.bad_commit_flags++)
+		g_s.first_bad_flags = op->flags;
+	if (g_log)
+		oracle_check_commit();
+	check_fence_requests();
+	if (g_commit.immed)
+		keep_immed_scope();
+	g_s.pending[g_commit.region].n = 0;
+	g_s.commits++;
+}
+
+/* One point of the matrix. */
+struct mcase {
+	size_t size;
+	enum pattern pat;
+	bool fence, immed;
+	unsigned index;
+};
+
+static uint64_t commit_flags(const struct mcase *mc)
+{
+	return FI_COMMIT_COMPLETE | (mc->fence ? FI_FENCE : 0) |
+	       (mc->immed ? FI_IMMED : 0);
+}
+
+/*
+ * Posts the commit of region's key: carrying w, or a pure flush (w NULL),
+ * and waits for it and every other write in flight.
+ */
+static void commit_and_wait(const struct mcase *mc, enum region_id region,
+			    struct wr *w)
+{
+	struct op *op = op_alloc(OP_COMMIT, &g_s.main);
+	struct fi_rma_iov flush = { rma_addr(region, 0), 0,
+				    g_s.reg[region].key };
+	struct msg_parts mp;
+	struct fi_msg_rma msg = { .rma_iov = &flush, .rma_iov_count = 1,
+				  .context = &op->fictx };
+	ssize_t ret;
+
+	g_commit.region = region;
+	g_commit.fence = mc->fence;
+	g_commit.immed = mc->immed;
+	g_commit.immed_index = g_s.nimmed;
+	g_commit.requests_before = main_counters().requests_sent;
+	g_commit.index = mc->index;
+	g_commit.npre = g_s.pending[region].n;
+	if (w) {
+		track_wr(w);
+		msg = wr_msg(w, &mp, &op->fictx);
+	}
+	g_commit.nown = g_s.pending[region].n - g_commit.npre;
+	snprintf(g_commit.what, sizeof(g_commit.what), "%s %zu bytes%s%s",
+		 k_pattern_names[mc->pat], mc->size, mc->fence ? " FI_FENCE" : "",
+		 mc->immed ? " FI_IMMED" : "");
+	msg.data = mc->immed ? (0xd1a7000000000000ull | ++g_s.immed_seq) &
+			       g_net.cq_data_mask : 0;
+	op->on_done = workload_commit_done;
+	POST(ret, fi_writemsg(g_s.main.ep, &msg, commit_flags(mc)));
+	if (ret)
+		die("commit #%u (%s): fi_writemsg: %s", mc->index,
+		    g_commit.what, errname(ret));
+	if (mc->immed && g_s.nimmed < MAX_IMMED)
+		g_s.immed[g_s.nimmed++] = msg.data;
+	op_wait_or_die(op, "commit");
+	op_free(op);
+}
+
+/* Waits until every plain write has completed. */
+static void wait_writes(void)
+{
+	int64_t deadline = deadline_in(STEP_MS);
+
+	for (size_t i = 0; i < MAX_OPS; i++) {
+		while (g_ops[i].kind == OP_WRITE && g_ops[i].busy) {
+			if (!progress() && !before(deadline))
+				die("plain writes did not complete within %d "
+				    "ms", STEP_MS);
+			pause_briefly();
+		}
+	}
+}
+
+/*
+ * One matrix case.  The main key alternates between the two pmem
+ * regions; every third case also writes the other key (a write that must
+ * stay in that key's scope until its own commit).
+ */
+static void run_case(const struct mcase *mc)
+{
+	enum region_id key = mc->index % 2 ? REG_B : REG_A;
+	enum region_id other = key == REG_A ? REG_B : REG_A;
+	unsigned n = mc->pat == PAT_SINGLE ? 1 : 3 + (unsigned)rnd(3);
+	unsigned plain = mc->pat == PAT_FLUSH ? n : n - 1;
+	struct wr last;
+
+	if (mc->index % 3 == 1)
+		post_plain(other, NOISE_SLOT, mc->size < 4096 ? mc->size : 4099);
+	for (unsigned i = 0; i < plain; i++)
+		post_plain(key, i, mc->size);
+	if (mc->pat == PAT_FLUSH) {
+		commit_and_wait(mc, key, NULL);
+	} else {
+		plan_wr(&last, key, n - 1, mc->size, mc->index % 3 == 2);
+		commit_and_wait(mc, key, &last);
+	}
+	wait_writes();
+}
+
+static const size_t k_sizes[] = { 1, 7, 64, 100, 4096, 4099, 65536,
+				  MAX_WRITE };
+
+/* Repetitions per size: fewer for the large ones (time bound). */
+static unsigned reps_for(size_t size)
+{
+	return size >= MAX_WRITE ? (g_opt.reps + 4) / 5 :
+	       size >= 65536 ? (g_opt.reps + 1) / 2 : g_opt.reps;
+}
+
+/* Runs every combination of size, pattern, fence and FI_IMMED. */
+static void run_matrix(void)
+{
+	unsigned index = 0;
+
+	for (size_t s = 0; s < ARRAY_LEN(k_sizes); s++) {
+		for (unsigned rep = 0; rep < reps_for(k_sizes[s]); rep++) {
+			for (unsigned combo = 0; combo < PAT_COUNT * 4; combo++) {
+				struct mcase mc = {
+					.size = k_sizes[s],
+					.pat = (enum pattern)(combo / 4),
+					.fence = combo & 1,
+					.immed = combo & 2,
+					.index = index++,
+				};
+
+				run_case(&mc);
+			}
+		}
+	}
+}
+
+/* Final pure flush of a key, checking what the peer then reports. */
+static void final_flush(enum region_id region)
+{
+	struct mcase mc = { .pat = PAT_FLUSH, .index = g_s.commits };
+
+	commit_and_wait(&mc, region, NULL);
+	expect_profile(region == REG_A ? "peer-profile-a" :
+						    "peer-profile-b",
+		       g_net.pmem->peer_profile(g_s.main.ep, g_s.reg[region].key),
+		       g_s.want_profile, "after the final commit to the key");
+}
+
+static void check_commits(void)
+{
+	bool ok = !g_s.bad_commit_flags && !g_unexpected;
+
+	if (ok)
+		verdict(true, check_name("commits"), "%u commits completed "
+			"once each, flags FI_RMA|FI_WRITE", g_s.commits);
+	else if (g_s.bad_commit_flags)
+		verdict(false, check_name("commits"), "expected flags 0x%llx "
+			"got 0x%" PRIx64 " (%u commits)",
+			(unsigned long long)COMMIT_FLAGS, g_s.first_bad_flags,
+			g_s.bad_commit_flags);
+	else
+		verdict(false, check_name("commits"), "expected no stray "
+			"completion got %u (%s)", g_unexpected,
+			g_unexpected_what);
+}
+
+/* The endpoint's counters must agree with what the test saw. */
+static void check_counters(void)
+{
+	struct fi_pmem_ep_counters c = { 0 };
+	int ret = g_net.pmem->ep_counters(g_s.main.ep, &c);
+	bool ok = !ret && c.commits == g_s.commits && !c.commit_errors &&
+		  c.requests_sent >= g_s.commits;
+
+	if (ok)
+		verdict(true, check_name("counters"), "commits=%" PRIu64
+			" commit_errors=0 requests_sent=%" PRIu64 ", as the "
+			"test saw", c.commits, c.requests_sent);
+	else
+		verdict(false, check_name("counters"), "expected commits=%u "
+			"commit_errors=0 requests_sent>=%u got commits=%" PRIu64
+			" commit_errors=%" PRIu64 " requests_sent=%" PRIu64 "%s",
+			g_s.commits, g_s.commits, c.commits, c.commit_errors,
+			c.requests_sent, ret ? " (ep_counters failed)" : "");
+}
+
+static void check_method(void)
+{
+	expect_u64("method",
+		   g_net.pmem->method(g_s.main.ep, g_s.reg[REG_A].key),
+		   FI_PMEM_METHOD_AGENT, "method (FI_PMEM_METHOD_AGENT is 1)");
+}
+
+/*
+ * Each FI_IMMED completion must come after durability: the ranges of its
+ * commit must be covered by records the log already had when the target
+ * read the completion.  (Reading late can only hide, never invent, a
+ * violation.)
+ */
+static void check_immed_timing(const struct report *rep)
+{
+	size_t n = rep->nimmed < MAX_IMMED ? rep->nimmed : MAX_IMMED;
+
+	for (size_t i = 0; i < g_s.n_immed_scopes; i++) {
+		const struct immed_scope *sc = &g_s.immed_scopes[i];
+		uint64_t key = g_s.reg[sc->region].key, at, hole;
+
+		if (sc->index >= n)
+			continue; /* count mismatch: reported by "immed" */
+		at = rep->immed[sc->index].log_count;
+		hole = oracle_first_hole(key, sc->p.addr, sc->p.len, sc->p.mark,
+					 at);
+		if (hole < sc->p.addr + sc->p.len) {
+			verdict(false, check_name("immed-after-durability"),
+				"expected FI_IMMED #%zu to reach the target "
+				"after its commit was durable got byte 0x%"
+				PRIx64 " of [0x%" PRIx64 ", +%" PRIu64 ") not "
+				"persisted when the target read it (log had %"
+				PRIu64 " records)", sc->index, hole, sc->p.addr,
+				sc->p.len, at);
+			return;
+		}
+	}
+	verdict(true, check_name("immed-after-durability"), "all %zu ranges "
+		"of FI_IMMED commits were persisted before the target read "
+		"the completion", g_s.n_immed_scopes);
+}
+
+/* oracle, contents and fault: the matrix, then the target's report. */
+static void run_workload(void)
+{
+	struct report *rep;
+
+	check_profiles();
+	check_method();
+	run_matrix();
+	final_flush(REG_A);
+	final_flush(REG_B);
+	drain_cqs();
+	check_commits();
+	check_counters();
+	if (g_log)
+		verdict(true, check_name("oracle"), "%u commits: all %u "
+			"written ranges covered by extents persisted before "
+			"the completion; %u fences ordered", g_s.commits,
+			g_s.ranges_checked, g_s.fences_checked);
+	if (g_s.fence_request_errors)
+		verdict(false, check_name("fence"), "%s (%u of %u fenced "
+			"commits)", g_s.fence_detail, g_s.fence_request_errors,
+			g_s.fences_counted);
+	else
+		verdict(true, check_name("fence"), "%u fenced commits with "
+			"earlier writes each flushed them first (requests_sent "
+			"+2)", g_s.fences_counted);
+	if (g_opt.test == TEST_FAULT) {
+		verdict(false, check_name("detect"), "expected the oracle to "
+			"catch the skipped extent got every commit covered");
+	}
+	rep = initiator_finish(g_opt.test == TEST_CONTENTS);
+	check_report_immed(rep);
+	if (g_log && rep->immed_log_counted)
+		check_immed_timing(rep);
+	check_report_file(rep);
+	free(rep);
+}
+
+/* ================================================================== */
+/* Initiator: bad input                                               */
+/* ================================================================== */
+
+/* The outcome of one fi_writemsg: its return, then its completion. */
+struct outcome {
+	ssize_t ret;
+	bool completed;
+	int err;
+	uint64_t flags;
+	char text[200];
+};
+
+/* Posts a commit on c; NULL if fi_writemsg refused it (*ret says why). */
+static struct op *post_commit(struct conn *c, struct fi_msg_rma *msg,
+			      uint64_t flags, ssize_t *ret)
+{
+	struct op *op = op_alloc(OP_COMMIT, c);
+
+	msg->context = &op->fictx;
+	*ret = fi_writemsg(c->ep, msg, flags);
+	if (!*ret)
+		return op;
+	op_free(op);
+	return NULL;
+}
+
+/* Waits (bounded) for a posted commit and describes how it ended. */
+static struct outcome commit_outcome(struct op *op)
+{
+	struct outcome o = { .completed = op_wait(op) };
+
+	if (!o.completed)
+		return o; /* op stays busy: a late completion is noticed */
+	o.err = op->err;
+	o.flags = op->flags;
+	snprintf(o.text, sizeof(o.text), "%s", op->errtext);
+	op_free(op);
+	return o;
+}
+
+/*
+ * Posts a commit on c, runs after_post (if any) once it is accepted, and
+ * waits (bounded) for its completion.
+ */
+static struct outcome try_commit_then(struct conn *c, struct fi_msg_rma *msg,
+				      uint64_t flags, void (*after_post)(void))
+{
+	ssize_t ret;
+	struct op *op = post_commit(c, msg, flags, &ret);
+	struct outcome o = { .ret = ret };
+
+	if (!op)
+		return o;
+	if (after_post)
+		after_post();
+	return commit_outcome(op);
+}
+
+static struct outcome try_commit(struct conn *c, struct fi_msg_rma *msg,
+				 uint64_t flags)
+{
+	return try_commit_then(c, msg, flags, NULL);
+}
+
+/* Overwrites the start of the source buffer (FI_INJECT: it is ours again). */
+static void scribble_source(void)
+{
+	memset(g_s.src, 0xee, 256);
+}
+
+/* The call must fail at once with want. */
+static void expect_ret(const char *name, ssize_t got, int want)
+{
+	verdict(got == want, check_name(name), "%s%s got %s (%zd)",
+		got == want ? "" : "expected ", errname(want), errname(got),
+		got);
+}
+
+static void expect_refused(const char *name, const struct outcome *o,
+			   int want)
+{
+	if (o->ret || !o->completed)
+		expect_ret(name, o->ret, want);
+	else
+		verdict(false, check_name(name), "expected %s got the commit "
+			"accepted and completed with %s", errname(want),
+			errname(o->err));
+}
+
+/* The commit must be accepted, then complete with a CQ error want. */
+static void expect_cq_error(const char *name, const struct outcome *o,
+			    int want)
+{
+	if (o->ret)
+		verdict(false, check_name(name), "expected CQ error %s got "
+			"fi_writemsg %s", errname(want), errname(o->ret));
+	else if (!o->completed)
+		verdict(false, check_name(name), "expected CQ error %s got no "
+			"completion within %d ms", errname(want), STEP_MS);
+	else if (o->err != want)
+		verdict(false, check_name(name), "expected CQ error %s got %s "
+			"(%s)", errname(want), errname(o->err), o->text);
+	else if (!readable(o->text))
+		verdict(false, check_name(name), "expected readable "
+			"fi_cq_strerror text got \"%s\"", o->text);
+	else
+		verdict(true, check_name(name), "CQ error %s: \"%s\"",
+			errname(o->err), o->text);
+}
+
+static void expect_success(const char *name, const struct outcome *o)
+{
+	bool ok = !o->ret && o->completed && !o->err &&
+		  (o->flags & OP_CLASS_FLAGS) == COMMIT_FLAGS;
+
+	if (ok)
+		verdict(true, check_name(name), "completed, flags FI_RMA|"
+			"FI_WRITE");
+	else if (o->ret)
+		verdict(false, check_name(name), "expected success got %s",
+			errname(o->ret));
+	else if (!o->completed)
+		verdict(false, check_name(name), "expected a completion got "
+			"none within %d ms", STEP_MS);
+	else if (o->err)
+		verdict(false, check_name(name), "expected success got CQ "
+			"error %s (%s)", errname(o->err), o->text);
+	else
+		verdict(false, check_name(name), "expected flags 0x%llx got "
+			"0x%" PRIx64, (unsigned long long)COMMIT_FLAGS, o->flags);
+}
+
+/* A commit of len bytes from the source buffer to region at off. */
+struct cmsg {
+	struct iovec iov[8];
+	void *desc[8];
+	struct fi_rma_iov rma[8];
+	struct fi_msg_rma msg;
+};
+
+static struct fi_msg_rma *cmsg_make(struct cmsg *m, enum region_id region,
+				    uint64_t off, size_t len)
+{
+	for (size_t i = 0; i < ARRAY_LEN(m->iov); i++) {
+		m->iov[i] = (struct iovec){ g_s.src + i * 16, 1 };
+		m->desc[i] = g_s.src_desc;
+		m->rma[i] = (struct fi_rma_iov){ rma_addr(region, off + i * 16),
+						 1, g_s.reg[region].key };
+	}
+	m->iov[0].iov_len = len;
+	m->rma[0].len = len;
+	m->msg = (struct fi_msg_rma){ .msg_iov = m->iov, .desc = m->desc,
+				      .iov_count = len ? 1 : 0, .rma_iov = m->rma,
+				      .rma_iov_count = 1 };
+	return &m->msg;
+}
+
+/* A pure flush of key (iov_count 0, rma_iov {addr, 0, key}). */
+static struct fi_msg_rma *cmsg_flush(struct cmsg *m, enum region_id region,
+				     uint64_t key)
+{
+	struct fi_msg_rma *msg = cmsg_make(m, region, 0, 0);
+
+	m->rma[0].key = key;
+	return msg;
+}
+
+/* Records a range the target must hold, for the contents check. */
+static void note_placed(enum region_id region, uint64_t off, size_t len,
+			uint64_t seed)
+{
+	struct range_desc r = { .region = region, .off = off, .len = len,
+				.seed = seed };
+
+	range_add(&g_s.placed, &r);
+}
+
+/* Generates a badinput write's data at the source buffer's start. */
+static void place(enum region_id region, uint64_t off, size_t len,
+		  uint64_t seed)
+{
+	gen_fill(g_s.src, len, seed, off);
+	note_placed(region, off, len, seed);
+}
+
+/* Reads len bytes of a region into dst (registered memory); 0 or err. */
+static int rma_read(enum region_id region, uint64_t off, void *dst,
+		    size_t len)
+{
+	struct op *op = op_alloc(OP_READ, &g_s.main);
+	ssize_t ret;
+	int err;
+
+	POST(ret, fi_read(g_s.main.ep, dst, len, g_s.src_desc, 0,
+			  rma_addr(region, off), g_s.reg[region].key,
+			  &op->fictx));
+	if (ret) {
+		op_free(op);
+		return (int)ret;
+	}
+	if (!op_wait(op))
+		die("fi_read: no completion within %d ms", STEP_MS);
+	err = op->err;
+	op_free(op);
+	return err;
+}
+
+/* Plain write to region (tracked in the key's scope), waited for. */
+static int plain_write_wait(enum region_id region, uint64_t off, size_t len,
+			    uint64_t seed)
+{
+	struct op *op = op_alloc(OP_WRITE, &g_s.main);
+	ssize_t ret;
+	int err;
+
+	gen_fill(g_s.src, len, seed, off);
+	POST(ret, fi_write(g_s.main.ep, g_s.src, len, g_s.src_desc, 0,
+			   rma_addr(region, off), g_s.reg[region].key,
+			   &op->fictx));
+	if (ret) {
+		op_free(op);
+		return (int)ret;
+	}
+	op_wait_or_die(op, "plain write");
+	err = op->err;
+	op_free(op);
+	if (!err)
+		place(region, off, len, seed);
+	return err;
+}
+
+/* Asks the target to re-register a region under its key with len bytes. */
+static void resize_region(enum region_id region, uint64_t len)
+{
+	struct resize_req req = { .region = region, .len = len };
+	const struct status_rsp *rsp;
+
+	ctl_send(MSG_RESIZE, &req, sizeof(req));
+	rsp = ctl_expect(MSG_RESIZED, sizeof(*rsp), NULL);
+	if (rsp->status || rsp->detail[0])
+		die("target could not resize %s: %s %s", k_regions[region].name,
+		    errname(rsp->status), rsp->detail);
+	ctl_release();
+}
+
+/* ---- cases: immediate refusals on the main endpoint ---- */
+
+static void case_immed_without_commit(const char *name)
+{
+	struct cmsg m;
+	struct outcome o = try_commit(&g_s.main, cmsg_make(&m, REG_A, 0, 8),
+				      FI_IMMED);
+
+	expect_refused(name, &o, -FI_EINVAL);
+}
+
+/* Provider flag bits pmemverbs does not define: 61, 62, 63. */
+static void case_unknown_flag_bits(const char *name)
+{
+	for (int bit = 61; bit <= 63; bit++) {
+		char sub[64];
+		struct cmsg m;
+		struct outcome o = try_commit(&g_s.main,
+					      cmsg_make(&m, REG_A, 0, 8),
+					      FI_COMMIT_COMPLETE | (1ull << bit));
+
+		snprintf(sub, sizeof(sub), "%s-%d", name, bit);
+		expect_refused(sub, &o, -FI_EBADFLAGS);
+	}
+}
+
+static void case_rma_iov_count_zero(const char *name)
+{
+	struct cmsg m;
+	struct fi_msg_rma *msg = cmsg_make(&m, REG_A, 0, 8);
+	struct outcome o;
+
+	msg->rma_iov_count = 0;
+	o = try_commit(&g_s.main, msg, FI_COMMIT_COMPLETE);
+	expect_refused(name, &o, -FI_EINVAL);
+}
+
+static void case_rma_iov_null(const char *name)
+{
+	struct cmsg m;
+	struct fi_msg_rma *msg = cmsg_make(&m, REG_A, 0, 8);
+	struct outcome o;
+
+	msg->rma_iov = NULL;
+	o = try_commit(&g_s.main, msg, FI_COMMIT_COMPLETE);
+	expect_refused(name, &o, -FI_EINVAL);
+}
+
+static void case_rma_iov_two_keys(const char *name)
+{
+	struct cmsg m;
+	struct fi_msg_rma *msg = cmsg_make(&m, REG_A, 0, 1);
+	struct outcome o;
+
+	msg->iov_count = 2;
+	msg->rma_iov_count = 2;
+	m.rma[1] = (struct fi_rma_iov){ rma_addr(REG_B, 0), 1,
+					g_s.reg[REG_B].key };
+	o = try_commit(&g_s.main, msg, FI_COMMIT_COMPLETE);
+	expect_refused(name, &o, -FI_EINVAL);
+}
+
+/* 5 local iovs, one more than the limit of 4. */
+static void case_iov_count_over_limit(const char *name)
+{
+	struct cmsg m;
+	struct fi_msg_rma *msg = cmsg_make(&m, REG_A, 0, 1);
+	struct outcome o;
+
+	msg->iov_count = 5;
+	m.rma[0].len = 5;
+	o = try_commit(&g_s.main, msg, FI_COMMIT_COMPLETE);
+	expect_refused(name, &o, -FI_EINVAL);
+}
+
+/* 5 remote iovs, one more than the limit of 4. */
+static void case_rma_iov_count_over_limit(const char *name)
+{
+	struct cmsg m;
+	struct fi_msg_rma *msg = cmsg_make(&m, REG_A, 0, 1);
+	struct outcome o;
+
+	msg->rma_iov_count = 5;
+	m.iov[0].iov_len = 5;
+	o = try_commit(&g_s.main, msg, FI_COMMIT_COMPLETE);
+	expect_refused(name, &o, -FI_EINVAL);
+}
+
+/* 10 local bytes for 20 remote bytes. */
+static void case_length_mismatch(const char *name)
+{
+	struct cmsg m;
+	struct fi_msg_rma *msg = cmsg_make(&m, REG_A, 0, 10);
+	struct outcome o;
+
+	m.rma[0].len = 20;
+	o = try_commit(&g_s.main, msg, FI_COMMIT_COMPLETE);
+	expect_refused(name, &o, -FI_EINVAL);
+}
+
+/* No local data for 16 remote bytes: not a pure flush (that has len 0). */
+static void case_no_iov_remote_len(const char *name)
+{
+	struct cmsg m;
+	struct fi_msg_rma *msg = cmsg_make(&m, REG_A, 0, 0);
+	struct outcome o;
+
+	m.rma[0].len = 16;
+	o = try_commit(&g_s.main, msg, FI_COMMIT_COMPLETE);
+	expect_refused(name, &o, -FI_EINVAL);
+}
+
+/* desc of a region registered on a second domain. */
+static void case_desc_other_domain(const char *name)
+{
+	struct fid_domain *dom2;
+	struct fid_mr *mr2;
+	struct cmsg m;
+	struct fi_msg_rma *msg = cmsg_make(&m, REG_A, 0, 8);
+	struct outcome o;
+
+	CHECK(fi_domain(g_net.fabric, g_net.info, &dom2, NULL));
+	CHECK(fi_mr_reg(dom2, g_s.src, 4096, FI_WRITE | FI_READ, 0,
+			0xf0f0f0ull, 0, &mr2, NULL));
+	m.desc[0] = fi_mr_desc(mr2);
+	if (!m.desc[0])
+		verdict(false, check_name(name), "expected a non-NULL desc "
+			"from the second domain got NULL (case not exercised)");
+	o = try_commit(&g_s.main, msg, FI_COMMIT_COMPLETE);
+	if (m.desc[0])
+		expect_refused(name, &o, -FI_EINVAL);
+	CHECK(fi_close(&mr2->fid));
+	CHECK(fi_close(&dom2->fid));
+}
+
+/* FI_INJECT commit one byte over the inject size. */
+static void case_inject_too_large(const char *name)
+{
+	size_t len = g_net.inject_size + 1;
+	struct cmsg m;
+	struct outcome o = try_commit(&g_s.main,
+				      cmsg_make(&m, REG_A, 0, len),
+				      FI_COMMIT_COMPLETE | FI_INJECT);
+
+	expect_refused(name, &o, -FI_EINVAL);
+}
+
+static void case_mr_reg_unknown_flag(const char *name)
+{
+	struct fid_mr *mr = NULL;
+	int ret = fi_mr_reg(g_net.domain, g_s.src, 4096, FI_REMOTE_WRITE, 0,
+			    0xf1f1f1ull, 1ull << 61, &mr, NULL);
+
+	expect_ret(name, ret, -FI_EBADFLAGS);
+	if (!ret)
+		fi_close(&mr->fid);
+}
+
+static void case_mr_regv_pmem_two_iovs(const char *name)
+{
+	struct iovec iov[2] = { { g_s.src, 4096 }, { g_s.src + 8192, 4096 } };
+	struct fid_mr *mr = NULL;
+	int ret = fi_mr_regv(g_net.domain, iov, 2, FI_REMOTE_WRITE, 0,
+			     0xf2f2f2ull, FI_RMA_PMEM, &mr, NULL);
+
+	expect_ret(name, ret, -FI_EINVAL);
+	if (!ret)
+		fi_close(&mr->fid);
+}
+
+/* ---- cases: refusals by the target's agent (CQ errors) ---- */
+
+static void case_unknown_key(const char *name)
+{
+	struct cmsg m;
+	struct outcome o = try_commit(&g_s.main,
+				      cmsg_flush(&m, REG_A, UNKNOWN_KEY),
+				      FI_COMMIT_COMPLETE);
+
+	expect_cq_error(name, &o, FI_ENOKEY);
+}
+
+static void case_no_remote_write(const char *name)
+{
+	struct cmsg m;
+	struct outcome o = try_commit(&g_s.main,
+				      cmsg_flush(&m, REG_RO, g_s.reg[REG_RO].key),
+				      FI_COMMIT_COMPLETE);
+
+	expect_cq_error(name, &o, FI_EACCES);
+}
+
+/*
+ * A range the agent must refuse: written while REG_RANGE is whole (so the
+ * core accepts the data), then the target shrinks the region to half
+ * under the same key, then a pure flush asks the agent to persist it.
+ */
+static void range_case(const char *name, uint64_t off, size_t len)
+{
+	uint64_t half = SMALL_REGION / 2;
+	struct cmsg m;
+	struct outcome o;
+	int err;
+
+	resize_region(REG_RANGE, SMALL_REGION);
+	err = plain_write_wait(REG_RANGE, off, len, 0x5000 + off);
+	if (err) {
+		verdict(false, check_name(name), "expected the in-range write "
+			"to succeed got %s", errname(err));
+		return;
+	}
+	resize_region(REG_RANGE, half);
+	o = try_commit(&g_s.main,
+		       cmsg_flush(&m, REG_RANGE, g_s.reg[REG_RANGE].key),
+		       FI_COMMIT_COMPLETE);
+	expect_cq_error(name, &o, FI_EINVAL);
+}
+
+static void case_range_past_end(const char *name)
+{
+	range_case(name, SMALL_REGION / 2 + 4096, 100);
+}
+
+static void case_range_straddling_end(const char *name)
+{
+	range_case(name, SMALL_REGION / 2 - 50, 100);
+}
+
+/*
+ * A commit carrying 100 bytes at 2^64 - 50 (the range wraps), on a
+ * connection of its own.  The tcp core validates RMA ranges before the
+ * agent sees them: the target's core refuses the write and drops that
+ * connection, so the commit must fail as "peer gone" (FI_ENOTCONN) --
+ * not succeed, not hang -- and nothing may be written (guards).
+ */
+static void case_range_wraps(const char *name)
+{
+	struct conn c = { 0 };
+	struct cmsg m;
+	struct fi_msg_rma *msg = cmsg_make(&m, REG_A, 0, 100);
+	struct outcome o;
+
+	initiator_open_conn(&c, true);
+	conn_connect(&c, KIND_EXTRA);
+	m.rma[0].addr = UINT64_MAX - 49;
+	o = try_commit(&c, msg, FI_COMMIT_COMPLETE);
+	expect_cq_error(name, &o, FI_ENOTCONN);
+	initiator_close_conn(&c);
+}
+
+/*
+ * fi_mr_reg with a non-zero offset (libfabric 1.17: "reserved for future
+ * use and must be 0"; the tcp core addresses the region from 0 anyway).
+ * Either the registration is refused with -FI_EINVAL, or a commit to an
+ * address the core accepts must succeed: agent and core must agree.
+ */
+static void case_mr_offset_nonzero(const char *name)
+{
+	struct cmsg m;
+	struct outcome o;
+
+	if (g_s.reg[REG_OFFSET].reg_status) {
+		expect_ret(name, g_s.reg[REG_OFFSET].reg_status, -FI_EINVAL);
+		return;
+	}
+	place(REG_OFFSET, 100, 200, 0x7006);
+	o = try_commit(&g_s.main, cmsg_make(&m, REG_OFFSET, 100, 200),
+		       FI_COMMIT_COMPLETE);
+	expect_success(name, &o);
+}
+
+/* ---- cases: what must work ---- */
+
+static void case_volatile_commit(const char *name)
+{
+	struct cmsg m;
+	struct outcome o;
+
+	place(REG_VOL, 1000, 77, 0x7001);
+	o = try_commit(&g_s.main, cmsg_make(&m, REG_VOL, 1000, 77),
+		       FI_COMMIT_COMPLETE);
+	expect_success(name, &o);
+	expect_profile("volatile-peer-profile",
+		       g_net.pmem->peer_profile(g_s.main.ep,
+						g_s.reg[REG_VOL].key),
+		       FI_PMEM_PROFILE_VOLATILE,
+		       "after a commit to the volatile region");
+}
+
+static void case_flush_nothing_written(const char *name)
+{
+	struct cmsg m;
+	struct outcome o = try_commit(&g_s.main,
+				      cmsg_flush(&m, REG_B, g_s.reg[REG_B].key),
+				      FI_COMMIT_COMPLETE);
+
+	expect_success(name, &o);
+}
+
+/* After the errors above, a commit with data still works. */
+static void case_commit_after_errors(const char *name)
+{
+	struct cmsg m;
+	struct outcome o;
+
+	place(REG_A, 5000, 333, 0x7002);
+	o = try_commit(&g_s.main, cmsg_make(&m, REG_A, 5000, 333),
+		       FI_COMMIT_COMPLETE | FI_FENCE);
+	expect_success(name, &o);
+}
+
+/* A pure flush of region's key that must succeed (a case's set-up). */
+static void flush_or_die(enum region_id region, const char *why)
+{
+	struct cmsg m;
+	struct outcome o = try_commit(&g_s.main,
+				      cmsg_flush(&m, region, g_s.reg[region].key),
+				      FI_COMMIT_COMPLETE);
+
+	if (o.ret || !o.completed || o.err)
+		die("%s: flush of %s failed", why, k_regions[region].name);
+}
+
+static void case_peer_profile(const char *name)
+{
+	flush_or_die(REG_A, name);
+	expect_profile(name,
+		       g_net.pmem->peer_profile(g_s.main.ep, g_s.reg[REG_A].key),
+		       g_s.want_profile, "after a commit to pmem-a");
+}
+
+/* The peer's profile of a key stays known after commits to other keys. */
+static void case_peer_profile_kept(const char *name)
+{
+	flush_or_die(REG_A, name);
+	flush_or_die(REG_VOL, name);
+	expect_profile(name,
+		       g_net.pmem->peer_profile(g_s.main.ep, g_s.reg[REG_A].key),
+		       g_s.want_profile, "for pmem-a after a later commit to "
+		       "the volatile region");
+}
+
+/*
+ * The target stops calling libfabric (proven by a marker the initiator
+ * reads over RMA); a commit must still complete: the agent runs alone.
+ */
+static void case_target_idle(const char *name)
+{
+	struct idle_req req = { .marker_off = 0, .flag_off = 64,
+				.flag_value = 0 };
+	int64_t deadline = deadline_in(STEP_MS);
+	uint64_t *marker = (uint64_t *)(void *)(g_s.src + NOISE_SLOT *
+						 (size_t)LOCAL_STRIDE);
+	const struct status_rsp *rsp;
+	struct cmsg m;
+	struct outcome o;
+
+	gen_fill((uint8_t *)&req.flag_value, 8, 0x7003, 64);
+	ctl_send(MSG_IDLE, &req, sizeof(req));
+	*marker = 0;
+	while (*marker != 1 && before(deadline))
+		if (rma_read(REG_VOL, req.marker_off, marker, 8))
+			die("%s: reading the target's marker failed", name);
+	if (*marker != 1)
+		die("%s: the target never went idle", name);
+	place(REG_A, 9000, 4099, 0x7004);
+	o = try_commit(&g_s.main, cmsg_make(&m, REG_A, 9000, 4099),
+		       FI_COMMIT_COMPLETE);
+	if (plain_write_wait(REG_VOL, 64, 8, 0x7003))
+		die("%s: writing the flag failed", name);
+	rsp = ctl_expect(MSG_IDLE_DONE, sizeof(*rsp), NULL);
+	if (rsp->status)
+		die("%s: %s", name, rsp->detail);
+	ctl_release();
+	expect_success(name, &o);
+}
+
+/* A one-segment message writing len bytes from src to region at off. */
+static struct fi_msg_rma one_seg_msg(struct msg_parts *mp, uint8_t *src,
+				     enum region_id region, uint64_t off,
+				     size_t len)
+{
+	mp->iov[0] = (struct iovec){ src, len };
+	mp->desc[0] = g_s.src_desc;
+	mp->rma[0] = (struct fi_rma_iov){ rma_addr(region, off), len,
+					  g_s.reg[region].key };
+	return (struct fi_msg_rma){ .msg_iov = mp->iov, .desc = mp->desc,
+				    .iov_count = 1, .rma_iov = mp->rma,
+				    .rma_iov_count = 1 };
+}
+
+/*
+ * FI_FENCE defers the fenced operation "and any operation posted after"
+ * it (fi_endpoint(3)), and the endpoint advertises FI_ORDER_WAW: a plain
+ * write posted right after a fenced commit, to the same bytes, must land
+ * after it.  Read back, the bytes must be the later write's.  (The key has
+ * an earlier uncommitted write, so the fenced commit has to wait.)
+ */
+static void case_fence_keeps_write_order(const char *name)
+{
+	const uint64_t off = 30000;
+	const size_t len = 256;
+	uint8_t *d1 = g_s.src + LOCAL_STRIDE, *d2 = d1 + LOCAL_STRIDE;
+	uint8_t *back = d2 + LOCAL_STRIDE;
+	struct msg_parts mp;
+	struct fi_msg_rma msg = one_seg_msg(&mp, d1, REG_A, off, len);
+	struct op *c1, *w2 = NULL;
+	struct outcome o;
+	struct cmsg m;
+	ssize_t ret;
+
+	if (plain_write_wait(REG_A, 40000, 64, 0x7010))
+		die("%s: the earlier write failed", name);
+	gen_fill(d1, len, 0x7011, off);
+	gen_fill(d2, len, 0x7012, off);
+	note_placed(REG_A, off, len, 0x7011);
+	note_placed(REG_A, off, len, 0x7012);
+	c1 = post_commit(&g_s.main, &msg, FI_COMMIT_COMPLETE | FI_FENCE, &ret);
+	if (c1) {
+		w2 = op_alloc(OP_WRITE, &g_s.main);
+		POST(ret, fi_write(g_s.main.ep, d2, len, g_s.src_desc, 0,
+				   rma_addr(REG_A, off), g_s.reg[REG_A].key,
+				   &w2->fictx));
+	}
+	if (!c1 || ret)
+		die("%s: posting failed: %s", name, errname(ret));
+	o = commit_outcome(c1);
+	if (!op_wait(w2) || w2->err)
+		die("%s: the later plain write failed", name);
+	op_free(w2);
+	if (rma_read(REG_A, off, back, len))
+		die("%s: reading the range back failed", name);
+	if (o.err || !o.completed)
+		expect_success(name, &o);
+	else if (!memcmp(back, d2, len))
+		verdict(true, check_name(name), "the write posted after the "
+			"fenced commit landed last");
+	else
+		verdict(false, check_name(name), "expected the bytes of the "
+			"write posted after the fenced commit got %s",
+			memcmp(back, d1, len) ? "other bytes" :
+			"the fenced commit's: the later write overtook it");
+	place(REG_A, off, len, 0x7013); /* a known end state, whatever happened */
+	o = try_commit(&g_s.main, cmsg_make(&m, REG_A, off, len),
+		       FI_COMMIT_COMPLETE);
+	if (o.ret || o.err || !o.completed)
+		die("%s: the final commit failed", name);
+}
+
+/*
+ * FI_INJECT on fi_writemsg only lets the caller reuse its buffer at once
+ * (fi_rma(3)); the commit must still complete, once, with its context.
+ * The source is overwritten right after the call: the contents check
+ * then proves the original bytes were taken.
+ */
+static void case_inject_commit_completes(const char *name)
+{
+	struct cmsg m;
+	struct fi_msg_rma *msg = cmsg_make(&m, REG_A, 20000, 64);
+	struct outcome o;
+
+	place(REG_A, 20000, 64, 0x7005);
+	o = try_commit_then(&g_s.main, msg, FI_COMMIT_COMPLETE | FI_INJECT,
+			    scribble_source);
+	expect_success(name, &o);
+}
+
+static void case_atomicity_chunk(const char *name)
+{
+	expect_u64(name,
+		   g_net.pmem->atomicity_chunk(g_net.domain), 8,
+		   "atomicity_chunk");
+}
+
+static void case_method_agent(const char *name)
+{
+	expect_u64(name,
+		   g_net.pmem->method(g_s.main.ep, g_s.reg[REG_A].key),
+		   FI_PMEM_METHOD_AGENT, "method on the connected pmem endpoint "
+		   "(FI_PMEM_METHOD_AGENT is 1)");
+}
+
+static void case_peer_profile_before_commit(const char *name)
+{
+	expect_profile(name,
+		       g_net.pmem->peer_profile(g_s.main.ep, g_s.reg[REG_B].key),
+		       FI_PMEM_PROFILE_UNKNOWN, "before any commit to pmem-b");
+}
+
+/* ---- cases: other endpoints ---- */
+
+/* FI_IMMED and unknown bits on an endpoint opened without FI_RMA_PMEM. */
+static void case_plain_endpoint_flags(const char *name)
+{
+	struct conn c = { 0 };
+	struct cmsg m;
+	char sub[64];
+
+	initiator_open_conn(&c, false);
+	snprintf(sub, sizeof(sub), "%s-immed", name);
+	expect_ret(sub, fi_writemsg(c.ep, cmsg_make(&m, REG_A, 0, 8),
+				    FI_COMMIT_COMPLETE | FI_IMMED), -FI_EINVAL);
+	snprintf(sub, sizeof(sub), "%s-bit61", name);
+	expect_ret(sub, fi_writemsg(c.ep, cmsg_make(&m, REG_A, 0, 8),
+				    FI_COMMIT_COMPLETE | (1ull << 61)),
+		   -FI_EBADFLAGS);
+	initiator_close_conn(&c);
+}
+
+static void case_never_connected(const char *name)
+{
+	struct conn c = { 0 };
+	struct cmsg m;
+	char sub[64];
+
+	initiator_open_conn(&c, true);
+	expect_ret(name, fi_writemsg(c.ep, cmsg_flush(&m, REG_A,
+						       g_s.reg[REG_A].key),
+				     FI_COMMIT_COMPLETE), -FI_ENOTCONN);
+	snprintf(sub, sizeof(sub), "%s-method", name);
+	expect_u64(sub, g_net.pmem->method(c.ep, g_s.reg[REG_A].key),
+		   FI_PMEM_METHOD_NONE, "method on an unconnected endpoint");
+	initiator_close_conn(&c);
+}
+
+/* The target opened its end without FI_RMA_PMEM: no agent to commit. */
+static void case_peer_without_pmem(const char *name)
+{
+	struct conn c = { 0 };
+	struct cmsg m;
+	struct outcome o;
+
+	initiator_open_conn(&c, true);
+	conn_connect(&c, KIND_PLAIN_PEER);
+	o = try_commit(&c, cmsg_make(&m, REG_A, 0, 8), FI_COMMIT_COMPLETE);
+	expect_refused(name, &o, -FI_EOPNOTSUPP);
+	fi_shutdown(c.ep, 0);
+	initiator_close_conn(&c);
+}
+
+/* A commit works, the target shuts the connection, then commits fail. */
+static void case_after_peer_shutdown(const char *name)
+{
+	struct conn c = { 0 };
+	struct cmsg m;
+	struct outcome o;
+	char sub[64];
+
+	initiator_open_conn(&c, true);
+	conn_connect(&c, KIND_SHUT);
+	o = try_commit(&c, cmsg_flush(&m, REG_A, g_s.reg[REG_A].key),
+		       FI_COMMIT_COMPLETE);
+	snprintf(sub, sizeof(sub), "%s-before", name);
+	expect_success(sub, &o);
+	ctl_send(MSG_SHUT, NULL, 0);
+	wait_flag(&c.shut_down, "waiting for the target's FI_SHUTDOWN");
+	o = try_commit(&c, cmsg_flush(&m, REG_A, g_s.reg[REG_A].key),
+		       FI_COMMIT_COMPLETE);
+	expect_refused(name, &o, -FI_ENOTCONN);
+	initiator_close_conn(&c);
+}
+
+/* One successful commit and one refused: the counters move by one each. */
+static void case_ep_counters(const char *name)
+{
+	struct fi_pmem_ep_counters before = main_counters(), after;
+	struct cmsg m;
+	struct outcome ok = try_commit(&g_s.main,
+				       cmsg_flush(&m, REG_B, g_s.reg[REG_B].key),
+				       FI_COMMIT_COMPLETE);
+	struct outcome bad = try_commit(&g_s.main,
+					cmsg_flush(&m, REG_A, UNKNOWN_KEY),
+					FI_COMMIT_COMPLETE);
+
+	after = main_counters();
+	if (ok.ret || !ok.completed || ok.err || bad.ret || !bad.completed ||
+	    !bad.err)
+		die("%s: the two commits did not end as expected", name);
+	expect_u64("ep-counters-commits", after.commits - before.commits, 1,
+		   "commits added by one successful commit");
+	expect_u64("ep-counters-errors",
+		   after.commit_errors - before.commit_errors, 1,
+		   "commit_errors added by one refused commit");
+}
+
+struct bad_case {
+	const char *name;
+	void (*run)(const char *name);
+};
+
+static const struct bad_case k_bad_cases[] = {
+	{ "atomicity-chunk", case_atomicity_chunk },
+	{ "method-agent", case_method_agent },
+	{ "peer-profile-unknown-before-commit", case_peer_profile_before_commit },
+	{ "immed-without-commit", case_immed_without_commit },
+	{ "unknown-flag-bit", case_unknown_flag_bits },
+	{ "rma-iov-count-zero", case_rma_iov_count_zero },
+	{ "rma-iov-null", case_rma_iov_null },
+	{ "rma-iov-two-keys", case_rma_iov_two_keys },
+	{ "iov-count-over-limit", case_iov_count_over_limit },
+	{ "rma-iov-count-over-limit", case_rma_iov_count_over_limit },
+	{ "length-mismatch", case_length_mismatch },
+	{ "no-iov-with-remote-length", case_no_iov_remote_len },
+	{ "desc-from-other-domain", case_desc_other_domain },
+	{ "inject-over-inject-size", case_inject_too_large },
+	{ "inject-commit-completes", case_inject_commit_completes },
+	{ "mr-reg-unknown-flag-bit61", case_mr_reg_unknown_flag },
+	{ "mr-regv-pmem-two-iovs", case_mr_regv_pmem_two_iovs },
+	{ "unknown-key", case_unknown_key },
+	{ "no-remote-write", case_no_remote_write },
+	{ "range-past-end", case_range_past_end },
+	{ "range-straddling-end", case_range_straddling_end },
+	{ "range-wraps-address-space", case_range_wraps },
+	{ "mr-offset-nonzero", case_mr_offset_nonzero },
+	{ "volatile-commit", case_volatile_commit },
+	{ "flush-nothing-written", case_flush_nothing_written },
+	{ "commit-after-errors", case_commit_after_errors },
+	{ "fence-keeps-write-order", case_fence_keeps_write_order },
+	{ "peer-profile-after-commit", case_peer_profile },
+	{ "peer-profile-kept-per-key", case_peer_profile_kept },
+	{ "commit-while-target-idle", case_target_idle },
+	{ "ep-counters", case_ep_counters },
+	{ "plain-endpoint", case_plain_endpoint_flags },
+	{ "never-connected", case_never_connected },
+	{ "peer-without-pmem", case_peer_without_pmem },
+	{ "after-peer-shutdown", case_after_peer_shutdown },
+};
+
+static void run_badinput(void)
+{
+	struct report *rep;
+
+	for (size_t i = 0; i < ARRAY_LEN(k_bad_cases); i++)
+		if (!g_opt.only || !strcmp(g_opt.only, k_bad_cases[i].name))
+			k_bad_cases[i].run(k_bad_cases[i].name);
+	drain_cqs();
+	verdict(!g_unexpected, check_name("no-stray-completions"), "%s%u%s%s",
+		g_unexpected ? "expected 0 got " : "", g_unexpected,
+		g_unexpected ? ": " : " stray completions",
+		g_unexpected ? g_unexpected_what : "");
+	rep = initiator_finish(true);
+	check_report_file(rep);
+	free(rep);
+}
+
+/*
+ * exit: one commit (both agents have run), then exit() with the endpoint,
+ * domain and fabric open.  The process must still exit cleanly.
+ */
+static noreturn void run_exit(void)
+{
+	struct cmsg m;
+	struct outcome o;
+
+	place(REG_A, 4096, 100, 0x7100);
+	o = try_commit(&g_s.main, cmsg_make(&m, REG_A, 4096, 100),
+		       FI_COMMIT_COMPLETE);
+	expect_success("commit", &o);
+	printf("exiting with the connected FI_RMA_PMEM endpoint open\n");
+	fflush(stdout);
+	exit(g_failed ? EXIT_FAIL : EXIT_PASS);
+}
+
+static int initiator_main(void)
+{
+	g_role = "initiator";
+	if (g_opt.oracle)
+		oracle_map(g_opt.oracle);
+	initiator_setup();
+	if (g_opt.test == TEST_EXIT)
+		run_exit();
+	if (g_opt.test == TEST_BADINPUT)
+		run_badinput();
+	else
+		run_workload();
+	initiator_close();
+	printf("SUMMARY %s: %u passed, %u failed\n", k_test_names[g_opt.test],
+	       g_passed, g_failed);
+	return g_failed ? EXIT_FAIL : EXIT_PASS;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	parse_opts(argc, argv);
+	if (g_opt.test == TEST_EXIT)
+		g_slow_dlclose = true;
+	else if (atexit(close_all_fids))
+		die("atexit failed");
+	return g_opt.role == ROLE_TARGET ? target_main() : initiator_main();
+}

@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# Durability tests of pmemverbs: runs every pmv_commit_test test (and
+# profile) as a target/initiator pair over 127.0.0.1, prints one
+# "PASS|FAIL name" line per check, and as its last line "N passed, N failed".
+#
+# usage: run_pmem_tests.sh BIN
+#   BIN   the pmv_commit_test binary
+# env:
+#   PMV_PORT_BASE     first TCP port (default 9800); every run takes a fresh one
+#   FI_PROVIDER_PATH  directory of libpmemverbs-fi.so (default: build/.libs)
+set -u
+
+if [[ $# -ne 1 || ! -x $1 ]]; then
+	echo "usage: $0 BIN (an executable pmv_commit_test)" >&2
+	exit 2
+fi
+BIN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+export FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-$ROOT/build/.libs}
+PORT=${PMV_PORT_BASE:-9800}
+ADDR=127.0.0.1
+PROC_TIMEOUT=150 # seconds, per process
+READY_POLLS=100  # x 0.1 s waiting for the target's READY line
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/pmv_commit_test.XXXXXX")
+# Region files and oracle logs live in shared memory when there is some.
+SHM=$WORK
+if [[ -d /dev/shm && -w /dev/shm ]]; then
+	SHM=$(mktemp -d /dev/shm/pmv_commit_test.XXXXXX)
+fi
+TARGET_PID=""
+
+# Stops a target still running (ours, by pid) and removes the scratch files.
+cleanup() {
+	if [[ -n $TARGET_PID ]]; then
+		kill "$TARGET_PID" 2>/dev/null
+		wait "$TARGET_PID" 2>/dev/null
+	fi
+	rm -rf "$WORK" "$SHM"
+}
+trap cleanup EXIT
+
+passed=0
+failed=0
+
+# Prints and counts one verdict: report PASS|FAIL NAME [REASON].
+report() {
+	local verdict=$1 name=$2 reason=${3:-}
+	if [[ $verdict == PASS ]]; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+	fi
+	echo "$verdict $name${reason:+: $reason}"
+}
+
+# The line of a stderr file that best explains a failure.
+reason_of() {
+	local line
+	line=$(grep -m1 '^ERROR' "$1" 2>/dev/null)
+	[[ -n $line ]] || line=$(grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -n1)
+	echo "${line:-no message}"
+}
+
+# Why a process ended as it did, from its exit status and stderr.
+describe_rc() {
+	local side=$1 rc=$2 errfile=$3
+	case $rc in
+	124) echo "$side timed out after ${PROC_TIMEOUT}s" ;;
+	139) echo "$side crashed (SIGSEGV); $(reason_of "$errfile")" ;;
+	*) echo "$side exit $rc: $(reason_of "$errfile")" ;;
+	esac
+}
+
+# Waits (bounded) for READY from the target: 0 ready, 1 exited, 2 timeout.
+wait_ready() {
+	local pid=$1 out=$2 i
+	for ((i = 0; i < READY_POLLS; i++)); do
+		grep -q '^READY' "$out" 2>/dev/null && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 2
+}
+
+# Starts the target of run DIR in the background (TARGET_PID); 0 if READY.
+start_target() {
+	local dir=$1 test=$2 port=$3
+	shift 3
+	env "$@" timeout "$PROC_TIMEOUT" "$BIN" -r target -t "$test" \
+		-a "$ADDR" -P "$port" -f "$SHM/$(basename "$dir").data" \
+		>"$dir/target.out" 2>"$dir/target.err" &
+	TARGET_PID=$!
+	wait_ready "$TARGET_PID" "$dir/target.out"
+}
+
+# Waits for the target (it ends by itself, under its timeout); sets TRC.
+finish_target() {
+	wait "$TARGET_PID"
+	TRC=$?
+	TARGET_PID=""
+}
+
+# Counts the PASS/FAIL lines the initiator printed; sets NFAIL_LINES.
+forward_verdicts() {
+	local out=$1 line
+	NFAIL_LINES=0
+	while IFS= read -r line; do
+		case $line in
+		PASS\ *) report PASS "${line#PASS }" ;;
+		FAIL\ *)
+			report FAIL "${line#FAIL }"
+			NFAIL_LINES=$((NFAIL_LINES + 1))
+			;;
+		esac
+	done <"$out"
+}
+
+# Judges a run whose initiator reports its own checks, line by line.
+judge_lines() {
+	local name=$1 dir=$2 irc=$3
+	forward_verdicts "$dir/initiator.out"
+	if [[ $irc -ne 0 && $NFAIL_LINES -eq 0 ]]; then
+		report FAIL "$name" "$(describe_rc initiator "$irc" "$dir/initiator.err")"
+	fi
+	if [[ $TRC -ne 0 ]]; then
+		report FAIL "$name/target" "$(describe_rc target "$TRC" "$dir/target.err")"
+	fi
+}
+
+# The oracle must catch the skipped extent: the initiator exits 3.
+judge_fault() {
+	local name=$1 dir=$2 irc=$3
+	if [[ $irc -eq 3 ]]; then
+		report PASS "$name" "$(grep -m1 '^DETECTED' "$dir/initiator.out" | cut -c1-200)"
+	else
+		report FAIL "$name" "expected exit 3 (the oracle finds the skipped extent) got $(describe_rc initiator "$irc" "$dir/initiator.err")"
+	fi
+}
+
+# Both processes exit (with everything open) and must do so cleanly.
+judge_exit() {
+	local name=$1 dir=$2 irc=$3
+	forward_verdicts "$dir/initiator.out"
+	if [[ $irc -eq 0 && $TRC -eq 0 ]]; then
+		report PASS "$name" "initiator and target exited 0 with their FI_RMA_PMEM endpoints open"
+		return
+	fi
+	[[ $irc -ne 0 ]] && report FAIL "$name/initiator" "expected exit 0 got $(describe_rc initiator "$irc" "$dir/initiator.err")"
+	[[ $TRC -ne 0 ]] && report FAIL "$name/target" "expected exit 0 got $(describe_rc target "$TRC" "$dir/target.err")"
+}
+
+# run NAME TEST GRANULARITY JUDGE ORACLE(yes|no) [FAULT_EXTENT]
+run() {
+	local name=$1 test=$2 gran=$3 judge=$4 use_oracle=$5 fault=${6:-}
+	local dir=$WORK/$name port=$PORT irc oracle=$SHM/$name.oracle
+	local tenv=(PMEM2_FORCE_GRANULARITY="$gran") iargs=()
+	PORT=$((PORT + 1))
+	mkdir -p "$dir"
+	if [[ $use_oracle == yes ]]; then
+		tenv+=(FI_PMEMVERBS_ORACLE="$oracle")
+		iargs+=(-o "$oracle")
+	fi
+	[[ -n $fault ]] && tenv+=(FI_PMEMVERBS_FAULT_SKIP_EXTENT="$fault")
+	start_target "$dir" "$test" "$port" "${tenv[@]}"
+	case $? in
+	1)
+		finish_target
+		report FAIL "$name" "$(describe_rc target "$TRC" "$dir/target.err") (before READY)"
+		return
+		;;
+	2)
+		kill "$TARGET_PID" 2>/dev/null
+		finish_target
+		report FAIL "$name" "target printed no READY within $((READY_POLLS / 10))s"
+		return
+		;;
+	esac
+	timeout "$PROC_TIMEOUT" "$BIN" -r initiator -t "$test" -g "$gran" \
+		-a "$ADDR" -P "$port" "${iargs[@]}" \
+		>"$dir/initiator.out" 2>"$dir/initiator.err"
+	irc=$?
+	finish_target
+	"judge_$judge" "$name" "$dir" "$irc"
+}
+
+echo "pmemverbs durability tests: $BIN (FI_PROVIDER_PATH=$FI_PROVIDER_PATH, ports from $PORT)"
+
+for gran in page cache_line byte; do
+	run "oracle-$gran" oracle "$gran" lines yes
+done
+for gran in page cache_line byte; do
+	run "contents-$gran" contents "$gran" lines no
+done
+run fault-extent-3 fault cache_line fault yes 3
+run fault-extent-777 fault byte fault yes 777
+run badinput badinput page lines no
+run exit-with-endpoints-open exit cache_line exit no
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

@@ -43,14 +43,15 @@ static int pmv_ep_bind_cq(struct pmv_ep *ep, struct fid *bfid, uint64_t flags)
 
 	if (ret)
 		return ret;
+	/* The agent thread reads these: stored atomically. */
 	if (flags & FI_TRANSMIT) {
-		ep->tx_cq = cq;
+		__atomic_store_n(&ep->tx_cq, cq, __ATOMIC_RELEASE);
 		ep->tx_selective = flags & FI_SELECTIVE_COMPLETION;
 		pmv_cq_add_pmem_ep(cq, ep);
 		pmv_cq_ref_pmem(cq, 1);
 	}
 	if (flags & FI_RECV) {
-		ep->rx_cq = cq;
+		__atomic_store_n(&ep->rx_cq, cq, __ATOMIC_RELEASE);
 		pmv_cq_ref_pmem(cq, 1);
 	}
 	return 0;

@@ -23,7 +23,8 @@
 # Env:   PMV_LAT_BIN (required): the fi_pmem_lat binary
 #        FI_PROVIDER_PATH (required): the directory of libpmemverbs-fi.so
 #        PMV_LAT_ROUNDS (3), PMV_LAT_ITERS (2000), PMV_LAT_WARMUP (200),
-#        PMV_LAT_PORT (first port; a random one in 20000-39999 by default)
+#        PMV_LAT_PORT (first port; a random one in 20000-39999 by default),
+#        PMV_LAT_SIZES ("64 4096 65536")
 set -euo pipefail
 export LC_ALL=C # decimal points and byte-wise sort for join
 
@@ -45,7 +46,7 @@ ITERS=${PMV_LAT_ITERS:-2000}
 WARMUP=${PMV_LAT_WARMUP:-200}
 port=${PMV_LAT_PORT:-$((20000 + RANDOM % 20000))}
 PROFILES="page cache_line byte"
-SIZES="64 4096 65536"
+SIZES=${PMV_LAT_SIZES:-"64 4096 65536"}
 PMV_MODES=read8,write,write_read,commit
 TCP_MODES=read8,write,commit
 RUN_TIMEOUT=120 # seconds, per fi_pmem_lat process
@@ -80,10 +81,10 @@ run_once() {
 	port=$((port + 1))
 	local log=$LOGS/round$round-port$port-${config//\//-}
 	"${pin_target[@]}" env ${granularity:+PMEM2_FORCE_GRANULARITY=$granularity} \
-		timeout "$RUN_TIMEOUT" "$PMV_LAT_BIN" -p "$prov" -B "$port" \
+		timeout -k 10 "$RUN_TIMEOUT" "$PMV_LAT_BIN" -p "$prov" -B "$port" \
 		-S "${SIZES// /,}" >"$log.target.log" 2>&1 &
 	target_pid=$!
-	rows=$("${pin_initiator[@]}" timeout "$RUN_TIMEOUT" "$PMV_LAT_BIN" -p "$prov" \
+	rows=$("${pin_initiator[@]}" timeout -k 10 "$RUN_TIMEOUT" "$PMV_LAT_BIN" -p "$prov" \
 		-s 127.0.0.1 -B "$port" -S "${SIZES// /,}" -I "$ITERS" \
 		-W "$WARMUP" -m "$modes" --csv 2>"$log.initiator.log") || status=$?
 	wait "$target_pid" || tstatus=$?

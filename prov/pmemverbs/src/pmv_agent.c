@@ -295,11 +295,9 @@ static void *pmv_agent_main(void *arg)
 	int served;
 
 	for (;;) {
-		pthread_mutex_lock(&dom->lock);
-		if (dom->agent->stop) {
-			pthread_mutex_unlock(&dom->lock);
+		if (__atomic_load_n(&dom->agent->stop, __ATOMIC_ACQUIRE))
 			return NULL;
-		}
+		pthread_mutex_lock(&dom->lock);
 		served = 0;
 		for (struct pmv_ep *ep = dom->agent->eps; ep; ep = ep->agent_next)
 			served += pmv_agent_serve_ep(dom, ep);
@@ -394,18 +392,37 @@ static bool pmv_agent_unlist(struct pmv_agent *agent)
 	return found;
 }
 
-void pmv_agent_stop(struct pmv_domain *dom)
+/*
+ * Stops the domain's agent.  The stop flag needs no lock: at exit the agent
+ * may be blocked in the core on a lock the exiting thread holds, so the
+ * unload path (wait_ms > 0) gives up waiting after wait_ms and leaves it.
+ */
+static void pmv_agent_stop_waiting(struct pmv_domain *dom, int wait_ms)
 {
 	struct pmv_agent *agent = dom->agent;
+	struct timespec deadline;
 
 	if (!agent || !pmv_agent_unlist(agent))
 		return;
-	pthread_mutex_lock(&dom->lock);
-	agent->stop = true;
-	pthread_mutex_unlock(&dom->lock);
-	pthread_join(agent->thread, NULL);
+	__atomic_store_n(&agent->stop, true, __ATOMIC_RELEASE);
+	if (wait_ms <= 0) {
+		pthread_join(agent->thread, NULL);
+	} else {
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_sec += wait_ms / 1000;
+		if (pthread_timedjoin_np(agent->thread, NULL, &deadline)) {
+			PMV_WARN(FI_LOG_DOMAIN, "agent thread did not stop "
+				 "within %d ms at unload; leaving it\n", wait_ms);
+			return;
+		}
+	}
 	dom->agent = NULL;
 	free(agent);
+}
+
+void pmv_agent_stop(struct pmv_domain *dom)
+{
+	pmv_agent_stop_waiting(dom, 0);
 }
 
 void pmv_agent_stop_all(void)
@@ -418,6 +435,6 @@ void pmv_agent_stop_all(void)
 		pthread_mutex_unlock(&pmv_agents_lock);
 		if (!agent)
 			return;
-		pmv_agent_stop(agent->domain);
+		pmv_agent_stop_waiting(agent->domain, 1000);
 	}
 }

@@ -1,0 +1,575 @@
+#!/usr/bin/env bash
+# runfabtests_pmem.sh: the pmemverbs fabtests over 127.0.0.1, in the manner
+# of libfabric's runfabtests.sh: the functional test first (fi_pmem_commit),
+# then the benchmarks (fi_pmem_lat through pmv_commit_lat.sh, fi_pmem_bw,
+# fi_pmem_remotelog and the recovery of its logs), for the pmemverbs
+# profiles PAGE, DMP and MHP (PMEM2_FORCE_GRANULARITY=page, cache_line,
+# byte on the target) and the tcp core as a baseline.  Each target runs on
+# CPU 0 and each initiator on CPU 1 (see pmv_commit_lat.sh for why), every
+# process under a timeout, and the whole run keeps within a time budget.
+#
+# Writes into OUT_DIR:
+#   functional.log           one result per test, as runfabtests.sh prints
+#   commit_latency.csv       (and _summary.csv) from pmv_commit_lat.sh
+#   commit_bw.csv            fi_pmem_bw --csv rows of every run
+#   remotelog.csv            fi_pmem_remotelog --csv rows of every run
+#   remotelog_recovery.csv   profile,mode,file,expected,recovered,status
+#   ratios.csv               the ratio table printed at the end
+#   commit_latency.png, commit_bw.png, remotelog.png
+#   logs/                    every process's output
+#
+# Usage: runfabtests_pmem.sh OUT_DIR
+# Env:   FI_PROVIDER_PATH (required): the directory of libpmemverbs-fi.so
+#        PMV_FT_BIN_DIR: where fi_pmem_commit, fi_pmem_lat, fi_pmem_bw and
+#          fi_pmem_remotelog are (also looked for in its functional/ and
+#          benchmarks/ subdirectories); default: $PATH
+#        PMV_FT_PORT (12000): first TCP port; each run takes the next one
+#        PMV_FT_BUDGET (450): seconds the whole run may take
+#        PMV_FT_LAT_ROUNDS (5), PMV_FT_LAT_ITERS (1500),
+#        PMV_FT_LAT_SIZES ("64 256 1024 4096 16384 65536")
+#        PMV_FT_BW_ROUNDS (3), PMV_FT_BW_MS (250): fi_pmem_bw -R and -T
+#          (each bandwidth measurement runs PMV_FT_BW_MS ms)
+#        PMV_FT_BW_SIZES ("4096,65536,1048576")
+#        PMV_FT_LOG_APPENDS (5000), PMV_FT_LOG_SIZES ("64,256,4096")
+#        PMV_GOAL_READ8 (1.5), PMV_GOAL_TCP (1.5), PMV_GOAL_BW_MIB (0.9),
+#        PMV_GOAL_BATCH16 (1.0): the thresholds of the ratio table (the
+#          comparisons are the project's goals; these limits are this
+#          script's defaults)
+# Exit status: 0 if every test that ran passed, 1 otherwise.
+set -uo pipefail
+export LC_ALL=C
+
+die() {
+	echo "runfabtests_pmem.sh: $*" >&2
+	exit 1
+}
+
+[ $# -eq 1 ] || die "usage: runfabtests_pmem.sh OUT_DIR"
+[ -n "${FI_PROVIDER_PATH:-}" ] ||
+	die "set FI_PROVIDER_PATH to the directory holding libpmemverbs-fi.so"
+[ -e "$FI_PROVIDER_PATH/libpmemverbs-fi.so" ] ||
+	die "no libpmemverbs-fi.so in FI_PROVIDER_PATH=$FI_PROVIDER_PATH"
+export FI_PROVIDER_PATH
+
+OUT=$1
+LOGS=$OUT/logs
+SCRIPTS=$(cd "$(dirname "$0")" && pwd)
+port=${PMV_FT_PORT:-12000}
+BUDGET=${PMV_FT_BUDGET:-450}
+LAT_ROUNDS=${PMV_FT_LAT_ROUNDS:-5}
+LAT_ITERS=${PMV_FT_LAT_ITERS:-1500}
+LAT_SIZES=${PMV_FT_LAT_SIZES:-"64 256 1024 4096 16384 65536"}
+BW_ROUNDS=${PMV_FT_BW_ROUNDS:-3}
+BW_MS=${PMV_FT_BW_MS:-250}
+BW_SIZES=${PMV_FT_BW_SIZES:-4096,65536,1048576}
+LOG_APPENDS=${PMV_FT_LOG_APPENDS:-5000}
+LOG_WARMUP=100
+LOG_SIZES=${PMV_FT_LOG_SIZES:-64,256,4096}
+GOAL_READ8=${PMV_GOAL_READ8:-1.5}
+GOAL_TCP=${PMV_GOAL_TCP:-1.5}
+GOAL_BW_MIB=${PMV_GOAL_BW_MIB:-0.9}
+GOAL_BATCH16=${PMV_GOAL_BATCH16:-1.0}
+GRANULARITIES="page cache_line byte"
+RUN_TIMEOUT=120 # seconds, at most, per process
+# SIGKILL this long after a timeout's SIGTERM: a pmemverbs process may not
+# exit on SIGTERM (a deadlock at exit between the agent and libfabric's
+# fini, when a SIGTERM handler calls exit() in the middle of a core call)
+KILL_AFTER=10
+FI_ENODATA=61   # a test that cannot run here (fabtests' "Notrun")
+
+mkdir -p "$LOGS" || die "cannot create $LOGS"
+rm -f "$OUT"/functional.log "$OUT"/commit_bw.csv "$OUT"/remotelog.csv \
+	"$OUT"/remotelog_recovery.csv "$OUT"/ratios.csv "$OUT"/*.png
+rm -rf "$OUT/plotdata"
+mkdir -p "$OUT/plotdata"
+
+# The binaries: $PMV_FT_BIN_DIR (or a subdirectory), else $PATH.
+find_bin() {
+	local name=$1 dir=${PMV_FT_BIN_DIR:-} d
+	if [ -n "$dir" ]; then
+		for d in "$dir" "$dir/functional" "$dir/benchmarks"; do
+			[ -x "$d/$name" ] && { echo "$d/$name"; return; }
+		done
+		die "$name is not in PMV_FT_BIN_DIR=$dir"
+	fi
+	command -v "$name" || die "$name is not in PATH; set PMV_FT_BIN_DIR"
+}
+COMMIT_BIN=$(find_bin fi_pmem_commit) || exit 1
+LAT_BIN=$(find_bin fi_pmem_lat) || exit 1
+BW_BIN=$(find_bin fi_pmem_bw) || exit 1
+LOG_BIN=$(find_bin fi_pmem_remotelog) || exit 1
+
+pin_target=()
+pin_initiator=()
+if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+	pin_target=(taskset -c 0)
+	pin_initiator=(taskset -c 1)
+fi
+
+target_pid=
+cleanup() {
+	if [ -n "$target_pid" ]; then
+		kill "$target_pid" 2>/dev/null || true
+	fi
+}
+trap cleanup EXIT
+
+# Seconds a process may still run: RUN_TIMEOUT, or what is left of the
+# budget; 0 once the budget is spent.
+time_left() {
+	local left=$((BUDGET - SECONDS))
+	if [ "$left" -le 5 ]; then echo 0
+	elif [ "$left" -lt "$RUN_TIMEOUT" ]; then echo "$left"
+	else echo "$RUN_TIMEOUT"; fi
+}
+
+# run_pair NAME GRANULARITY CLIENT_OUT TARGET_ARGS -- CLIENT_ARGS: a target
+# (with PMEM2_FORCE_GRANULARITY when GRANULARITY is not empty) and an
+# initiator on the next port; the initiator's stdout goes to CLIENT_OUT,
+# everything else to logs/.  Sets run_status (0 pass, 61 notrun, else fail).
+run_pair() {
+	local name=$1 granularity=$2 client_out=$3 t
+	shift 3
+	local targs=() cargs=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do targs+=("$1"); shift; done
+	shift
+	cargs=("$@")
+	port=$((port + 1))
+	local log=$LOGS/$name-port$port status=0 tstatus=0
+	t=$(time_left)
+	if [ "$t" -eq 0 ]; then
+		echo "$name: skipped, the time budget of $BUDGET s is spent" >&2
+		run_status=1
+		return
+	fi
+	"${pin_target[@]}" env ${granularity:+PMEM2_FORCE_GRANULARITY=$granularity} \
+		timeout -k "$KILL_AFTER" "$t" "${targs[@]}" -B "$port" \
+		>"$log.target.log" 2>&1 &
+	target_pid=$!
+	"${pin_initiator[@]}" timeout -k "$KILL_AFTER" "$t" "${cargs[@]}" -s 127.0.0.1 \
+		-B "$port" >"$client_out" 2>"$log.initiator.log" || status=$?
+	if [ "$status" -ne 0 ]; then
+		# a failed initiator may leave the target waiting: end it
+		sleep 1
+		kill "$target_pid" 2>/dev/null || true
+	fi
+	wait "$target_pid" || tstatus=$?
+	target_pid=
+	if [ "$status" -eq "$FI_ENODATA" ] && [ "$tstatus" -eq "$FI_ENODATA" ]; then
+		run_status=$FI_ENODATA
+	elif [ "$status" -ne 0 ]; then
+		run_status=$status
+	else
+		run_status=$tstatus
+	fi
+	if [ "$run_status" -ne 0 ] && [ "$run_status" -ne "$FI_ENODATA" ]; then
+		echo "$name: initiator exit $status, target exit $tstatus; logs:" \
+			"$log.*" >&2
+		tail -n 5 "$log.target.log" "$log.initiator.log" >&2
+	fi
+}
+
+# ------------------------------------------------------------ functional
+
+total=0 passed=0 notrun=0 failed=0
+# One result in runfabtests.sh's format, on stdout and in functional.log.
+report() {
+	local name=$1 status=$2 secs=$3 result
+	case $status in
+	0) result=Pass; passed=$((passed + 1)) ;;
+	"$FI_ENODATA") result=Notrun; notrun=$((notrun + 1)) ;;
+	*) result=Fail; failed=$((failed + 1)) ;;
+	esac
+	total=$((total + 1))
+	printf -- '- name:   %s\n  result: %s\n  time:   %s\n' "$name" \
+		"$result" "$secs" | tee -a "$OUT/functional.log"
+}
+
+functional() {
+	local g prov name start ep
+	echo "# functional: fi_pmem_commit"
+	for g in $GRANULARITIES tcp; do
+		prov=pmemverbs
+		[ "$g" = tcp ] && prov=tcp
+		name="fi_pmem_commit -p $prov -e msg${g:+ ($g)}"
+		[ "$g" = tcp ] && name="fi_pmem_commit -p tcp -e msg"
+		start=$SECONDS
+		run_pair "commit-${g}" "$([ "$g" = tcp ] || echo "$g")" \
+			"$LOGS/commit-$g.out" "$COMMIT_BIN" -p "$prov" -- \
+			"$COMMIT_BIN" -p "$prov"
+		report "$name" "$run_status" $((SECONDS - start))
+		sed 's/^/    /' "$LOGS/commit-$g.out"
+	done
+	for prov in pmemverbs tcp; do
+		start=$SECONDS
+		ep=rdm
+		run_pair "commit-$prov-rdm" "" "$LOGS/commit-$prov-rdm.out" \
+			"$COMMIT_BIN" -p "$prov" -e "$ep" -- \
+			"$COMMIT_BIN" -p "$prov" -e "$ep"
+		report "fi_pmem_commit -p $prov -e rdm" "$run_status" \
+			$((SECONDS - start))
+	done
+}
+
+# -------------------------------------------------------------- latency
+
+latency() {
+	local t status=0
+	echo "# benchmark: commit latency (pmv_commit_lat.sh, fi_pmem_lat)"
+	t=$(time_left)
+	[ "$t" -gt 0 ] || { echo "latency: skipped, budget spent" >&2; return 1; }
+	port=$((port + 1))
+	PMV_LAT_BIN=$LAT_BIN PMV_LAT_PORT=$port PMV_LAT_ROUNDS=$LAT_ROUNDS \
+		PMV_LAT_ITERS=$LAT_ITERS PMV_LAT_WARMUP=$((LAT_ITERS / 10)) \
+		PMV_LAT_SIZES=$LAT_SIZES \
+		timeout -k "$KILL_AFTER" $((t > 240 ? 240 : t)) \
+		"$SCRIPTS/pmv_commit_lat.sh" "$OUT" \
+		2>"$LOGS/pmv_commit_lat.log" || status=$?
+	# its runs took ports from $port on: leave them behind
+	port=$((port + 2 * 3 * LAT_ROUNDS + 1))
+	if [ "$status" -ne 0 ]; then
+		echo "pmv_commit_lat.sh failed ($status); see $LOGS/pmv_commit_lat.log" >&2
+		tail -n 5 "$LOGS/pmv_commit_lat.log" >&2
+		report "pmv_commit_lat.sh" "$status" 0 >/dev/null
+		return 1
+	fi
+}
+
+# ------------------------------------------------------------ bandwidth
+
+bandwidth() {
+	local g rows
+	echo "# benchmark: bandwidth (fi_pmem_bw, -R $BW_ROUNDS, -T $BW_MS ms)"
+	for g in $GRANULARITIES tcp; do
+		if [ "$g" = tcp ]; then
+			run_pair bw-tcp "" "$LOGS/bw-tcp.csv" "$BW_BIN" -p tcp -- \
+				"$BW_BIN" -p tcp -S "$BW_SIZES" -b 1,16,mib \
+				-m write,commit,core_commit -R "$BW_ROUNDS" \
+				-I 100000 -T "$BW_MS" --csv
+		else
+			run_pair "bw-$g" "$g" "$LOGS/bw-$g.csv" "$BW_BIN" -- \
+				"$BW_BIN" -S "$BW_SIZES" -b 1,16,mib \
+				-m write,commit,commit_flush,core_commit \
+				-R "$BW_ROUNDS" -I 100000 -T "$BW_MS" --csv
+		fi
+		rows=$LOGS/bw-$g.csv
+		if [ "$run_status" -ne 0 ]; then
+			report "fi_pmem_bw ($g)" "$run_status" 0 >/dev/null
+			continue
+		fi
+		[ -s "$OUT/commit_bw.csv" ] || head -n 1 "$rows" >"$OUT/commit_bw.csv"
+		tail -n +2 "$rows" >>"$OUT/commit_bw.csv"
+		echo "  $g: $(($(wc -l <"$rows") - 1)) measurements"
+	done
+}
+
+# ------------------------------------------------------------ RemoteLog
+
+remotelog() {
+	local g mode prov file rows expected recovered status nsizes
+	echo "# benchmark: RemoteLog (fi_pmem_remotelog), then recovery"
+	echo "profile,mode,file,expected_records,recovered_records,status" \
+		>"$OUT/remotelog_recovery.csv"
+	nsizes=$(echo "$LOG_SIZES" | tr ',' '\n' | wc -l)
+	expected=$(((LOG_APPENDS + LOG_WARMUP) * nsizes))
+	for g in $GRANULARITIES tcp; do
+		prov=pmemverbs
+		[ "$g" = tcp ] && prov=tcp
+		for mode in singleton compound; do
+			file=$OUT/logs/remotelog-$g-$mode.log
+			rm -f "$file"
+			run_pair "remotelog-$g-$mode" "$([ "$g" = tcp ] || echo "$g")" \
+				"$LOGS/remotelog-$g-$mode.csv" \
+				"$LOG_BIN" -p "$prov" -f "$file" -- \
+				"$LOG_BIN" -p "$prov" -m "$mode" -S "$LOG_SIZES" \
+				-I "$LOG_APPENDS" -W "$LOG_WARMUP" --csv
+			rows=$LOGS/remotelog-$g-$mode.csv
+			if [ "$run_status" -ne 0 ]; then
+				report "fi_pmem_remotelog -m $mode ($g)" \
+					"$run_status" 0 >/dev/null
+				continue
+			fi
+			[ -s "$OUT/remotelog.csv" ] || head -n 1 "$rows" >"$OUT/remotelog.csv"
+			tail -n +2 "$rows" >>"$OUT/remotelog.csv"
+			# "after a restart": the target is gone; recover its file
+			status=0
+			timeout -k "$KILL_AFTER" 60 "$LOG_BIN" -r "$file" \
+				>"$LOGS/recovery-$g-$mode.log" 2>&1 || status=$?
+			recovered=$(sed -n 's/^records=//p' "$LOGS/recovery-$g-$mode.log")
+			if [ "$status" -eq 0 ] && [ "${recovered:-x}" = "$expected" ]; then
+				status=consistent
+			else
+				status=FAILED
+				report "recovery -m $mode ($g)" 1 0 >/dev/null
+			fi
+			echo "$g,$mode,$file,$expected,${recovered:-},$status" \
+				>>"$OUT/remotelog_recovery.csv"
+			echo "  $g $mode: recovery found ${recovered:-no} records" \
+				"of $expected: $status"
+		done
+	done
+}
+
+# ----------------------------------------------------------- statistics
+
+median() {
+	sort -g | awk '{v[NR] = $1}
+		END {if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
+
+divide() {
+	awk -v a="$1" -v b="$2" 'BEGIN {if (a != "" && b > 0) printf "%.2f", a / b; else print "n/a"}'
+}
+
+# Median p50 of commit_latency.csv rows: config, mode, size.
+lat_p50() {
+	awk -F, -v c="$1" -v m="$2" -v s="$3" \
+		'NR > 1 && $2 == c && $5 == m && $6 == s {print $8}' \
+		"$OUT/commit_latency.csv" | median
+}
+
+# Median of a commit_bw.csv column (mbps or ops_per_s) for provider,
+# profile, mode, size, batch.
+bw_of() {
+	awk -F, -v p="$1" -v r="$2" -v m="$3" -v s="$4" -v b="$5" -v col="$6" '
+		NR == 1 {for (i = 1; i <= NF; i++) idx[$i] = i; next}
+		$1 == p && $2 == r && $3 == m && $4 == s && $5 == b {print $idx[col]}' \
+		"$OUT/commit_bw.csv" | median
+}
+
+profile_of() {
+	case $1 in page) echo PAGE ;; cache_line) echo DMP ;; byte) echo MHP ;; esac
+}
+
+# Prints a ratio line and appends it to ratios.csv; $6: le or ge.
+ratio_row() {
+	local goal=$1 what=$2 profile=$3 size=$4 ratio=$5 cmp=$6 limit=$7 verdict
+	if [ "$ratio" = n/a ]; then verdict=n/a
+	elif awk -v r="$ratio" -v l="$limit" -v c="$cmp" \
+		'BEGIN {exit !(c == "le" ? r <= l : r >= l)}'; then verdict=met
+	else verdict=MISSED; fi
+	printf '%-3s %-44s %-8s %8s %7s %5s %-6s\n' "$goal" "$what" "$profile" \
+		"$size" "$ratio" "$([ "$cmp" = le ] && echo "<=" || echo ">=")$limit" \
+		"$verdict"
+	echo "$goal,$what,$profile,$size,$ratio,$cmp,$limit,$verdict" >>"$OUT/ratios.csv"
+}
+
+ratios() {
+	local g p size num den mib
+	echo "goal,comparison,profile,size,ratio,cmp,limit,verdict" >"$OUT/ratios.csv"
+	echo
+	echo "# ratios vs the goals (medians over rounds; thresholds: PMV_GOAL_*)"
+	printf '%-3s %-44s %-8s %8s %7s %5s %-6s\n' goal comparison profile size \
+		ratio limit verdict
+	if [ -s "$OUT/commit_latency.csv" ]; then
+		for g in $GRANULARITIES; do
+			for size in $LAT_SIZES; do
+				[ "$size" -le 4096 ] || continue
+				num=$(lat_p50 "pmemverbs/$g" commit "$size")
+				den=$(lat_p50 "pmemverbs/$g" read8 "$size")
+				ratio_row a "commit p50 / 8-byte fi_read p50" \
+					"$(profile_of "$g")" "$size" \
+					"$(divide "$num" "$den")" le "$GOAL_READ8"
+			done
+		done
+		for g in $GRANULARITIES; do
+			for size in $LAT_SIZES; do
+				[ "$size" -le 4096 ] || continue
+				num=$(lat_p50 "pmemverbs/$g" commit "$size")
+				den=$(lat_p50 tcp commit "$size")
+				ratio_row b "commit p50 / tcp FI_COMMIT_COMPLETE p50" \
+					"$(profile_of "$g")" "$size" \
+					"$(divide "$num" "$den")" le "$GOAL_TCP"
+			done
+		done
+	fi
+	if [ -s "$OUT/commit_bw.csv" ]; then
+		for g in $GRANULARITIES; do
+			p=$(profile_of "$g")
+			size=65536
+			mib=$(((1048576 + size - 1) / size))
+			num=$(bw_of pmemverbs "$p" commit $size $mib mbps)
+			den=$(bw_of pmemverbs "$p" write $size 0 mbps)
+			ratio_row c "64K writes, commit/MiB MB/s / fi_write MB/s" \
+				"$p" $size "$(divide "$num" "$den")" ge "$GOAL_BW_MIB"
+		done
+		for g in $GRANULARITIES; do
+			p=$(profile_of "$g")
+			for size in 4096 65536; do
+				num=$(bw_of pmemverbs "$p" commit $size 16 ops_per_s)
+				den=$(bw_of tcp n/a core_commit $size 1 ops_per_s)
+				ratio_row d "16 writes+1 commit / tcp core commits, ops/s" \
+					"$p" $size "$(divide "$num" "$den")" ge "$GOAL_BATCH16"
+			done
+		done
+		# the same against pmemverbs's own commit of every write, measured
+		# in the same run (the tcp baseline's target progresses only in
+		# fi_cq_sread, pmemverbs's agent polls the core)
+		for g in $GRANULARITIES; do
+			p=$(profile_of "$g")
+			for size in 4096 65536; do
+				num=$(bw_of pmemverbs "$p" commit $size 16 ops_per_s)
+				den=$(bw_of pmemverbs "$p" core_commit $size 1 ops_per_s)
+				ratio_row "d'" "16 writes+1 commit / pmemverbs commit each" \
+					"$p" $size "$(divide "$num" "$den")" ge "$GOAL_BATCH16"
+			done
+		done
+	fi
+}
+
+# ---------------------------------------------------------------- plots
+
+plots() {
+	local g p size cfg mode label b f series
+	if ! command -v gnuplot >/dev/null && [ "$(id -u)" -eq 0 ] &&
+		command -v apt-get >/dev/null; then
+		echo "installing gnuplot-nox for the plots" >&2
+		timeout -k "$KILL_AFTER" 180 apt-get install -y -q gnuplot-nox \
+			>"$LOGS/apt-gnuplot.log" 2>&1 || true
+	fi
+	command -v gnuplot >/dev/null || {
+		echo "gnuplot is missing (apt-get install -y gnuplot-nox): no plots" >&2
+		return 0
+	}
+	local D=$OUT/plotdata
+	# latency vs size: per series "size p50" lines
+	if [ -s "$OUT/commit_latency.csv" ]; then
+		for cfg in pmemverbs/page pmemverbs/cache_line pmemverbs/byte tcp; do
+			for mode in commit read8 write write_read; do
+				f=$D/lat-${cfg//\//-}-$mode.dat
+				: >"$f"
+				for size in $LAT_SIZES; do
+					p=$(lat_p50 "$cfg" "$mode" "$size")
+					[ -n "$p" ] && echo "$size $p" >>"$f"
+				done
+			done
+		done
+		series=""
+		for g in $GRANULARITIES; do
+			series+="'$D/lat-pmemverbs-$g-commit.dat' using 1:2 with linespoints lw 2 title 'pmemverbs commit, $(profile_of "$g")', "
+		done
+		# the baselines in dark colours, measured in the DMP runs
+		# (pmemverbs) and in the tcp runs
+		series+="'$D/lat-tcp-commit.dat' using 1:2 with linespoints lw 2 dt 2 lc rgb '#e69f00' title 'tcp core FI_COMMIT_COMPLETE', "
+		series+="'$D/lat-pmemverbs-cache_line-read8.dat' using 1:2 with linespoints lw 2 dt 3 lc rgb '#000000' title '8-byte fi_read (pmemverbs)', "
+		series+="'$D/lat-pmemverbs-cache_line-write_read.dat' using 1:2 with linespoints dt 4 lc rgb '#0072b2' title 'fi_write + 8-byte fi_read', "
+		series+="'$D/lat-pmemverbs-cache_line-write.dat' using 1:2 with linespoints dt 5 lc rgb '#d55e00' title 'fi_write (no durability)', "
+		series+="'$D/lat-tcp-write.dat' using 1:2 with linespoints dt 6 lc rgb '#555555' title 'tcp fi_write'"
+		gnuplot <<GP 2>"$LOGS/gnuplot-latency.log"
+set terminal pngcairo noenhanced size 1000,600 font ",10"
+set output "$OUT/commit_latency.png"
+set logscale x 2
+set logscale y
+set grid
+set xlabel "write size (bytes)"
+set ylabel "p50 latency (us), median over $LAT_ROUNDS rounds"
+set key outside right
+set title "Durable commit latency over tcp/127.0.0.1 (fi_pmem_lat)"
+plot $series
+GP
+	fi
+	# bandwidth vs size: one panel per profile
+	if [ -s "$OUT/commit_bw.csv" ]; then
+		for g in $GRANULARITIES tcp; do
+			p=$(profile_of "$g")
+			[ "$g" = tcp ] && p=n/a
+			prov=pmemverbs
+			[ "$g" = tcp ] && prov=tcp
+			for mode in write commit commit_flush core_commit; do
+				for b in 0 1 16 mib; do
+					f=$D/bw-$g-$mode-$b.dat
+					: >"$f"
+					for size in ${BW_SIZES//,/ }; do
+						local bb=$b
+						[ "$b" = mib ] && bb=$(((1048576 + size - 1) / size))
+						local v
+						v=$(bw_of "$prov" "$p" "$mode" "$size" "$bb" mbps)
+						[ -n "$v" ] && echo "$size $v" >>"$f"
+					done
+				done
+			done
+		done
+		{
+			echo 'set terminal pngcairo noenhanced size 1500,550 font ",9"'
+			echo "set output \"$OUT/commit_bw.png\""
+			echo 'set multiplot layout 1,3 title "fi_pmem_bw over tcp/127.0.0.1: MB/s (median), window 64"'
+			echo 'set logscale x 2'
+			echo 'set logscale y'
+			echo 'set grid'
+			echo "set xtics ($(echo "${BW_SIZES//,/ }" | tr ' ' '\n' |
+				awk '{
+					if ($1 >= 1048576) l = ($1 / 1048576) "M"
+					else if ($1 >= 1024) l = ($1 / 1024) "K"
+					else l = $1
+					printf "%s\"%s\" %s", (NR > 1 ? ", " : ""), l, $1
+				}'))"
+			echo 'set offsets graph 0.05, graph 0.05, 0, 0'
+			echo 'set xlabel "write size (bytes)"'
+			echo 'set ylabel "MB/s"'
+			echo 'set key bottom right font ",8"'
+			for g in $GRANULARITIES; do
+				echo "set title \"$(profile_of "$g") ($g)\""
+				echo "plot '$D/bw-$g-write-0.dat' u 1:2 w lp lw 2 t 'fi_write', \\"
+				echo "  '$D/bw-$g-commit-1.dat' u 1:2 w lp t 'commit every write', \\"
+				echo "  '$D/bw-$g-commit-16.dat' u 1:2 w lp t '16 writes/commit', \\"
+				echo "  '$D/bw-$g-commit-mib.dat' u 1:2 w lp t '1 commit/MiB', \\"
+				echo "  '$D/bw-$g-commit_flush-16.dat' u 1:2 w lp dt 2 t '16 writes + flush', \\"
+				echo "  '$D/bw-$g-commit_flush-mib.dat' u 1:2 w lp dt 2 t 'flush/MiB', \\"
+				echo "  '$D/bw-tcp-write-0.dat' u 1:2 w lp dt 3 t 'tcp fi_write', \\"
+				echo "  '$D/bw-tcp-core_commit-1.dat' u 1:2 w lp dt 3 t 'tcp FI_COMMIT_COMPLETE each'"
+			done
+			echo 'unset multiplot'
+		} | gnuplot 2>"$LOGS/gnuplot-bw.log"
+	fi
+	# RemoteLog: appends/s and p50 vs record size
+	if [ -s "$OUT/remotelog.csv" ]; then
+		for g in $GRANULARITIES tcp; do
+			p=$(profile_of "$g")
+			[ "$g" = tcp ] && p=n/a
+			for mode in singleton compound; do
+				awk -F, -v r="$p" -v m="$mode" \
+					'NR > 1 && $2 == r && $3 == m {print $4, $10, $6}' \
+					"$OUT/remotelog.csv" >"$D/log-$g-$mode.dat"
+			done
+		done
+		{
+			echo 'set terminal pngcairo noenhanced size 1400,550 font ",9"'
+			echo "set output \"$OUT/remotelog.png\""
+			echo 'set multiplot layout 1,2 title "RemoteLog (fi_pmem_remotelog) over tcp/127.0.0.1"'
+			echo 'set logscale x 2'
+			echo 'set grid'
+			echo 'set xlabel "record size (bytes, header included)"'
+			echo 'set key top right font ",8"'
+			for panel in "2:appends/s (sequential durable appends)" \
+				"3:p50 append latency (us)"; do
+				echo "set ylabel \"${panel#*:}\""
+				echo "set title \"${panel#*:}\""
+				local line="plot "
+				for g in $GRANULARITIES tcp; do
+					for mode in singleton compound; do
+						label="$( [ "$g" = tcp ] && echo tcp || echo "$(profile_of "$g")") $mode"
+						line+="'$D/log-$g-$mode.dat' u 1:${panel%%:*} w lp $([ "$mode" = compound ] && echo 'dt 2') t '$label', "
+					done
+				done
+				echo "${line%, }"
+			done
+			echo 'unset multiplot'
+		} | gnuplot 2>"$LOGS/gnuplot-remotelog.log"
+	fi
+	ls "$OUT"/*.png 2>/dev/null | sed 's/^/plot: /'
+}
+
+# ------------------------------------------------------------------ run
+
+echo "# runfabtests_pmem.sh: output in $OUT, budget $BUDGET s, target on" \
+	"CPU 0, initiator on CPU 1, ports from $((port + 1))"
+functional
+latency
+bandwidth
+remotelog
+plots
+ratios
+echo
+echo "# $SECONDS s; tests: total $total, pass $passed, notrun $notrun, fail $failed" \
+	"(fi_pmem_commit runs, and benchmark runs that failed)"
+[ "$failed" -eq 0 ]

@@ -9,6 +9,15 @@
 #   PMV_PROV        provider for msg endpoints   (default: tcp)
 #   PMV_PROV_RDM    provider for rdm endpoints   (default: tcp;ofi_rxm)
 #   PMV_PORT_BASE   first TCP port to use        (default: 9230)
+#   PMV_ADDR        address of both sides        (default: 127.0.0.1)
+#   PMV_REF_PROV, PMV_REF_PROV_RDM
+#                   the core providers the provider under test layers on
+#                   (e.g. verbs and 'verbs;ofi_rxm'), for a layered
+#                   provider that must behave exactly like its core: a case
+#                   that fails is run again through the core, and if the
+#                   core fails it for the same reasons (the same failure
+#                   lines) it is a SKIP, not a FAIL: the case cannot run
+#                   over this core (default: unset, every failure counts)
 set -u
 
 if [[ $# -ne 2 ]]; then
@@ -21,6 +30,8 @@ MSG_PROV=${PMV_PROV:-tcp}
 RDM_PROV=${PMV_PROV_RDM:-tcp;ofi_rxm}
 PORT=${PMV_PORT_BASE:-9230}
 ADDR=${PMV_ADDR:-127.0.0.1}  # the verbs tests in the guest use its eth0 address
+REF_MSG_PROV=${PMV_REF_PROV:-}
+REF_RDM_PROV=${PMV_REF_PROV_RDM:-}
 PROC_TIMEOUT=30 # seconds, per process
 READY_POLLS=100 # x 0.1 s waiting for the server's READY line
 
@@ -73,9 +84,16 @@ side_cmd() {
 		-r "$role" -a "$ADDR" -P "$port")
 }
 
-# Records and prints the outcome of one case.
+# Records and prints the outcome of one case (or, while JUDGE_ONLY is set,
+# only keeps it in VERDICT and REASON).
+JUDGE_ONLY=""
 report() {
 	local verdict=$1 name=$2 reason=${3:-}
+	if [[ -n $JUDGE_ONLY ]]; then
+		VERDICT=$verdict
+		REASON=$reason
+		return
+	fi
 	case $verdict in
 	PASS) passed=$((passed + 1)) ;;
 	SKIP) skipped=$((skipped + 1)) ;;
@@ -150,14 +168,39 @@ run_case() {
 	judge "$name" "$dir" "$src" "$crc"
 }
 
+# Runs one case and, if it fails and a reference core is named for its
+# endpoint type, runs it again through that core: a failure the core shares
+# (the same reason, provider names aside) means the case cannot run over
+# this core, and it is reported as SKIP.
+# run_judged TEST EP CLIENT_ONLY PROV REF_PROV
+run_judged() {
+	local test=$1 ep=$2 client_only=$3 prov=$4 ref=$5 verdict reason
+	JUDGE_ONLY=yes
+	run_case "$test" "$ep" "$ep" "$client_only" -p "$prov"
+	verdict=$VERDICT reason=$REASON
+	if [[ $verdict == FAIL && -n $ref ]]; then
+		run_case "$test" "$ep" "$ep" "$client_only" -p "$ref"
+		if [[ $VERDICT == FAIL && ${REASON//"$ref"/P} == "${reason//"$prov"/P}" ]]; then
+			JUDGE_ONLY=""
+			report SKIP "$test $ep" "the core '$ref' fails it the same way ($reason)"
+			return
+		fi
+		reason="$reason [through the core '$ref' alone: $VERDICT${REASON:+: $REASON}]"
+	fi
+	JUDGE_ONLY=""
+	report "$verdict" "$test $ep" "$reason"
+}
+
 # Runs TEST on msg and, unless msg-only, on rdm endpoints.
 run_test() {
 	local test=$1 msg_only=$2 client_only=$3
-	run_case "$test" msg msg "$client_only" -p "$MSG_PROV"
-	[[ $msg_only == yes ]] || run_case "$test" rdm rdm "$client_only" -p "$RDM_PROV"
+	run_judged "$test" msg "$client_only" "$MSG_PROV" "$REF_MSG_PROV"
+	[[ $msg_only == yes ]] || run_judged "$test" rdm "$client_only" "$RDM_PROV" "$REF_RDM_PROV"
 }
 
-echo "pmv integration tests: $LABEL (msg: '$MSG_PROV', rdm: '$RDM_PROV', ports from $PORT)"
+echo "pmv integration tests: $LABEL (msg: '$MSG_PROV', rdm: '$RDM_PROV', $ADDR, ports from $PORT)"
+[[ -n $REF_MSG_PROV$REF_RDM_PROV ]] &&
+	echo "a failing case is run again through the core ('$REF_MSG_PROV', '$REF_RDM_PROV'); a failure the core shares is a SKIP"
 
 #        test      msg-only client-only
 run_test sendrecv no no

@@ -1,7 +1,8 @@
 /*
  * pmv_commit_test - durability tests of pmemverbs's FI_COMMIT_COMPLETE.
  *
- * One program, two roles, connected by FI_EP_MSG endpoints on 127.0.0.1:
+ * One program, two roles, connected by FI_EP_MSG endpoints on 127.0.0.1
+ * (-a: any address; over the verbs core, one of the RDMA device's):
  *
  *   target     maps a file (with guard bytes around every region), registers
  *              its regions (FI_RMA_PMEM unless said otherwise), describes
@@ -13,10 +14,19 @@
  *              target's report.
  *
  * Tests (-t): oracle, contents, fault, badinput, exit; README.md says what
- * each proves.  Each check prints "PASS name: detail" or "FAIL name:
- * expected X got Y".  Exit status: 0 pass, 1 fail, 2 usage, 3 a commit
- * completed before its scope was persisted (the oracle found uncovered
- * bytes).
+ * each proves.  A further target-only mode, mrreg, maps the region file and
+ * registers one region with FI_RMA_PMEM, and reports what fi_mr_reg said and
+ * the profile (the fsdax check over the verbs core).
+ *
+ * The region file (-f) is created afresh, unless it is a character device
+ * (device-DAX, /dev/daxX.Y): that is used as it is, mapped with a length
+ * that is a multiple of its alignment, and zeroed where the test uses it.
+ * -g auto forces no granularity: the initiator takes the profile the
+ * target reports (restricted by -E to the profiles it may be).
+ *
+ * Each check prints "PASS name: detail" or "FAIL name: expected X got Y".
+ * Exit status: 0 pass, 1 fail, 2 usage, 3 a commit completed before its
+ * scope was persisted (the oracle found uncovered bytes).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -34,8 +44,10 @@
 #include <stdlib.h>
 #include <stdnoreturn.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -308,17 +320,19 @@ static void pause_briefly(void)
 
 enum role { ROLE_TARGET, ROLE_INITIATOR };
 enum test_mode { TEST_ORACLE, TEST_CONTENTS, TEST_FAULT, TEST_BADINPUT,
-		 TEST_EXIT };
+		 TEST_EXIT, TEST_MRREG };
 
 static const char *const k_test_names[] = { "oracle", "contents", "fault",
-					    "badinput", "exit" };
+					    "badinput", "exit", "mrreg" };
 
 struct opts {
 	enum role role;
 	enum test_mode test;
 	const char *addr, *port;
 	const char *file;   /* target: the region file */
-	const char *gran;   /* initiator: PMEM2_FORCE_GRANULARITY of the target */
+	const char *gran;   /* initiator: PMEM2_FORCE_GRANULARITY of the target,
+			     * or "auto" (none forced: take what it reports) */
+	const char *expect; /* initiator, -g auto: the profiles allowed */
 	const char *oracle; /* initiator: the oracle log to check */
 	uint64_t seed;
 	unsigned reps;      /* repetitions of the matrix for small sizes */
@@ -333,12 +347,25 @@ static noreturn void usage(void)
 		"usage: pmv_commit_test -r target|initiator "
 		"-t oracle|contents|fault|badinput|exit\n"
 		"         [-a ADDR] [-P PORT] [-s SEED] [-n REPS]\n"
-		"  target:    -f FILE     region file (created afresh)\n"
+		"       pmv_commit_test -r target -t mrreg -f FILE [-a ADDR]\n"
+		"  target:    -f FILE     region file (created afresh), or a "
+		"character\n"
+		"                         device (/dev/daxX.Y), used as it is\n"
 		"             env FI_PMEMVERBS_ORACLE=PATH creates the oracle log\n"
 		"  initiator: -g page|cache_line|byte  granularity forced on "
 		"the target\n"
+		"             -g auto     none forced: expect the profile the "
+		"target reports\n"
+		"             -E P[,P..]  with -g auto: the profiles it may be "
+		"(PAGE,DMP,\n"
+		"                         MHP,WSP; default any but VOLATILE)\n"
 		"             -o PATH     oracle log to check at every commit\n"
 		"             -c CASE     badinput: run only this case\n"
+		"  mrreg:     maps FILE like the target, registers one region "
+		"with FI_RMA_PMEM,\n"
+		"             prints \"MRREG <fi_mr_reg code> <profile>\"; exit 0 "
+		"if registered,\n"
+		"             4 if refused\n"
 		"exit: 0 pass, 1 fail, 2 usage, 3 commit completed before "
 		"its scope was persisted\n");
 	exit(EXIT_USAGE);
@@ -359,7 +386,7 @@ static void parse_opts(int argc, char **argv)
 
 	g_opt = (struct opts){ .addr = "127.0.0.1", .port = "9800", .seed = 1,
 			       .reps = 10 };
-	while ((ch = getopt(argc, argv, "r:t:a:P:f:g:o:s:n:c:h")) != -1) {
+	while ((ch = getopt(argc, argv, "r:t:a:P:f:g:E:o:s:n:c:h")) != -1) {
 		switch (ch) {
 		case 'r':
 			if (strcmp(optarg, "target") && strcmp(optarg, "initiator"))
@@ -376,6 +403,7 @@ static void parse_opts(int argc, char **argv)
 		case 'P': g_opt.port = optarg; break;
 		case 'f': g_opt.file = optarg; break;
 		case 'g': g_opt.gran = optarg; break;
+		case 'E': g_opt.expect = optarg; break;
 		case 'o': g_opt.oracle = optarg; break;
 		case 's': g_opt.seed = strtoull(optarg, NULL, 0); break;
 		case 'n': g_opt.reps = (unsigned)strtoul(optarg, NULL, 0); break;
@@ -388,6 +416,10 @@ static void parse_opts(int argc, char **argv)
 	if (g_opt.role == ROLE_TARGET && !g_opt.file)
 		usage();
 	if (g_opt.role == ROLE_INITIATOR && !g_opt.gran)
+		usage();
+	if (g_opt.test == TEST_MRREG && g_opt.role != ROLE_TARGET)
+		usage();
+	if (g_opt.expect && (!g_opt.gran || strcmp(g_opt.gran, "auto")))
 		usage();
 }
 
@@ -554,6 +586,7 @@ struct resize_req {
 
 struct status_rsp {
 	int32_t status, pad;
+	uint64_t key;      /* RESIZED: the region's key now */
 	char detail[120];
 };
 
@@ -590,6 +623,7 @@ struct net {
 	struct fi_pmem_ops_domain *pmem; /* fi_open_ops(FI_PMEM_DOMAIN_OPS) */
 	uint64_t mr_mode;
 	size_t inject_size;
+	size_t rma_iov_limit;            /* remote segments per RMA operation */
 	uint64_t cq_data_mask;
 	uint64_t next_local_key;
 };
@@ -660,6 +694,7 @@ static void open_domain(struct fi_info *info)
 			  (void **)&g_net.pmem, NULL));
 	g_net.mr_mode = info->domain_attr->mr_mode;
 	g_net.inject_size = info->tx_attr->inject_size;
+	g_net.rma_iov_limit = info->tx_attr->rma_iov_limit;
 	g_net.cq_data_mask = data_bytes >= 8 ? UINT64_MAX :
 			     (UINT64_C(1) << (8 * data_bytes)) - 1;
 }
@@ -1176,8 +1211,9 @@ struct region {
 
 struct target {
 	int fd;
+	bool chardev;      /* the region file is a device (device-DAX) */
 	uint8_t *map;
-	size_t size;
+	size_t size;       /* mapped: the layout, rounded up to the alignment */
 	struct region reg[REG_COUNT];
 	struct fid_pep *pep;
 	struct fid_eq *eq;
@@ -1249,18 +1285,65 @@ static uint8_t *map_file(int fd, size_t size, bool writable)
 	return p;
 }
 
-/* Creates the region file: zero regions, patterned guards. */
+/*
+ * The mapping alignment of a character device: device-DAX maps only whole
+ * multiples of it (sysfs "align"; 2 MiB when sysfs does not say).
+ */
+static size_t chardev_alignment(const struct stat *st)
+{
+	static const char *const fmts[] = { "/sys/dev/char/%u:%u/device/align",
+					    "/sys/dev/char/%u:%u/align" };
+	unsigned long long align = 0;
+
+	for (size_t i = 0; i < ARRAY_LEN(fmts) && !align; i++) {
+		char path[96];
+		FILE *f;
+
+		snprintf(path, sizeof(path), fmts[i], major(st->st_rdev),
+			 minor(st->st_rdev));
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fscanf(f, "%llu", &align) != 1 || !align ||
+		    (align & (align - 1)))
+			align = 0;
+		fclose(f);
+	}
+	return align ? (size_t)align : (size_t)2 << 20;
+}
+
+/*
+ * Opens and maps the region file: a regular file is created afresh (zero,
+ * sparse); a character device (device-DAX) is used as it is, no truncation,
+ * mapped in whole multiples of its alignment and zeroed here.  Then the
+ * guards get their pattern.
+ */
 static void target_create_file(void)
 {
-	g_t.size = layout_regions();
-	g_t.fd = open(g_opt.file, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	if (g_t.fd < 0 || ftruncate(g_t.fd, (off_t)g_t.size))
+	size_t layout = layout_regions(), align = (size_t)sysconf(_SC_PAGESIZE);
+	struct stat st;
+
+	if (!stat(g_opt.file, &st) && S_ISCHR(st.st_mode)) {
+		g_t.chardev = true;
+		align = chardev_alignment(&st);
+		g_t.fd = open(g_opt.file, O_RDWR);
+		if (g_t.fd < 0)
+			die("opening %s: %s", g_opt.file, strerror(errno));
+	} else {
+		g_t.fd = open(g_opt.file, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	}
+	g_t.size = (layout + align - 1) / align * align;
+	if (g_t.fd < 0 || (!g_t.chardev && ftruncate(g_t.fd, (off_t)g_t.size)))
 		die("creating %s: %s", g_opt.file, strerror(errno));
 	g_t.map = map_file(g_t.fd, g_t.size, true);
+	if (g_t.chardev)
+		memset(g_t.map, 0, g_t.size);
 	for (size_t off = 0; off < g_t.size; off++)
 		if (in_guard(off))
 			g_t.map[off] = guard_byte(off);
-	if (msync(g_t.map, g_t.size, MS_SYNC))
+	/* A device has no page cache (and device-DAX no fsync: msync fails
+	 * with EINVAL); re-mapping it shows the same memory. */
+	if (!g_t.chardev && msync(g_t.map, g_t.size, MS_SYNC))
 		die("msync of %s: %s", g_opt.file, strerror(errno));
 	for (int i = 0; i < REG_COUNT; i++)
 		g_t.reg[i].addr = g_t.map + g_t.reg[i].file_off;
@@ -1348,10 +1431,6 @@ static void target_on_connreq(struct cm_event *ev)
 		die("too many connections");
 	c = &g_t.conns[g_t.nconns++];
 	c->kind = kind;
-	if (!g_net.domain) {
-		open_domain(ev->info);
-		target_register_all();
-	}
 	if (kind == KIND_PLAIN_PEER)
 		info_without_pmem(ev->info);
 	conn_open(c, ev->info, g_t.eq);
@@ -1443,7 +1522,11 @@ static void target_on_resize(const struct resize_req *req)
 		die("RESIZE: closing the region's MR failed");
 	r->len = req->len;
 	rsp.status = target_register((enum region_id)req->region);
-	if (!rsp.status && r->key != region_key((enum region_id)req->region))
+	rsp.key = r->key;
+	/* A requested key must be kept; a provider's key (FI_MR_PROV_KEY,
+	 * the verbs core) is new with every registration. */
+	if (!rsp.status && !(g_net.mr_mode & FI_MR_PROV_KEY) &&
+	    r->key != region_key((enum region_id)req->region))
 		snprintf(rsp.detail, sizeof(rsp.detail), "key changed to "
 			 "0x%" PRIx64 " (FI_MR_PROV_KEY)", r->key);
 	ctl_send(MSG_RESIZED, &rsp, sizeof(rsp));
@@ -1615,10 +1698,17 @@ static bool target_handle_message(void)
 	return true;
 }
 
+/*
+ * Opens the domain and registers the regions, then listens.  Registering
+ * takes seconds in an emulated guest (verbs pins every page): done while a
+ * connection request waits, it can outlast the RDMA CM's response timeout.
+ */
 static void target_listen(void)
 {
 	g_net.info = query_info(FI_SOURCE);
 	open_fabric(g_net.info);
+	open_domain(g_net.info);
+	target_register_all();
 	g_t.eq = open_eq();
 	CHECK(fi_passive_ep(g_net.fabric, g_net.info, &g_t.pep, NULL));
 	track_fid(&g_t.pep->fid);
@@ -1660,11 +1750,38 @@ static void target_close(void)
 	free(g_t.ranges.v);
 }
 
+/*
+ * mrreg: maps the region file as the target does, opens a domain for
+ * addr:port and registers pmem-a with FI_RMA_PMEM.  Prints
+ * "MRREG <code> <profile> domain <name>"; exit 0 if registered, 4 if not.
+ */
+static int target_mrreg(void)
+{
+	int ret;
+
+	target_create_file();
+	g_net.info = query_info(FI_SOURCE);
+	open_fabric(g_net.info);
+	open_domain(g_net.info);
+	ret = target_register(REG_A);
+	printf("MRREG %s (%d) %s domain %s\n", ret ? errname(ret) : "0", ret,
+	       ret ? "-" : fi_pmem_profile_str(g_t.reg[REG_A].profile),
+	       g_net.info->domain_attr->name ? g_net.info->domain_attr->name :
+					       "?");
+	close_all_fids();
+	fi_freeinfo(g_net.info);
+	munmap(g_t.map, g_t.size);
+	close(g_t.fd);
+	return ret ? 4 : EXIT_PASS;
+}
+
 static int target_main(void)
 {
 	const char *oracle = getenv("FI_PMEMVERBS_ORACLE");
 
 	g_role = "target";
+	if (g_opt.test == TEST_MRREG)
+		return target_mrreg();
 	if (oracle && *oracle)
 		oracle_create(oracle);
 	target_create_file();
@@ -1784,9 +1901,19 @@ static void expect_profile(const char *name, uint32_t got, uint32_t want,
 			profile_name(want), profile_name(got), when);
 }
 
-/* The profile PMEM2_FORCE_GRANULARITY=gran makes the target detect. */
+static bool gran_auto(void)
+{
+	return !strcmp(g_opt.gran, "auto");
+}
+
+/*
+ * The profile PMEM2_FORCE_GRANULARITY=gran makes the target detect; with
+ * "auto", the one the target reports for pmem-a (check_profiles judges it).
+ */
 static enum fi_pmem_profile profile_for_granularity(const char *gran)
 {
+	if (!strcmp(gran, "auto"))
+		return (enum fi_pmem_profile)g_s.reg[REG_A].profile;
 	if (!strcmp(gran, "page"))
 		return FI_PMEM_PROFILE_PAGE;
 	if (!strcmp(gran, "cache_line"))
@@ -1866,7 +1993,29 @@ static void initiator_setup(void)
 	g_rng ^= mix64(g_opt.seed);
 }
 
-/* The profile each region must report: the forced one, VOLATILE without
+/*
+ * With -g auto: true if the profile is one -E allows (by default any
+ * profile of persistent memory or page cache, not VOLATILE or UNKNOWN).
+ */
+static bool profile_allowed(uint32_t p)
+{
+	const char *name = profile_name(p), *list = g_opt.expect;
+	size_t n = strlen(name);
+
+	if (!list)
+		return p >= FI_PMEM_PROFILE_PAGE && p <= FI_PMEM_PROFILE_WSP;
+	while (*list) {
+		size_t len = strcspn(list, ",");
+
+		if (len == n && !strncasecmp(list, name, n))
+			return true;
+		list += len + (list[len] == ',');
+	}
+	return false;
+}
+
+/* The profile each region must report: the forced one (or with -g auto,
+ * one allowed, the same for every FI_RMA_PMEM region), VOLATILE without
  * FI_RMA_PMEM. */
 static void check_profiles(void)
 {
@@ -1884,9 +2033,15 @@ static void check_profiles(void)
 		snprintf(got + n, sizeof(got) - n, "%s%s=%s", i ? " " : "",
 			 k_regions[i].name, profile_name(g_s.reg[i].profile));
 	}
-	if (ok)
-		verdict(true, check_name("profile"), "%s (granularity %s)",
-			got, g_opt.gran);
+	if (gran_auto() && !profile_allowed(g_s.want_profile))
+		verdict(false, check_name("profile"), "expected %s (the "
+			"target's own, none forced) got %s",
+			g_opt.expect ? g_opt.expect : "a persistent profile",
+			got);
+	else if (ok)
+		verdict(true, check_name("profile"), "%s (granularity %s%s%s)",
+			got, g_opt.gran, g_opt.expect ? ", allowed " : "",
+			g_opt.expect ? g_opt.expect : "");
 	else
 		verdict(false, check_name("profile"), "expected %s for the "
 			"FI_RMA_PMEM regions (granularity %s), VOLATILE for "
@@ -2178,7 +2333,9 @@ static const uint64_t k_misalign[] = { 1, 7, 63, 0, 4095, 65, 3, 2049 };
 /*
  * Plans a write of size bytes in slot of region (slots never overlap, so a
  * batch's writes do not either), with its data generated into the source
- * buffer.  Two segments leave a gap between them at the target.
+ * buffer.  Two segments leave a gap between them at the target; they are
+ * used only where the endpoint's rma_iov_limit allows two (tcp: 4; verbs:
+ * 1, where badinput's commit-two-segments checks such commits).
  */
 static void plan_wr(struct wr *w, enum region_id region, unsigned slot,
 		    size_t size, bool two_segs)
@@ -2187,7 +2344,9 @@ static void plan_wr(struct wr *w, enum region_id region, unsigned slot,
 	uint64_t base = slot * (uint64_t)SLOT_SIZE + (rnd(span) & ~4095ull);
 	uint64_t gap = 1 + rnd(63);
 
-	*w = (struct wr){ .region = region, .nseg = two_segs && size > 1 ? 2 : 1,
+	*w = (struct wr){ .region = region,
+			  .nseg = two_segs && size > 1 &&
+				  g_net.rma_iov_limit >= 2 ? 2 : 1,
 			  .seed = (g_opt.seed << 40) ^ ++g_s.writes };
 	w->off[0] = base + k_misalign[rnd(ARRAY_LEN(k_misalign))];
 	w->len[0] = w->nseg > 1 ? size / 2 : size;
@@ -2867,6 +3026,8 @@ static void resize_region(enum region_id region, uint64_t len)
 	if (rsp->status || rsp->detail[0])
 		die("target could not resize %s: %s %s", k_regions[region].name,
 		    errname(rsp->status), rsp->detail);
+	g_s.reg[region].key = rsp->key;
+	g_s.reg[region].len = len;
 	ctl_release();
 }
 
@@ -3063,13 +3224,54 @@ static void case_no_remote_write(const char *name)
 }
 
 /*
+ * The CQ error of a commit whose data write the target's core refuses:
+ * the tcp core drops the connection (the commit fails as "peer gone",
+ * FI_ENOTCONN); over verbs the RNIC answers with a remote access error,
+ * which breaks the queue pair and which the verbs core reports as FI_EIO.
+ */
+static int core_refusal_err(void)
+{
+	uint32_t proto = g_net.info->ep_attr->protocol;
+
+	return proto == FI_PROTO_RDMA_CM_IB_RC || proto == FI_PROTO_IWARP ?
+	       FI_EIO : FI_ENOTCONN;
+}
+
+/*
+ * When the shrunk region has a new key (keys the provider chooses,
+ * FI_MR_PROV_KEY, and a core that does not hand back a cached, larger
+ * registration), the agent can never see a range the region lacks: the
+ * core checks every write against the registration first.  There the case
+ * checks that core: a commit carrying len bytes at off, on a connection of
+ * its own (a refused RDMA write breaks its queue pair), must fail with the
+ * core's CQ error -- not succeed, not hang -- and write nothing (guards,
+ * contents).
+ */
+static void range_case_core(const char *name, uint64_t off, size_t len)
+{
+	struct conn c = { 0 };
+	struct cmsg m;
+	struct outcome o;
+
+	initiator_open_conn(&c, true);
+	conn_connect(&c, KIND_EXTRA);
+	gen_fill(g_s.src, len, 0x5100 + off, off); /* must not land */
+	o = try_commit(&c, cmsg_make(&m, REG_RANGE, off, len),
+		       FI_COMMIT_COMPLETE);
+	expect_cq_error(name, &o, core_refusal_err());
+	initiator_close_conn(&c);
+}
+
+/*
  * A range the agent must refuse: written while REG_RANGE is whole (so the
  * core accepts the data), then the target shrinks the region to half
- * under the same key, then a pure flush asks the agent to persist it.
+ * under the same key (a requested key; with FI_MR_PROV_KEY the verbs
+ * core's registration cache hands the same key back), then a pure flush
+ * asks the agent to persist it.  If the key changed, see range_case_core.
  */
 static void range_case(const char *name, uint64_t off, size_t len)
 {
-	uint64_t half = SMALL_REGION / 2;
+	uint64_t half = SMALL_REGION / 2, whole_key;
 	struct cmsg m;
 	struct outcome o;
 	int err;
@@ -3081,7 +3283,12 @@ static void range_case(const char *name, uint64_t off, size_t len)
 			"to succeed got %s", errname(err));
 		return;
 	}
+	whole_key = g_s.reg[REG_RANGE].key;
 	resize_region(REG_RANGE, half);
+	if (g_s.reg[REG_RANGE].key != whole_key) {
+		range_case_core(name, off, len);
+		return;
+	}
 	o = try_commit(&g_s.main,
 		       cmsg_flush(&m, REG_RANGE, g_s.reg[REG_RANGE].key),
 		       FI_COMMIT_COMPLETE);
@@ -3100,10 +3307,11 @@ static void case_range_straddling_end(const char *name)
 
 /*
  * A commit carrying 100 bytes at 2^64 - 50 (the range wraps), on a
- * connection of its own.  The tcp core validates RMA ranges before the
- * agent sees them: the target's core refuses the write and drops that
- * connection, so the commit must fail as "peer gone" (FI_ENOTCONN) --
- * not succeed, not hang -- and nothing may be written (guards).
+ * connection of its own.  The core validates RMA ranges before the agent
+ * sees them: the tcp core refuses the write and drops that connection, so
+ * the commit must fail as "peer gone" (FI_ENOTCONN); the verbs core's RNIC
+ * answers with a remote access error (FI_EIO) -- not succeed, not hang --
+ * and nothing may be written (guards).
  */
 static void case_range_wraps(const char *name)
 {
@@ -3116,7 +3324,7 @@ static void case_range_wraps(const char *name)
 	conn_connect(&c, KIND_EXTRA);
 	m.rma[0].addr = UINT64_MAX - 49;
 	o = try_commit(&c, msg, FI_COMMIT_COMPLETE);
-	expect_cq_error(name, &o, FI_ENOTCONN);
+	expect_cq_error(name, &o, core_refusal_err());
 	initiator_close_conn(&c);
 }
 
@@ -3142,6 +3350,92 @@ static void case_mr_offset_nonzero(const char *name)
 }
 
 /* ---- cases: what must work ---- */
+
+/*
+ * A commit carrying two remote segments of one key (a gap between them),
+ * on an endpoint whose rma_iov_limit is 1 (the verbs core; with a higher
+ * limit, the tcp core's 4, the matrix's commits use two segments and the
+ * contents test checks them, so this case prints nothing).  pmemverbs
+ * takes up to 4 segments per commit (more: -FI_EINVAL), whatever the
+ * core's limit.  The commit must either be refused at once with
+ * -FI_EINVAL, or complete with each segment's bytes at its own address
+ * and the gap untouched.  (A core with rma_iov_limit 1 writes all the data
+ * at rma_iov[0].addr if handed both.)  After a mismatch the test repairs
+ * the bytes, so the contents check reports only this case.
+ */
+static void case_commit_two_segments(const char *name)
+{
+	const uint64_t off[2] = { 60000, 60300 };
+	const size_t len[2] = { 100, 120 };
+	const uint64_t seed = 0x7020;
+	uint8_t *back = g_s.src + 2 * (size_t)LOCAL_STRIDE;
+	struct cmsg m;
+	struct fi_msg_rma *msg = cmsg_make(&m, REG_A, off[0], len[0] + len[1]);
+	char got[160] = "";
+	struct outcome o;
+
+	if (g_net.rma_iov_limit >= 2)
+		return; /* the matrix covers it */
+	gen_fill(g_s.src, len[0], seed, off[0]);
+	gen_fill(g_s.src + len[0], len[1], seed, off[1]);
+	m.rma[0].len = len[0];
+	m.rma[1] = (struct fi_rma_iov){ rma_addr(REG_A, off[1]), len[1],
+					g_s.reg[REG_A].key };
+	msg->rma_iov_count = 2;
+	o = try_commit(&g_s.main, msg, FI_COMMIT_COMPLETE);
+	if (o.ret == -FI_EINVAL) {
+		verdict(true, check_name(name), "refused with FI_EINVAL "
+			"(the endpoint's rma_iov_limit is %zu)",
+			g_net.rma_iov_limit);
+		return;
+	}
+	if (o.ret || !o.completed || o.err) {
+		expect_success(name, &o);
+		return;
+	}
+	note_placed(REG_A, off[0], len[0], seed);
+	note_placed(REG_A, off[1], len[1], seed);
+	if (rma_read(REG_A, off[0], back, off[1] + len[1] - off[0]))
+		die("%s: reading the segments back failed", name);
+	for (size_t i = 0; i < off[1] + len[1] - off[0]; i++) {
+		uint64_t at = off[0] + i;
+		bool in0 = at < off[0] + len[0], in1 = at >= off[1];
+		uint8_t want = in0 || in1 ? gen_byte(seed, at) : 0;
+
+		if (back[i] != want) {
+			snprintf(got, sizeof(got), "byte %" PRIu64 " of "
+				 "pmem-a (%s) is 0x%02x, expected 0x%02x",
+				 at, in0 ? "segment 0" : in1 ? "segment 1" :
+				 "the gap between them", back[i], want);
+			break;
+		}
+	}
+	if (!got[0]) {
+		verdict(true, check_name(name), "completed; both segments in "
+			"place, the gap untouched (the core's rma_iov_limit is "
+			"%zu)", g_net.rma_iov_limit);
+		return;
+	}
+	verdict(false, check_name(name), "expected -FI_EINVAL or both "
+		"segments at their addresses got the commit completed "
+		"successfully with %s (the endpoint's rma_iov_limit is %zu: "
+		"the data of both segments went to rma_iov[0].addr)", got,
+		g_net.rma_iov_limit);
+	/* Repair, one segment per commit: the data, then a zero gap. */
+	for (int i = 0; i < 2; i++) {
+		gen_fill(g_s.src, len[i], seed, off[i]);
+		o = try_commit(&g_s.main, cmsg_make(&m, REG_A, off[i], len[i]),
+			       FI_COMMIT_COMPLETE);
+		if (o.ret || o.err || !o.completed)
+			die("%s: repairing segment %d failed", name, i);
+	}
+	memset(g_s.src, 0, off[1] - off[0] - len[0]);
+	o = try_commit(&g_s.main, cmsg_make(&m, REG_A, off[0] + len[0],
+					    off[1] - off[0] - len[0]),
+		       FI_COMMIT_COMPLETE);
+	if (o.ret || o.err || !o.completed)
+		die("%s: repairing the gap failed", name);
+}
 
 static void case_volatile_commit(const char *name)
 {
@@ -3484,6 +3778,7 @@ static const struct bad_case k_bad_cases[] = {
 	{ "range-straddling-end", case_range_straddling_end },
 	{ "range-wraps-address-space", case_range_wraps },
 	{ "mr-offset-nonzero", case_mr_offset_nonzero },
+	{ "commit-two-segments", case_commit_two_segments },
 	{ "volatile-commit", case_volatile_commit },
 	{ "flush-nothing-written", case_flush_nothing_written },
 	{ "commit-after-errors", case_commit_after_errors },
@@ -3502,6 +3797,8 @@ static void run_badinput(void)
 {
 	struct report *rep;
 
+	if (gran_auto())
+		check_profiles();
 	for (size_t i = 0; i < ARRAY_LEN(k_bad_cases); i++)
 		if (!g_opt.only || !strcmp(g_opt.only, k_bad_cases[i].name))
 			k_bad_cases[i].run(k_bad_cases[i].name);

@@ -8,6 +8,16 @@
 # env:
 #   PMV_PORT_BASE     first TCP port (default 9800); every run takes a fresh one
 #   FI_PROVIDER_PATH  directory of libpmemverbs-fi.so (default: build/.libs)
+#   PMV_ADDR          address both sides use (default 127.0.0.1; over the
+#                     verbs core, an address of the RDMA device's netdev)
+#   PMV_REGION        a file or device (/dev/dax0.0) every target uses as its
+#                     region, instead of a fresh /dev/shm file per run.  Then
+#                     no granularity is forced: the oracle, contents, fault,
+#                     badinput and exit tests run once each with -g auto (the
+#                     profile the region really has)
+#   PMV_EXPECT_PROFILE  with PMV_REGION: the profiles the region may report,
+#                     comma-separated (e.g. DMP,MHP or PAGE; default: any
+#                     persistent profile)
 set -u
 
 if [[ $# -ne 1 || ! -x $1 ]]; then
@@ -18,9 +28,12 @@ BIN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 export FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-$ROOT/build/.libs}
 PORT=${PMV_PORT_BASE:-9800}
-ADDR=127.0.0.1
+ADDR=${PMV_ADDR:-127.0.0.1}
+REGION=${PMV_REGION:-}
+EXPECT=${PMV_EXPECT_PROFILE:-}
 PROC_TIMEOUT=150 # seconds, per process
-READY_POLLS=100  # x 0.1 s waiting for the target's READY line
+READY_POLLS=300  # x 0.1 s waiting for the target's READY line (registering
+                 # takes seconds in an emulated guest)
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/pmv_commit_test.XXXXXX")
 # Region files and oracle logs live in shared memory when there is some.
@@ -83,12 +96,21 @@ wait_ready() {
 	return 2
 }
 
+# The target's region: PMV_REGION, or a fresh file of this run.
+region_of() {
+	if [[ -n $REGION ]]; then
+		echo "$REGION"
+	else
+		echo "$SHM/$(basename "$1").data"
+	fi
+}
+
 # Starts the target of run DIR in the background (TARGET_PID); 0 if READY.
 start_target() {
 	local dir=$1 test=$2 port=$3
 	shift 3
 	env "$@" timeout "$PROC_TIMEOUT" "$BIN" -r target -t "$test" \
-		-a "$ADDR" -P "$port" -f "$SHM/$(basename "$dir").data" \
+		-a "$ADDR" -P "$port" -f "$(region_of "$dir")" \
 		>"$dir/target.out" 2>"$dir/target.err" &
 	TARGET_PID=$!
 	wait_ready "$TARGET_PID" "$dir/target.out"
@@ -157,6 +179,11 @@ run() {
 	local tenv=(PMEM2_FORCE_GRANULARITY="$gran") iargs=()
 	PORT=$((PORT + 1))
 	mkdir -p "$dir"
+	if [[ $gran == auto ]]; then
+		# nothing forced: the region's own granularity
+		tenv=(-u PMEM2_FORCE_GRANULARITY)
+		[[ -n $EXPECT ]] && iargs+=(-E "$EXPECT")
+	fi
 	if [[ $use_oracle == yes ]]; then
 		tenv+=(FI_PMEMVERBS_ORACLE="$oracle")
 		iargs+=(-o "$oracle")
@@ -176,7 +203,8 @@ run() {
 		return
 		;;
 	esac
-	timeout "$PROC_TIMEOUT" "$BIN" -r initiator -t "$test" -g "$gran" \
+	env -u PMEM2_FORCE_GRANULARITY \
+		timeout "$PROC_TIMEOUT" "$BIN" -r initiator -t "$test" -g "$gran" \
 		-a "$ADDR" -P "$port" "${iargs[@]}" \
 		>"$dir/initiator.out" 2>"$dir/initiator.err"
 	irc=$?
@@ -184,7 +212,20 @@ run() {
 	"judge_$judge" "$name" "$dir" "$irc"
 }
 
-echo "pmemverbs durability tests: $BIN (FI_PROVIDER_PATH=$FI_PROVIDER_PATH, ports from $PORT)"
+echo "pmemverbs durability tests: $BIN (FI_PROVIDER_PATH=$FI_PROVIDER_PATH, $ADDR, ports from $PORT)"
+
+if [[ -n $REGION ]]; then
+	echo "region: $REGION for every run, no granularity forced (-g auto${EXPECT:+, expecting $EXPECT})"
+	run oracle-auto oracle auto lines yes
+	run contents-auto contents auto lines no
+	run fault-extent-3 fault auto fault yes 3
+	run fault-extent-777 fault auto fault yes 777
+	run badinput badinput auto lines no
+	run exit-with-endpoints-open exit auto exit no
+	echo "$passed passed, $failed failed"
+	[[ $failed -eq 0 ]]
+	exit
+fi
 
 for gran in page cache_line byte; do
 	run "oracle-$gran" oracle "$gran" lines yes

@@ -477,6 +477,16 @@ static int run_initiator(const struct options *opts)
 /* ---------------------------------------------------------------- target */
 
 static int serve(const struct options *opts, const struct pm_fabric *res,
+		 struct pm_conn *conn, struct pm_file *file);
+
+/* pm_run_target's callback. */
+static int serve_initiator(const void *opts, const struct pm_fabric *res,
+			   struct pm_conn *conn, struct pm_file *file)
+{
+	return serve(opts, res, conn, file);
+}
+
+static int serve(const struct options *opts, const struct pm_fabric *res,
 		 struct pm_conn *conn, struct pm_file *file)
 {
 	struct setup_msg setup;
@@ -510,27 +520,7 @@ static int serve(const struct options *opts, const struct pm_fabric *res,
 
 static int run_target(const struct options *opts)
 {
-	struct pm_file file = PM_FILE_INIT;
-	struct pm_fabric res = { 0 };
-	struct pm_conn conn = { 0 };
-	struct fid_pep *pep = NULL;
-	int ret;
-
-	ret = pm_open_fabric(opts->prov, NULL, opts->port, &res);
-	if (!ret)
-		ret = pm_listen(&res, &pep);
-	if (!ret)
-		pm_say("%s listening on %s port %s", opts->prov,
-		       PM_LISTEN_ADDR, opts->port);
-	if (!ret)
-		ret = pm_accept(&res, PM_CTRL_MSG_MAX, 16, &conn);
-	if (!ret)
-		ret = serve(opts, &res, &conn, &file);
-	pm_close_conn(&conn);
-	pm_close_fid(pep ? &pep->fid : NULL, "closing the passive endpoint");
-	pm_close_fabric(&res);
-	pm_unmap_file(&file);
-	return ret;
+	return pm_run_target(opts->prov, opts->port, 16, serve_initiator, opts);
 }
 
 /* --------------------------------------------------------------- options */

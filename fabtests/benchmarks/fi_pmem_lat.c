@@ -126,33 +126,21 @@ static int serve_initiator(const struct pm_fabric *res, struct pm_conn *conn,
 	return ret;
 }
 
+/* pm_run_target's callback: maps the region's file, then serves. */
+static int map_and_serve(const void *arg, const struct pm_fabric *res,
+			 struct pm_conn *conn, struct pm_file *file)
+{
+	const struct options *opts = arg;
+	int ret = pm_map_file(opts->file, "fi_pmem_lat", region_len(opts),
+			      false, file);
+
+	return ret ? ret : serve_initiator(res, conn, file);
+}
+
 static int run_target(const struct options *opts)
 {
-	struct pm_file file = PM_FILE_INIT;
-	struct pm_fabric res = { 0 };
-	struct pm_conn conn = { 0 };
-	struct fid_pep *pep = NULL;
-	int ret;
-
-	ret = pm_map_file(opts->file, "fi_pmem_lat", region_len(opts), false,
-			  &file);
-	if (!ret)
-		ret = pm_open_fabric(opts->prov, NULL, opts->port, &res);
-	if (!ret)
-		ret = pm_listen(&res, &pep);
-	if (!ret)
-		pm_say("%s listening on %s port %s", opts->prov,
-		       PM_LISTEN_ADDR, opts->port);
-	if (!ret)
-		ret = pm_accept(&res, PM_CTRL_MSG_MAX, 2 * MAX_OPS_PER_SAMPLE,
-				&conn);
-	if (!ret)
-		ret = serve_initiator(&res, &conn, &file);
-	pm_close_conn(&conn);
-	pm_close_fid(pep ? &pep->fid : NULL, "closing the passive endpoint");
-	pm_close_fabric(&res);
-	pm_unmap_file(&file);
-	return ret;
+	return pm_run_target(opts->prov, opts->port, 2 * MAX_OPS_PER_SAMPLE,
+			     map_and_serve, opts);
 }
 
 /* ------------------------------------------------- initiator: posting */

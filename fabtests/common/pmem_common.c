@@ -807,3 +807,28 @@ void pm_summarize(int64_t *samples, long n, struct pm_stats *s)
 	s->max_us = samples[n - 1] / 1e3;
 	s->mean_us = sum / (double) n / 1e3;
 }
+
+int pm_run_target(const char *prov, const char *port, size_t tx_cq_size,
+		  pm_serve_fn serve, const void *opts)
+{
+	struct pm_file file = PM_FILE_INIT;
+	struct pm_fabric res = { 0 };
+	struct pm_conn conn = { 0 };
+	struct fid_pep *pep = NULL;
+	int ret;
+
+	ret = pm_open_fabric(prov, NULL, port, &res);
+	if (!ret)
+		ret = pm_listen(&res, &pep);
+	if (!ret)
+		pm_say("%s listening on %s port %s", prov, PM_LISTEN_ADDR, port);
+	if (!ret)
+		ret = pm_accept(&res, PM_CTRL_MSG_MAX, tx_cq_size, &conn);
+	if (!ret)
+		ret = serve(opts, &res, &conn, &file);
+	pm_close_conn(&conn);
+	pm_close_fid(pep ? &pep->fid : NULL, "closing the passive endpoint");
+	pm_close_fabric(&res);
+	pm_unmap_file(&file);
+	return ret;
+}

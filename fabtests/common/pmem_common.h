@@ -212,6 +212,17 @@ void pm_unmap_file(struct pm_file *file);
 
 /* Opens a passive endpoint on res->info and listens. */
 int pm_listen(const struct pm_fabric *res, struct fid_pep **pep);
+
+/* What a program's target does with one connected initiator. */
+typedef int (*pm_serve_fn)(const void *opts, const struct pm_fabric *res,
+			   struct pm_conn *conn, struct pm_file *file);
+
+/*
+ * The target's whole life: opens the fabric, listens, accepts one
+ * initiator (a transmit CQ of tx_cq_size), serves it, closes everything.
+ */
+int pm_run_target(const char *prov, const char *port, size_t tx_cq_size,
+		  pm_serve_fn serve, const void *opts);
 /*
  * Takes the next connection request (waiting up to the session limit),
  * opens its endpoint with pm_open_conn, posts the first control receive

@@ -144,6 +144,8 @@ struct pmv_domain {
 	struct pmv_fabric *fabric;
 	uint64_t mr_mode;
 	size_t inject_size;
+	size_t iov_limit;         /* the core's tx iov_limit and rma_iov_limit */
+	size_t rma_iov_limit;
 	uint8_t transport;
 	pthread_mutex_t lock;     /* MR table and agent endpoint list */
 	struct pmv_mr *mrs;       /* registered regions, for the agent */

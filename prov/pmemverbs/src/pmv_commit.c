@@ -452,15 +452,29 @@ static int pmv_check_descs(struct pmv_ep *ep, const struct fi_msg_rma *msg)
 	return 0;
 }
 
+/* The smaller of pmemverbs's limit and the core's (0: the core says none). */
+static size_t pmv_limit(size_t own, size_t core)
+{
+	return core && core < own ? core : own;
+}
+
+/*
+ * Segments the core cannot carry are refused: the verbs core, for one,
+ * allows a single remote segment and would place the data elsewhere.
+ */
 static int pmv_check_iovs(struct pmv_ep *ep, const struct fi_msg_rma *msg)
 {
 	uint64_t local = 0;
 	size_t i;
 
-	if (msg->iov_count > PMV_MAX_IOV || msg->rma_iov_count > PMV_MAX_IOV) {
+	if (msg->iov_count > pmv_limit(PMV_MAX_IOV, ep->domain->iov_limit) ||
+	    msg->rma_iov_count > pmv_limit(PMV_MAX_IOV,
+					   ep->domain->rma_iov_limit)) {
 		PMV_WARN(FI_LOG_EP_DATA, "commit: iov_count %zu / rma_iov_count "
-			 "%zu over the limit of %d\n", msg->iov_count,
-			 msg->rma_iov_count, PMV_MAX_IOV);
+			 "%zu over the limits %zu / %zu (pmemverbs's and the "
+			 "core's)\n", msg->iov_count, msg->rma_iov_count,
+			 pmv_limit(PMV_MAX_IOV, ep->domain->iov_limit),
+			 pmv_limit(PMV_MAX_IOV, ep->domain->rma_iov_limit));
 		return -FI_EINVAL;
 	}
 	for (i = 0; i < msg->rma_iov_count; i++) {

@@ -210,6 +210,8 @@ static void pmv_domain_init_pmem(struct pmv_domain *dom,
 	pthread_mutex_init(&dom->lock, NULL);
 	dom->mr_mode = core_info->domain_attr->mr_mode;
 	dom->inject_size = core_info->tx_attr->inject_size;
+	dom->iov_limit = core_info->tx_attr->iov_limit;
+	dom->rma_iov_limit = core_info->tx_attr->rma_iov_limit;
 	dom->transport = pmv_transport_of(dom->fabric->core_name, core_info);
 	dom->next_internal_key = 0x706d760000000000ull;
 }

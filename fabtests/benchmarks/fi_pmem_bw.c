@@ -476,21 +476,12 @@ static int run_initiator(const struct options *opts)
 
 /* ---------------------------------------------------------------- target */
 
-static int serve(const struct options *opts, const struct pm_fabric *res,
-		 struct pm_conn *conn, struct pm_file *file);
-
 /* pm_run_target's callback. */
-static int serve_initiator(const void *opts, const struct pm_fabric *res,
+static int serve_initiator(const void *arg, const struct pm_fabric *res,
 			   struct pm_conn *conn, struct pm_file *file)
 {
-	return serve(opts, res, conn, file);
-}
-
-static int serve(const struct options *opts, const struct pm_fabric *res,
-		 struct pm_conn *conn, struct pm_file *file)
-{
+	const struct options *opts = arg;
 	struct setup_msg setup;
-	struct fid_mr *mr = NULL;
 	uint64_t len;
 	int ret = pm_recv_ctrl(conn, pm_now_ns() + PM_CM_TIMEOUT_NS,
 			       "receiving the initiator's request", &setup,
@@ -506,16 +497,7 @@ static int serve(const struct options *opts, const struct pm_fabric *res,
 		return -FI_EINVAL;
 	}
 	ret = pm_map_file(opts->file, "fi_pmem_bw", (size_t) len, false, file);
-	if (!ret)
-		ret = pm_register_region(res, conn, file, &mr);
-	if (!ret)
-		ret = pm_send_region(res, conn, mr, file);
-	if (!ret)
-		ret = pm_wait_for_done(res, conn);
-	if (!ret)
-		pm_report_counters(res, conn->ep);
-	pm_close_fid(mr ? &mr->fid : NULL, "closing the region");
-	return ret;
+	return ret ? ret : pm_serve_region(res, conn, file);
 }
 
 static int run_target(const struct options *opts)

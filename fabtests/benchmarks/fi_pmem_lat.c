@@ -110,22 +110,6 @@ static size_t region_len(const struct options *opts)
 }
 
 /* Offers the region to the initiator and stays until it is done. */
-static int serve_initiator(const struct pm_fabric *res, struct pm_conn *conn,
-			   const struct pm_file *file)
-{
-	struct fid_mr *mr = NULL;
-	int ret = pm_register_region(res, conn, file, &mr);
-
-	if (!ret)
-		ret = pm_send_region(res, conn, mr, file);
-	if (!ret)
-		ret = pm_wait_for_done(res, conn);
-	if (!ret)
-		pm_report_counters(res, conn->ep);
-	pm_close_fid(mr ? &mr->fid : NULL, "closing the region");
-	return ret;
-}
-
 /* pm_run_target's callback: maps the region's file, then serves. */
 static int map_and_serve(const void *arg, const struct pm_fabric *res,
 			 struct pm_conn *conn, struct pm_file *file)
@@ -134,7 +118,7 @@ static int map_and_serve(const void *arg, const struct pm_fabric *res,
 	int ret = pm_map_file(opts->file, "fi_pmem_lat", region_len(opts),
 			      false, file);
 
-	return ret ? ret : serve_initiator(res, conn, file);
+	return ret ? ret : pm_serve_region(res, conn, file);
 }
 
 static int run_target(const struct options *opts)

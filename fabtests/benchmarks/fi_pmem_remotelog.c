@@ -647,21 +647,12 @@ static int init_log(struct pm_file *file, uint32_t mode, uint64_t log_id,
 	return 0;
 }
 
-static int serve(const struct options *opts, const struct pm_fabric *res,
-		 struct pm_conn *conn, struct pm_file *file);
-
 /* pm_run_target's callback. */
-static int serve_initiator(const void *opts, const struct pm_fabric *res,
+static int serve_initiator(const void *arg, const struct pm_fabric *res,
 			   struct pm_conn *conn, struct pm_file *file)
 {
-	return serve(opts, res, conn, file);
-}
-
-static int serve(const struct options *opts, const struct pm_fabric *res,
-		 struct pm_conn *conn, struct pm_file *file)
-{
+	const struct options *opts = arg;
 	struct setup_msg setup;
-	struct fid_mr *mr = NULL;
 	uint64_t mode, cap;
 	int ret = pm_recv_ctrl(conn, pm_now_ns() + PM_CM_TIMEOUT_NS,
 			       "receiving the log's parameters", &setup,
@@ -686,16 +677,7 @@ static int serve(const struct options *opts, const struct pm_fabric *res,
 	if (!ret)
 		pm_say("%s log of %" PRIu64 " bytes in %s", mode_name(
 		       (uint32_t) mode), cap, file->path);
-	if (!ret)
-		ret = pm_register_region(res, conn, file, &mr);
-	if (!ret)
-		ret = pm_send_region(res, conn, mr, file);
-	if (!ret)
-		ret = pm_wait_for_done(res, conn);
-	if (!ret)
-		pm_report_counters(res, conn->ep);
-	pm_close_fid(mr ? &mr->fid : NULL, "closing the region");
-	return ret;
+	return ret ? ret : pm_serve_region(res, conn, file);
 }
 
 static int run_target(const struct options *opts)

@@ -808,6 +808,22 @@ void pm_summarize(int64_t *samples, long n, struct pm_stats *s)
 	s->mean_us = sum / (double) n / 1e3;
 }
 
+int pm_serve_region(const struct pm_fabric *res, struct pm_conn *conn,
+		    const struct pm_file *file)
+{
+	struct fid_mr *mr = NULL;
+	int ret = pm_register_region(res, conn, file, &mr);
+
+	if (!ret)
+		ret = pm_send_region(res, conn, mr, file);
+	if (!ret)
+		ret = pm_wait_for_done(res, conn);
+	if (!ret)
+		pm_report_counters(res, conn->ep);
+	pm_close_fid(mr ? &mr->fid : NULL, "closing the region");
+	return ret;
+}
+
 int pm_run_target(const char *prov, const char *port, size_t tx_cq_size,
 		  pm_serve_fn serve, const void *opts)
 {

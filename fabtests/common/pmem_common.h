@@ -251,6 +251,13 @@ int pm_wait_for_done(const struct pm_fabric *res, struct pm_conn *conn);
 /* Prints pmemverbs's durability counters of an endpoint. */
 void pm_report_counters(const struct pm_fabric *res, struct fid_ep *ep);
 
+/*
+ * The target's part of a benchmark: registers the mapped file, sends the
+ * region to the initiator, waits for its "done", reports the counters.
+ */
+int pm_serve_region(const struct pm_fabric *res, struct pm_conn *conn,
+		    const struct pm_file *file);
+
 #define PM_DONE_TEXT "done"
 
 /* -------------------------------------------------------- initiator */

@@ -820,19 +820,11 @@ static enum verdict check_file(const struct pm_file *file, uint64_t written,
 	return V_PASS;
 }
 
-static int serve(const struct options *opts, const struct pm_fabric *res,
-		 struct pm_conn *conn, struct pm_file *file);
-
 /* pm_run_target's callback. */
-static int serve_initiator(const void *opts, const struct pm_fabric *res,
+static int serve_initiator(const void *arg, const struct pm_fabric *res,
 			   struct pm_conn *conn, struct pm_file *file)
 {
-	return serve(opts, res, conn, file);
-}
-
-static int serve(const struct options *opts, const struct pm_fabric *res,
-		 struct pm_conn *conn, struct pm_file *file)
-{
+	const struct options *opts = arg;
 	struct server s = { .res = res, .conn = conn, .file = file,
 			    .pmem = res->pmem_ops != NULL };
 	struct setup_msg setup;

@@ -310,6 +310,7 @@ void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
 		 bool is_error);
 void pmv_cq_add_pmem_ep(struct pmv_cq *cq, struct pmv_ep *ep);
 void pmv_cq_ref_pmem(struct pmv_cq *cq, int delta);
+void pmv_cq_progress_core(struct pmv_ep *ep);
 void pmv_cq_remove_pmem_ep(struct pmv_cq *cq, struct pmv_ep *ep);
 const char *pmv_strerror(int prov_errno);
 
@@ -336,6 +337,7 @@ struct fi_info *pmv_hints_to_core(const struct fi_info *hints,
 				  const char *core_name);
 
 /* pmv_fid.c: mapping between pmemverbs fids and core fids. */
+bool pmv_fid_is_ours(const struct fid *fid);
 struct fid *pmv_core_fid(struct fid *fid);
 struct fid *pmv_app_fid(struct fid *core_fid);
 int pmv_close_core(struct fid *core_fid, const char *what);

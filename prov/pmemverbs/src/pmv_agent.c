@@ -232,22 +232,6 @@ static bool pmv_agent_send_ack(struct pmv_ep *ep)
 	return true;
 }
 
-/*
- * Drives the core's progress for a target that never polls (the tcp core
- * moves data only when its CQs are read).  A read of zero entries
- * progresses a CQ without taking any completion from the application.
- */
-static void pmv_agent_progress_core(struct pmv_ep *ep)
-{
-	struct pmv_cq *rx = __atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE);
-	struct pmv_cq *tx = __atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE);
-
-	if (rx)
-		(void) fi_cq_read(rx->core, NULL, 0);
-	if (tx && tx != rx)
-		(void) fi_cq_read(tx->core, NULL, 0);
-}
-
 /* Serves the requests waiting in one endpoint's inbox; returns how many. */
 static int pmv_agent_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep)
 {
@@ -255,7 +239,8 @@ static int pmv_agent_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep)
 	struct pmv_req *req = (struct pmv_req *) buf;
 	int served = 0;
 
-	pmv_agent_progress_core(ep);
+	/* a target that never polls still moves data (tcp core) */
+	pmv_cq_progress_core(ep);
 	while (served < PMV_SLOTS) {
 		if (ep->agent_unacked && !pmv_agent_send_ack(ep))
 			break;

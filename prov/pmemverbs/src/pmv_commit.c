@@ -251,15 +251,6 @@ void pmv_commit_progress(struct pmv_ep *ep)
 	pthread_mutex_unlock(&ep->lock);
 }
 
-/* Moves the core along while the initiator waits for an ack. */
-static void pmv_progress_core(struct pmv_ep *ep)
-{
-	if (ep->tx_cq)
-		(void) fi_cq_read(ep->tx_cq->core, NULL, 0);
-	if (ep->rx_cq && ep->rx_cq != ep->tx_cq)
-		(void) fi_cq_read(ep->rx_cq->core, NULL, 0);
-}
-
 static uint64_t pmv_ms_now(void)
 {
 	struct timespec ts;
@@ -284,7 +275,7 @@ static int pmv_wait_acked(struct pmv_ep *ep, uint64_t seq)
 				 "the target for %d ms\n", PMV_FENCE_TIMEOUT_MS);
 			return PMV_ERR_FENCE;
 		}
-		pmv_progress_core(ep);
+		pmv_cq_progress_core(ep);
 	}
 }
 
@@ -343,7 +334,7 @@ static int pmv_send_request_after_data(struct pmv_ep *ep, uint64_t key,
 
 	while ((ret = pmv_send_request(ep, key, flags, data)) == -FI_EAGAIN &&
 	       pmv_ms_now() < deadline)
-		pmv_progress_core(ep);
+		pmv_cq_progress_core(ep);
 	return ret;
 }
 

@@ -35,7 +35,7 @@ static bool pmv_event_from_core(uint32_t event)
 /* Replaces a core fid by the pmemverbs fid wrapping it; ours stay as they are. */
 static struct fid *pmv_event_fid(struct fid *fid)
 {
-	if (!fid || (fid->ops && fid->ops->ops_set == pmv_no_ops_set))
+	if (!fid || pmv_fid_is_ours(fid))
 		return fid;
 	return pmv_app_fid(fid);
 }

@@ -6,10 +6,16 @@
 
 #include "pmv.h"
 
+/* True for a fid pmemverbs opened (every pmemverbs fi_ops has this ops_set). */
+bool pmv_fid_is_ours(const struct fid *fid)
+{
+	return fid && fid->ops && fid->ops->ops_set == pmv_no_ops_set;
+}
+
 /* Returns the core object a pmemverbs fid wraps, or NULL if not ours. */
 struct fid *pmv_core_fid(struct fid *fid)
 {
-	if (!fid || !fid->ops || fid->ops->ops_set != pmv_no_ops_set)
+	if (!pmv_fid_is_ours(fid))
 		return NULL;
 
 	switch (fid->fclass) {

@@ -205,12 +205,6 @@ static bool pmv_info_meets_hints(const struct fi_info *info,
 		 !(info->tx_attr->op_flags & FI_COMMIT_COMPLETE));
 }
 
-/* Maps an fi_info handle (connreq or endpoint) to the core's handle. */
-static struct fid *pmv_core_handle(struct fid *handle)
-{
-	return handle ? pmv_core_fid(handle) : NULL;
-}
-
 /* Builds the core's fi_info for a pmemverbs fi_info the application passed. */
 struct fi_info *pmv_info_to_core(const struct fi_info *info)
 {
@@ -222,7 +216,7 @@ struct fi_info *pmv_info_to_core(const struct fi_info *info)
 	core_info = pmv_hints_to_core(info, core_name);
 	if (!core_info)
 		return NULL;
-	core_info->handle = pmv_core_handle(info->handle);
+	core_info->handle = pmv_core_fid(info->handle); /* connreq or ep */
 	if (info->fabric_attr && info->fabric_attr->fabric)
 		core_info->fabric_attr->fabric = (struct fid_fabric *)
 			pmv_core_fid(&info->fabric_attr->fabric->fid);

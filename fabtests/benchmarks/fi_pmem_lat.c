@@ -26,7 +26,8 @@
  * and prints count, p50, p99, max and mean in microseconds (nearest-rank
  * percentiles of the sorted samples; warmup excluded), as a table or, with
  * --csv, as rows "provider,profile,mode,size,iters,p50_us,p99_us,max_us,
- * mean_us".  Offsets rotate through the region in 64-byte-aligned steps so
+ * mean_us,method" (method: what pmemverbs commits took, for the commit
+ * mode).  Offsets rotate through the region in 64-byte-aligned steps so
  * consecutive operations touch different lines.  On the target,
  * PMEM2_FORCE_GRANULARITY=page|cache_line|byte selects the pmemverbs
  * profile (PAGE, DMP, MHP) for an ordinary file.
@@ -80,6 +81,7 @@ struct options {
 /* The initiator's state while it measures. */
 struct bench {
 	const struct options *opts;
+	const struct pm_fabric *res;
 	struct pm_conn *conn;
 	struct pm_region region;
 	struct fi_context2 ctx[MAX_OPS_PER_SAMPLE];
@@ -334,22 +336,26 @@ static void print_header(const struct options *opts)
 {
 	if (opts->csv)
 		printf("provider,profile,mode,size,iters,p50_us,p99_us,max_us,"
-		       "mean_us\n");
+		       "mean_us,method\n");
 	else
-		printf("%-10s %-8s %-10s %9s %8s %10s %10s %10s %10s\n",
+		printf("%-10s %-8s %-10s %9s %8s %10s %10s %10s %10s %s\n",
 		       "provider", "profile", "mode", "size", "iters",
-		       "p50_us", "p99_us", "max_us", "mean_us");
+		       "p50_us", "p99_us", "max_us", "mean_us", "method");
 }
 
 static void print_row(const struct bench *b, const struct mode *mode,
 		      size_t size, const struct pm_stats *s)
 {
 	const char *fmt = b->opts->csv ?
-		"%s,%s,%s,%zu,%ld,%.2f,%.2f,%.2f,%.2f\n" :
-		"%-10s %-8s %-10s %9zu %8ld %10.2f %10.2f %10.2f %10.2f\n";
+		"%s,%s,%s,%zu,%ld,%.2f,%.2f,%.2f,%.2f,%s\n" :
+		"%-10s %-8s %-10s %9zu %8ld %10.2f %10.2f %10.2f %10.2f %s\n";
+	/* the method the commits took, known once one has completed */
+	const char *method = strcmp(mode->name, "commit") ? PM_NO_PROFILE :
+		pm_commit_method(b->res, b->conn->ep, b->region.key);
 
 	printf(fmt, b->opts->prov, b->region.profile, mode->name, size,
-	       b->opts->iters, s->p50_us, s->p99_us, s->max_us, s->mean_us);
+	       b->opts->iters, s->p50_us, s->p99_us, s->max_us, s->mean_us,
+	       method);
 	fflush(stdout);
 }
 
@@ -426,6 +432,7 @@ static int run_initiator(const struct options *opts)
 		       "profile %s", opts->prov, opts->server, opts->port,
 		       b->region.len, b->region.profile);
 		b->opts = opts;
+		b->res = &res;
 		b->conn = &conn;
 		ret = measure_all(b);
 		pm_report_counters(&res, conn.ep);

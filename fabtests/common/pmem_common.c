@@ -609,6 +609,14 @@ uint64_t pm_region_profile(const struct pm_fabric *res, struct fid_mr *mr)
 			       PM_NO_PROFILE_CODE;
 }
 
+const char *pm_commit_method(const struct pm_fabric *res, struct fid_ep *ep,
+			     uint64_t key)
+{
+	return res->pmem_ops ?
+	       fi_pmem_method_str(res->pmem_ops->method(ep, key)) :
+	       PM_NO_PROFILE;
+}
+
 const char *pm_profile_name(uint64_t code)
 {
 	return code == PM_NO_PROFILE_CODE ? PM_NO_PROFILE :

@@ -236,6 +236,10 @@ int pm_register_region(const struct pm_fabric *res, struct pm_conn *conn,
 /* The region's profile code, or PM_NO_PROFILE_CODE off pmemverbs. */
 uint64_t pm_region_profile(const struct pm_fabric *res, struct fid_mr *mr);
 const char *pm_profile_name(uint64_t code);
+/* The method pmemverbs takes for commits to key over ep; PM_NO_PROFILE
+ * off pmemverbs. */
+const char *pm_commit_method(const struct pm_fabric *res, struct fid_ep *ep,
+			     uint64_t key);
 /* Sends the initiator the region's base address (or 0), key, length and
  * profile. */
 int pm_send_region(const struct pm_fabric *res, struct pm_conn *conn,

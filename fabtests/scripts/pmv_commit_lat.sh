@@ -13,6 +13,11 @@
 # commit p50 then follows the spin time (about spin + 70 us), which measures
 # the scheduler rather than the commit path.
 #
+# Each pmemverbs configuration is a granularity, optionally with the method
+# forced on the initiator (FI_PMEMVERBS_METHOD): "byte" takes the default
+# method for MHP (read_flush), "byte:agent" the agent, so both methods the
+# provider offers for MHP are measured side by side.
+#
 # Writes OUT/commit_latency.csv (every fi_pmem_lat row, prefixed with its
 # round and configuration), OUT/commit_latency_summary.csv and prints the
 # summary: per profile and size, the commit's p50 and p99 (medians over the
@@ -24,7 +29,8 @@
 #        FI_PROVIDER_PATH (required): the directory of libpmemverbs-fi.so
 #        PMV_LAT_ROUNDS (3), PMV_LAT_ITERS (2000), PMV_LAT_WARMUP (200),
 #        PMV_LAT_PORT (first port; a random one in 20000-39999 by default),
-#        PMV_LAT_SIZES ("64 4096 65536")
+#        PMV_LAT_SIZES ("64 4096 65536"),
+#        PMV_LAT_CONFIGS ("page cache_line byte byte:agent")
 set -euo pipefail
 export LC_ALL=C # decimal points and byte-wise sort for join
 
@@ -45,7 +51,7 @@ ROUNDS=${PMV_LAT_ROUNDS:-3}
 ITERS=${PMV_LAT_ITERS:-2000}
 WARMUP=${PMV_LAT_WARMUP:-200}
 port=${PMV_LAT_PORT:-$((20000 + RANDOM % 20000))}
-PROFILES="page cache_line byte"
+PROFILES=${PMV_LAT_CONFIGS:-"page cache_line byte byte:agent"}
 SIZES=${PMV_LAT_SIZES:-"64 4096 65536"}
 PMV_MODES=read8,write,write_read,commit
 TCP_MODES=read8,write,commit
@@ -74,17 +80,20 @@ if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
 fi
 
 # One fi_pmem_lat run on a fresh port; appends its rows, prefixed with
-# "round,config", to the CSV.  $granularity is empty for tcp.
+# "round,config", to the CSV.  $cfg is empty for tcp, else GRAN[:METHOD].
 run_once() {
-	local round=$1 prov=$2 granularity=$3 modes=$4
-	local config=$prov${granularity:+/$granularity} rows status=0 tstatus=0
+	local round=$1 prov=$2 cfg=$3 modes=$4
+	local config=$prov${cfg:+/$cfg} rows status=0 tstatus=0
+	local granularity=${cfg%%:*} method=
+	[[ $cfg == *:* ]] && method=${cfg#*:}
 	port=$((port + 1))
-	local log=$LOGS/round$round-port$port-${config//\//-}
+	local log=$LOGS/round$round-port$port-${config//[\/:]/-}
 	"${pin_target[@]}" env ${granularity:+PMEM2_FORCE_GRANULARITY=$granularity} \
 		timeout -k 10 "$RUN_TIMEOUT" "$PMV_LAT_BIN" -p "$prov" -B "$port" \
 		-S "${SIZES// /,}" >"$log.target.log" 2>&1 &
 	target_pid=$!
-	rows=$("${pin_initiator[@]}" timeout -k 10 "$RUN_TIMEOUT" "$PMV_LAT_BIN" -p "$prov" \
+	rows=$("${pin_initiator[@]}" env ${method:+FI_PMEMVERBS_METHOD=$method} \
+		timeout -k 10 "$RUN_TIMEOUT" "$PMV_LAT_BIN" -p "$prov" \
 		-s 127.0.0.1 -B "$port" -S "${SIZES// /,}" -I "$ITERS" \
 		-W "$WARMUP" -m "$modes" --csv 2>"$log.initiator.log") || status=$?
 	wait "$target_pid" || tstatus=$?
@@ -131,11 +140,17 @@ profile_of() {
 	awk -F, -v c="$1" '$2 == c {print $4; exit}' "$CSV"
 }
 
+# The method a config's commits took (fi_pmem_lat's method column).
+method_of() {
+	awk -F, -v c="$1" '$2 == c && $5 == "commit" {print $12; exit}' "$CSV"
+}
+
 summarize() {
 	local g config size p50 p99 read8 tcp per_read8 per_tcp
-	echo "profile,granularity,size,commit_p50_us,commit_p99_us,read8_p50_us,commit_per_read8,tcp_commit_p50_us,commit_per_tcp_commit" >"$SUMMARY"
-	printf '%-8s %-10s %6s %10s %10s %10s %10s %10s %10s\n' profile granularity \
-		size "p50 us" "p99 us" "read8 us" "p50/read8" "tcp us" "p50/tcp"
+	echo "profile,config,method,size,commit_p50_us,commit_p99_us,read8_p50_us,commit_per_read8,tcp_commit_p50_us,commit_per_tcp_commit" >"$SUMMARY"
+	printf '%-8s %-16s %-10s %6s %10s %10s %10s %10s %10s %10s\n' profile \
+		config method size "p50 us" "p99 us" "read8 us" "p50/read8" \
+		"tcp us" "p50/tcp"
 	for g in $PROFILES; do
 		config=pmemverbs/$g
 		for size in $SIZES; do
@@ -146,15 +161,16 @@ summarize() {
 			per_read8=$(same_run_ratios "$config" commit read8 "$size" | median)
 			per_read8=$(printf '%.2f' "$per_read8")
 			per_tcp=$(divide "$p50" "$tcp")
-			echo "$(profile_of "$config"),$g,$size,$p50,$p99,$read8,$per_read8,$tcp,$per_tcp" >>"$SUMMARY"
-			printf '%-8s %-10s %6s %10s %10s %10s %10s %10s %10s\n' \
-				"$(profile_of "$config")" "$g" "$size" "$p50" "$p99" \
-				"$read8" "$per_read8" "$tcp" "$per_tcp"
+			echo "$(profile_of "$config"),$g,$(method_of "$config"),$size,$p50,$p99,$read8,$per_read8,$tcp,$per_tcp" >>"$SUMMARY"
+			printf '%-8s %-16s %-10s %6s %10s %10s %10s %10s %10s %10s\n' \
+				"$(profile_of "$config")" "$g" "$(method_of "$config")" \
+				"$size" "$p50" "$p99" "$read8" "$per_read8" "$tcp" \
+				"$per_tcp"
 		done
 	done
 }
 
-echo "round,config,provider,profile,mode,size,iters,p50_us,p99_us,max_us,mean_us" >"$CSV"
+echo "round,config,provider,profile,mode,size,iters,p50_us,p99_us,max_us,mean_us,method" >"$CSV"
 for round in $(seq 1 "$ROUNDS"); do
 	for g in $PROFILES; do
 		run_once "$round" pmemverbs "$g" "$PMV_MODES"

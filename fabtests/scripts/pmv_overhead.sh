@@ -2,12 +2,18 @@
 # Pass-through overhead of pmemverbs: fi_pingpong latency through the core
 # provider and through pmemverbs, measured side by side in one run.  Rounds
 # alternate the two providers so that drift on the machine hits both alike;
-# each figure is the median over the rounds.  Writes OUT/overhead.csv (one
+# each figure is the median over the rounds.  Each round's two runs make a
+# pair: the summary also gives the median of the per-pair ratios and its 95%
+# bootstrap confidence interval (2000 resamples), which says whether the
+# run can tell a 2% difference from noise.  Writes OUT/overhead.csv (one
 # row per measurement), OUT/overhead_summary.csv, OUT/overhead.png.
 #
 # Usage: pmv_overhead.sh OUT_DIR   (FI_PROVIDER_PATH must reach the plugin)
 # Env:   PMV_BENCH_ROUNDS (7), PMV_BENCH_SIZES ("64 256 1024 4096 16384 65536"),
-#        PMV_BENCH_CORE (tcp), PMV_BENCH_PORT (9700)
+#        PMV_BENCH_CORE (tcp), PMV_BENCH_PORT (9700),
+#        PMV_BENCH_ITERS (20000 up to 4 KiB, 5000 above),
+#        PMV_BENCH_RT (0): 1 runs both sides SCHED_FIFO (chrt -f 50; root),
+#          which keeps other threads from preempting them
 set -euo pipefail
 
 OUT=$1
@@ -18,9 +24,13 @@ port=${PMV_BENCH_PORT:-9700}
 CSV=$OUT/overhead.csv
 SUMMARY=$OUT/overhead_summary.csv
 
+RT=()
+[ "${PMV_BENCH_RT:-0}" = 1 ] && RT=(chrt -f 50)
+
 # Iterations per run: enough for a stable mean, bounded in time.
 iterations_for() {
-	if [ "$1" -le 4096 ]; then echo 20000; else echo 5000; fi
+	if [ -n "${PMV_BENCH_ITERS:-}" ]; then echo "$PMV_BENCH_ITERS"
+	elif [ "$1" -le 4096 ]; then echo 20000; else echo 5000; fi
 }
 
 # One fi_pingpong run; prints usec/xfer.  Server and client on separate CPUs.
@@ -28,10 +38,10 @@ pingpong_usec() {
 	local prov=$1 ep=$2 size=$3 iters line
 	iters=$(iterations_for "$size")
 	port=$((port + 1))
-	taskset -c 0 timeout 120 fi_pingpong -p "$prov" -e "$ep" -B "$port" \
+	"${RT[@]}" taskset -c 0 timeout 120 fi_pingpong -p "$prov" -e "$ep" -B "$port" \
 		-S "$size" -I "$iters" >/dev/null 2>&1 &
 	sleep 0.3
-	line=$(taskset -c 1 timeout 120 fi_pingpong -p "$prov" -e "$ep" \
+	line=$("${RT[@]}" taskset -c 1 timeout 120 fi_pingpong -p "$prov" -e "$ep" \
 		-P "$port" -S "$size" -I "$iters" 127.0.0.1 2>/dev/null |
 		awk '$1 ~ /^[0-9]/ {print $7}' | tail -1)
 	wait || true
@@ -57,15 +67,45 @@ for ep in msg rdm; do
 	done
 done
 
-echo "ep,size,core_median_usec,pmemverbs_median_usec,ratio" >"$SUMMARY"
-printf '%-4s %8s %12s %12s %8s\n' ep size "core us" "pmemverbs us" ratio
+# Per-round ratios pmemverbs / core for ep $1, size $2, one per line.
+pair_ratios() {
+	awk -F, -v e="$1" -v s="$2" '$1 == e && $2 == s {
+			if ($3 == "pmemverbs") p[$4] = $5; else c[$4] = $5 }
+		END {for (r in p) if (c[r] > 0) printf "%.5f\n", p[r] / c[r]}' "$CSV"
+}
+
+# Median of the numbers on stdin and its 95% bootstrap interval: "m lo hi".
+median_ci() {
+	awk 'function med(a, n,   i, j, t) {
+			for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) {
+				t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+			return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+		{v[++n] = $1}
+		END {
+			srand(12345)
+			for (i = 1; i <= n; i++) w[i] = v[i]
+			m = med(w, n)
+			for (b = 1; b <= 2000; b++) {
+				for (i = 1; i <= n; i++) w[i] = v[int(rand() * n) + 1]
+				bs[b] = med(w, n)
+			}
+			med(bs, 2000)
+			printf "%.3f %.3f %.3f\n", m, bs[50], bs[1951]
+		}'
+}
+
+echo "ep,size,core_median_usec,pmemverbs_median_usec,ratio,pair_ratio_median,pair_ratio_ci95_lo,pair_ratio_ci95_hi" >"$SUMMARY"
+printf '%-4s %8s %12s %12s %8s %10s %17s\n' ep size "core us" "pmemverbs us" \
+	ratio "pair ratio" "95% CI"
 for ep in msg rdm; do
 	for size in $SIZES; do
 		core=$(awk -F, -v e="$ep" -v s="$size" '$1==e && $2==s && $3!="pmemverbs" {print $5}' "$CSV" | median)
 		pmv=$(awk -F, -v e="$ep" -v s="$size" '$1==e && $2==s && $3=="pmemverbs" {print $5}' "$CSV" | median)
 		ratio=$(awk -v a="$pmv" -v b="$core" 'BEGIN {printf "%.3f", a / b}')
-		echo "$ep,$size,$core,$pmv,$ratio" >>"$SUMMARY"
-		printf '%-4s %8s %12s %12s %8s\n' "$ep" "$size" "$core" "$pmv" "$ratio"
+		read -r pm lo hi < <(pair_ratios "$ep" "$size" | median_ci)
+		echo "$ep,$size,$core,$pmv,$ratio,$pm,$lo,$hi" >>"$SUMMARY"
+		printf '%-4s %8s %12s %12s %8s %10s %8s-%-8s\n' "$ep" "$size" \
+			"$core" "$pmv" "$ratio" "$pm" "$lo" "$hi"
 	done
 done
 

@@ -4,7 +4,10 @@
 # then the benchmarks (fi_pmem_lat through pmv_commit_lat.sh, fi_pmem_bw,
 # fi_pmem_remotelog and the recovery of its logs), for the pmemverbs
 # profiles PAGE, DMP and MHP (PMEM2_FORCE_GRANULARITY=page, cache_line,
-# byte on the target) and the tcp core as a baseline.  Each target runs on
+# byte on the target), each method pmemverbs offers for them (MHP: the
+# default read_flush, and the agent as "byte:agent", FI_PMEMVERBS_METHOD on
+# the initiator; its rows say profile "MHP/agent"), and the tcp core as a
+# baseline.  Each target runs on
 # CPU 0 and each initiator on CPU 1 (see pmv_commit_lat.sh for why), every
 # process under a timeout, and the whole run keeps within a time budget.
 #
@@ -31,10 +34,9 @@
 #          (each bandwidth measurement runs PMV_FT_BW_MS ms)
 #        PMV_FT_BW_SIZES ("4096,65536,1048576")
 #        PMV_FT_LOG_APPENDS (5000), PMV_FT_LOG_SIZES ("64,256,4096")
-#        PMV_GOAL_READ8 (1.5), PMV_GOAL_TCP (1.5), PMV_GOAL_BW_MIB (0.9),
-#        PMV_GOAL_BATCH16 (1.0): the thresholds of the ratio table (the
-#          comparisons are the project's goals; these limits are this
-#          script's defaults)
+#        PMV_GOAL_READ8_FLUSH (1.10), PMV_GOAL_READ8_AGENT (1.25),
+#        PMV_GOAL_TCP (1.0), PMV_GOAL_BW_MIB (0.9), PMV_GOAL_BATCH16 (3.0):
+#          the thresholds of the ratio table (the project's goals)
 # Exit status: 0 if every test that ran passed, 1 otherwise.
 set -uo pipefail
 export LC_ALL=C
@@ -65,11 +67,14 @@ BW_SIZES=${PMV_FT_BW_SIZES:-4096,65536,1048576}
 LOG_APPENDS=${PMV_FT_LOG_APPENDS:-5000}
 LOG_WARMUP=100
 LOG_SIZES=${PMV_FT_LOG_SIZES:-64,256,4096}
-GOAL_READ8=${PMV_GOAL_READ8:-1.5}
-GOAL_TCP=${PMV_GOAL_TCP:-1.5}
+GOAL_READ8_FLUSH=${PMV_GOAL_READ8_FLUSH:-1.10}
+GOAL_READ8_AGENT=${PMV_GOAL_READ8_AGENT:-1.25}
+GOAL_TCP=${PMV_GOAL_TCP:-1.0}
 GOAL_BW_MIB=${PMV_GOAL_BW_MIB:-0.9}
-GOAL_BATCH16=${PMV_GOAL_BATCH16:-1.0}
+GOAL_BATCH16=${PMV_GOAL_BATCH16:-3.0}
 GRANULARITIES="page cache_line byte"
+# benchmark configurations: GRANULARITY[:METHOD]
+CONFIGS="page cache_line byte byte:agent"
 RUN_TIMEOUT=120 # seconds, at most, per process
 # SIGKILL this long after a timeout's SIGTERM: a pmemverbs process may not
 # exit on SIGTERM (a deadlock at exit between the agent and libfabric's
@@ -123,12 +128,14 @@ time_left() {
 	else echo "$RUN_TIMEOUT"; fi
 }
 
-# run_pair NAME GRANULARITY CLIENT_OUT TARGET_ARGS -- CLIENT_ARGS: a target
-# (with PMEM2_FORCE_GRANULARITY when GRANULARITY is not empty) and an
-# initiator on the next port; the initiator's stdout goes to CLIENT_OUT,
-# everything else to logs/.  Sets run_status (0 pass, 61 notrun, else fail).
+# run_pair NAME CONFIG CLIENT_OUT TARGET_ARGS -- CLIENT_ARGS: a target
+# (with PMEM2_FORCE_GRANULARITY when CONFIG, GRANULARITY[:METHOD], is not
+# empty) and an initiator (with FI_PMEMVERBS_METHOD=METHOD if given) on the
+# next port; the initiator's stdout goes to CLIENT_OUT, everything else to
+# logs/.  Sets run_status (0 pass, 61 notrun, else fail).
 run_pair() {
-	local name=$1 granularity=$2 client_out=$3 t
+	local name=$1 granularity=${2%%:*} method= client_out=$3 t
+	[[ $2 == *:* ]] && method=${2#*:}
 	shift 3
 	local targs=() cargs=()
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do targs+=("$1"); shift; done
@@ -146,7 +153,8 @@ run_pair() {
 		timeout -k "$KILL_AFTER" "$t" "${targs[@]}" -B "$port" \
 		>"$log.target.log" 2>&1 &
 	target_pid=$!
-	"${pin_initiator[@]}" timeout -k "$KILL_AFTER" "$t" "${cargs[@]}" -s 127.0.0.1 \
+	"${pin_initiator[@]}" env ${method:+FI_PMEMVERBS_METHOD=$method} \
+		timeout -k "$KILL_AFTER" "$t" "${cargs[@]}" -s 127.0.0.1 \
 		-B "$port" >"$client_out" 2>"$log.initiator.log" || status=$?
 	if [ "$status" -ne 0 ]; then
 		# a failed initiator may leave the target waiting: end it
@@ -220,13 +228,14 @@ latency() {
 	[ "$t" -gt 0 ] || { echo "latency: skipped, budget spent" >&2; return 1; }
 	port=$((port + 1))
 	PMV_LAT_BIN=$LAT_BIN PMV_LAT_PORT=$port PMV_LAT_ROUNDS=$LAT_ROUNDS \
+		PMV_LAT_CONFIGS=$CONFIGS \
 		PMV_LAT_ITERS=$LAT_ITERS PMV_LAT_WARMUP=$((LAT_ITERS / 10)) \
 		PMV_LAT_SIZES=$LAT_SIZES \
 		timeout -k "$KILL_AFTER" $((t > 240 ? 240 : t)) \
 		"$SCRIPTS/pmv_commit_lat.sh" "$OUT" \
 		2>"$LOGS/pmv_commit_lat.log" || status=$?
 	# its runs took ports from $port on: leave them behind
-	port=$((port + 2 * 3 * LAT_ROUNDS + 1))
+	port=$((port + 2 * 4 * LAT_ROUNDS + 1))
 	if [ "$status" -ne 0 ]; then
 		echo "pmv_commit_lat.sh failed ($status); see $LOGS/pmv_commit_lat.log" >&2
 		tail -n 5 "$LOGS/pmv_commit_lat.log" >&2
@@ -240,25 +249,25 @@ latency() {
 bandwidth() {
 	local g rows
 	echo "# benchmark: bandwidth (fi_pmem_bw, -R $BW_ROUNDS, -T $BW_MS ms)"
-	for g in $GRANULARITIES tcp; do
+	for g in $CONFIGS tcp; do
 		if [ "$g" = tcp ]; then
 			run_pair bw-tcp "" "$LOGS/bw-tcp.csv" "$BW_BIN" -p tcp -- \
 				"$BW_BIN" -p tcp -S "$BW_SIZES" -b 1,16,mib \
 				-m write,commit,core_commit -R "$BW_ROUNDS" \
 				-I 100000 -T "$BW_MS" --csv
 		else
-			run_pair "bw-$g" "$g" "$LOGS/bw-$g.csv" "$BW_BIN" -- \
+			run_pair "bw-${g//:/-}" "$g" "$LOGS/bw-${g//:/-}.csv" "$BW_BIN" -- \
 				"$BW_BIN" -S "$BW_SIZES" -b 1,16,mib \
 				-m write,commit,commit_flush,core_commit \
 				-R "$BW_ROUNDS" -I 100000 -T "$BW_MS" --csv
 		fi
-		rows=$LOGS/bw-$g.csv
+		rows=$LOGS/bw-${g//:/-}.csv
 		if [ "$run_status" -ne 0 ]; then
 			report "fi_pmem_bw ($g)" "$run_status" 0 >/dev/null
 			continue
 		fi
 		[ -s "$OUT/commit_bw.csv" ] || head -n 1 "$rows" >"$OUT/commit_bw.csv"
-		tail -n +2 "$rows" >>"$OUT/commit_bw.csv"
+		tail -n +2 "$rows" | label_method "$g" >>"$OUT/commit_bw.csv"
 		echo "  $g: $(($(wc -l <"$rows") - 1)) measurements"
 	done
 }
@@ -272,30 +281,30 @@ remotelog() {
 		>"$OUT/remotelog_recovery.csv"
 	nsizes=$(echo "$LOG_SIZES" | tr ',' '\n' | wc -l)
 	expected=$(((LOG_APPENDS + LOG_WARMUP) * nsizes))
-	for g in $GRANULARITIES tcp; do
+	for g in $CONFIGS tcp; do
 		prov=pmemverbs
 		[ "$g" = tcp ] && prov=tcp
 		for mode in singleton compound; do
-			file=$OUT/logs/remotelog-$g-$mode.log
+			file=$OUT/logs/remotelog-${g//:/-}-$mode.log
 			rm -f "$file"
-			run_pair "remotelog-$g-$mode" "$([ "$g" = tcp ] || echo "$g")" \
-				"$LOGS/remotelog-$g-$mode.csv" \
+			run_pair "remotelog-${g//:/-}-$mode" "$([ "$g" = tcp ] || echo "$g")" \
+				"$LOGS/remotelog-${g//:/-}-$mode.csv" \
 				"$LOG_BIN" -p "$prov" -f "$file" -- \
 				"$LOG_BIN" -p "$prov" -m "$mode" -S "$LOG_SIZES" \
 				-I "$LOG_APPENDS" -W "$LOG_WARMUP" --csv
-			rows=$LOGS/remotelog-$g-$mode.csv
+			rows=$LOGS/remotelog-${g//:/-}-$mode.csv
 			if [ "$run_status" -ne 0 ]; then
 				report "fi_pmem_remotelog -m $mode ($g)" \
 					"$run_status" 0 >/dev/null
 				continue
 			fi
 			[ -s "$OUT/remotelog.csv" ] || head -n 1 "$rows" >"$OUT/remotelog.csv"
-			tail -n +2 "$rows" >>"$OUT/remotelog.csv"
+			tail -n +2 "$rows" | label_method "$g" >>"$OUT/remotelog.csv"
 			# "after a restart": the target is gone; recover its file
 			status=0
 			timeout -k "$KILL_AFTER" 60 "$LOG_BIN" -r "$file" \
-				>"$LOGS/recovery-$g-$mode.log" 2>&1 || status=$?
-			recovered=$(sed -n 's/^records=//p' "$LOGS/recovery-$g-$mode.log")
+				>"$LOGS/recovery-${g//:/-}-$mode.log" 2>&1 || status=$?
+			recovered=$(sed -n 's/^records=//p' "$LOGS/recovery-${g//:/-}-$mode.log")
 			if [ "$status" -eq 0 ] && [ "${recovered:-x}" = "$expected" ]; then
 				status=consistent
 			else
@@ -337,8 +346,29 @@ bw_of() {
 		"$OUT/commit_bw.csv" | median
 }
 
+# The profile label of a config: PAGE, DMP, MHP; with a forced method,
+# PROFILE/METHOD (byte:agent is MHP/agent).
 profile_of() {
-	case $1 in page) echo PAGE ;; cache_line) echo DMP ;; byte) echo MHP ;; esac
+	local p
+	case ${1%%:*} in page) p=PAGE ;; cache_line) p=DMP ;; byte) p=MHP ;; esac
+	[[ $1 == *:* ]] && p=$p/${1#*:}
+	echo "$p"
+}
+
+# CSV rows on stdin, with the profile column ($2) labelled by config $1's
+# forced method, so that both methods' rows stay apart.
+label_method() {
+	if [[ $1 == *:* ]]; then
+		awk -F, -v OFS=, -v m="${1#*:}" '{$2 = $2 "/" m; print}'
+	else
+		cat
+	fi
+}
+
+# The method a latency config's commits took (commit_latency.csv).
+lat_method() {
+	awk -F, -v c="pmemverbs/$1" '$2 == c && $5 == "commit" {print $12; exit}' \
+		"$OUT/commit_latency.csv"
 }
 
 # Prints a ratio line and appends it to ratios.csv; $6: le or ge.
@@ -362,29 +392,32 @@ ratios() {
 	printf '%-3s %-44s %-8s %8s %7s %5s %-6s\n' goal comparison profile size \
 		ratio limit verdict
 	if [ -s "$OUT/commit_latency.csv" ]; then
-		for g in $GRANULARITIES; do
+		for g in $CONFIGS; do
+			local m limit=$GOAL_READ8_AGENT
+			m=$(lat_method "$g")
+			[ "$m" = read_flush ] && limit=$GOAL_READ8_FLUSH
 			for size in $LAT_SIZES; do
 				[ "$size" -le 4096 ] || continue
 				num=$(lat_p50 "pmemverbs/$g" commit "$size")
 				den=$(lat_p50 "pmemverbs/$g" read8 "$size")
-				ratio_row a "commit p50 / 8-byte fi_read p50" \
+				ratio_row a "commit ($m) p50 / 8-byte fi_read p50" \
 					"$(profile_of "$g")" "$size" \
-					"$(divide "$num" "$den")" le "$GOAL_READ8"
+					"$(divide "$num" "$den")" le "$limit"
 			done
 		done
-		for g in $GRANULARITIES; do
+		for g in $CONFIGS; do
 			for size in $LAT_SIZES; do
 				[ "$size" -le 4096 ] || continue
 				num=$(lat_p50 "pmemverbs/$g" commit "$size")
 				den=$(lat_p50 tcp commit "$size")
-				ratio_row b "commit p50 / tcp FI_COMMIT_COMPLETE p50" \
+				ratio_row b "commit ($(lat_method "$g")) p50 / tcp FI_COMMIT_COMPLETE p50" \
 					"$(profile_of "$g")" "$size" \
 					"$(divide "$num" "$den")" le "$GOAL_TCP"
 			done
 		done
 	fi
 	if [ -s "$OUT/commit_bw.csv" ]; then
-		for g in $GRANULARITIES; do
+		for g in $CONFIGS; do
 			p=$(profile_of "$g")
 			size=65536
 			mib=$(((1048576 + size - 1) / size))
@@ -393,7 +426,7 @@ ratios() {
 			ratio_row c "64K writes, commit/MiB MB/s / fi_write MB/s" \
 				"$p" $size "$(divide "$num" "$den")" ge "$GOAL_BW_MIB"
 		done
-		for g in $GRANULARITIES; do
+		for g in $CONFIGS; do
 			p=$(profile_of "$g")
 			for size in 4096 65536; do
 				num=$(bw_of pmemverbs "$p" commit $size 16 ops_per_s)
@@ -405,7 +438,7 @@ ratios() {
 		# the same against pmemverbs's own commit of every write, measured
 		# in the same run (the tcp baseline's target progresses only in
 		# fi_cq_sread, pmemverbs's agent polls the core)
-		for g in $GRANULARITIES; do
+		for g in $CONFIGS; do
 			p=$(profile_of "$g")
 			for size in 4096 65536; do
 				num=$(bw_of pmemverbs "$p" commit $size 16 ops_per_s)
@@ -434,9 +467,9 @@ plots() {
 	local D=$OUT/plotdata
 	# latency vs size: per series "size p50" lines
 	if [ -s "$OUT/commit_latency.csv" ]; then
-		for cfg in pmemverbs/page pmemverbs/cache_line pmemverbs/byte tcp; do
+		for cfg in $(printf 'pmemverbs/%s ' $CONFIGS) tcp; do
 			for mode in commit read8 write write_read; do
-				f=$D/lat-${cfg//\//-}-$mode.dat
+				f=$D/lat-${cfg//[\/:]/-}-$mode.dat
 				: >"$f"
 				for size in $LAT_SIZES; do
 					p=$(lat_p50 "$cfg" "$mode" "$size")
@@ -445,8 +478,8 @@ plots() {
 			done
 		done
 		series=""
-		for g in $GRANULARITIES; do
-			series+="'$D/lat-pmemverbs-$g-commit.dat' using 1:2 with linespoints lw 2 title 'pmemverbs commit, $(profile_of "$g")', "
+		for g in $CONFIGS; do
+			series+="'$D/lat-pmemverbs-${g//:/-}-commit.dat' using 1:2 with linespoints lw 2 title 'pmemverbs commit, $(profile_of "$g") ($(lat_method "$g"))', "
 		done
 		# the baselines in dark colours, measured in the DMP runs
 		# (pmemverbs) and in the tcp runs
@@ -468,16 +501,16 @@ set title "Durable commit latency over tcp/127.0.0.1 (fi_pmem_lat)"
 plot $series
 GP
 	fi
-	# bandwidth vs size: one panel per profile
+	# bandwidth vs size: one panel per configuration
 	if [ -s "$OUT/commit_bw.csv" ]; then
-		for g in $GRANULARITIES tcp; do
+		for g in $CONFIGS tcp; do
 			p=$(profile_of "$g")
 			[ "$g" = tcp ] && p=n/a
 			prov=pmemverbs
 			[ "$g" = tcp ] && prov=tcp
 			for mode in write commit commit_flush core_commit; do
 				for b in 0 1 16 mib; do
-					f=$D/bw-$g-$mode-$b.dat
+					f=$D/bw-${g//:/-}-$mode-$b.dat
 					: >"$f"
 					for size in ${BW_SIZES//,/ }; do
 						local bb=$b
@@ -490,9 +523,9 @@ GP
 			done
 		done
 		{
-			echo 'set terminal pngcairo noenhanced size 1500,550 font ",9"'
+			echo 'set terminal pngcairo noenhanced size 1900,550 font ",9"'
 			echo "set output \"$OUT/commit_bw.png\""
-			echo 'set multiplot layout 1,3 title "fi_pmem_bw over tcp/127.0.0.1: MB/s (median), window 64"'
+			echo 'set multiplot layout 1,4 title "fi_pmem_bw over tcp/127.0.0.1: MB/s (median), window 64"'
 			echo 'set logscale x 2'
 			echo 'set logscale y'
 			echo 'set grid'
@@ -507,14 +540,15 @@ GP
 			echo 'set xlabel "write size (bytes)"'
 			echo 'set ylabel "MB/s"'
 			echo 'set key bottom right font ",8"'
-			for g in $GRANULARITIES; do
+			for g in $CONFIGS; do
+				local f=$D/bw-${g//:/-}
 				echo "set title \"$(profile_of "$g") ($g)\""
-				echo "plot '$D/bw-$g-write-0.dat' u 1:2 w lp lw 2 t 'fi_write', \\"
-				echo "  '$D/bw-$g-commit-1.dat' u 1:2 w lp t 'commit every write', \\"
-				echo "  '$D/bw-$g-commit-16.dat' u 1:2 w lp t '16 writes/commit', \\"
-				echo "  '$D/bw-$g-commit-mib.dat' u 1:2 w lp t '1 commit/MiB', \\"
-				echo "  '$D/bw-$g-commit_flush-16.dat' u 1:2 w lp dt 2 t '16 writes + flush', \\"
-				echo "  '$D/bw-$g-commit_flush-mib.dat' u 1:2 w lp dt 2 t 'flush/MiB', \\"
+				echo "plot '$f-write-0.dat' u 1:2 w lp lw 2 t 'fi_write', \\"
+				echo "  '$f-commit-1.dat' u 1:2 w lp t 'commit every write', \\"
+				echo "  '$f-commit-16.dat' u 1:2 w lp t '16 writes/commit', \\"
+				echo "  '$f-commit-mib.dat' u 1:2 w lp t '1 commit/MiB', \\"
+				echo "  '$f-commit_flush-16.dat' u 1:2 w lp dt 2 t '16 writes + flush', \\"
+				echo "  '$f-commit_flush-mib.dat' u 1:2 w lp dt 2 t 'flush/MiB', \\"
 				echo "  '$D/bw-tcp-write-0.dat' u 1:2 w lp dt 3 t 'tcp fi_write', \\"
 				echo "  '$D/bw-tcp-core_commit-1.dat' u 1:2 w lp dt 3 t 'tcp FI_COMMIT_COMPLETE each'"
 			done
@@ -523,13 +557,13 @@ GP
 	fi
 	# RemoteLog: appends/s and p50 vs record size
 	if [ -s "$OUT/remotelog.csv" ]; then
-		for g in $GRANULARITIES tcp; do
+		for g in $CONFIGS tcp; do
 			p=$(profile_of "$g")
 			[ "$g" = tcp ] && p=n/a
 			for mode in singleton compound; do
 				awk -F, -v r="$p" -v m="$mode" \
 					'NR > 1 && $2 == r && $3 == m {print $4, $10, $6}' \
-					"$OUT/remotelog.csv" >"$D/log-$g-$mode.dat"
+					"$OUT/remotelog.csv" >"$D/log-${g//:/-}-$mode.dat"
 			done
 		done
 		{
@@ -545,10 +579,10 @@ GP
 				echo "set ylabel \"${panel#*:}\""
 				echo "set title \"${panel#*:}\""
 				local line="plot "
-				for g in $GRANULARITIES tcp; do
+				for g in $CONFIGS tcp; do
 					for mode in singleton compound; do
 						label="$( [ "$g" = tcp ] && echo tcp || echo "$(profile_of "$g")") $mode"
-						line+="'$D/log-$g-$mode.dat' u 1:${panel%%:*} w lp $([ "$mode" = compound ] && echo 'dt 2') t '$label', "
+						line+="'$D/log-${g//:/-}-$mode.dat' u 1:${panel%%:*} w lp $([ "$mode" = compound ] && echo 'dt 2') t '$label', "
 					done
 				done
 				echo "${line%, }"

@@ -49,7 +49,9 @@ enum fi_pmem_profile {
 /* How pmemverbs makes a commit durable. */
 enum fi_pmem_method {
 	FI_PMEM_METHOD_NONE = 0,
-	FI_PMEM_METHOD_AGENT, /* commit request to the target's agent */
+	FI_PMEM_METHOD_AGENT,      /* commit request to the target's agent */
+	FI_PMEM_METHOD_READ_FLUSH, /* an 8-byte fi_read behind the writes */
+	FI_PMEM_METHOD_COMPLETION, /* the write's own completion (WSP, ib) */
 };
 
 /* Per-endpoint counters of the durability engine. */
@@ -59,6 +61,8 @@ struct fi_pmem_ep_counters {
 	uint64_t requests_sent;    /* commit requests sent to the peer's agent */
 	uint64_t requests_served;  /* commit requests this side's agent served */
 	uint64_t bytes_persisted;  /* bytes this side's agent persisted */
+	uint64_t flush_ops;        /* commits made durable by read-flush or by
+				      the write's completion (no agent) */
 };
 
 struct fi_pmem_ops_domain {
@@ -77,6 +81,17 @@ struct fi_pmem_ops_domain {
 	/* Copies the endpoint's counters. */
 	int (*ep_counters)(struct fid_ep *ep, struct fi_pmem_ep_counters *out);
 };
+
+/* Human-readable name of a method ("read_flush", ...). */
+static inline const char *fi_pmem_method_str(enum fi_pmem_method m)
+{
+	static const char *const names[] = {
+		"none", "agent", "read_flush", "completion",
+	};
+
+	return (unsigned) m < sizeof(names) / sizeof(names[0]) ?
+		names[m] : "invalid";
+}
 
 /* Human-readable name of a profile ("DMP", ...). */
 static inline const char *fi_pmem_profile_str(enum fi_pmem_profile p)

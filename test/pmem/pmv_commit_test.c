@@ -334,6 +334,8 @@ struct opts {
 			     * or "auto" (none forced: take what it reports) */
 	const char *expect; /* initiator, -g auto: the profiles allowed */
 	const char *oracle; /* initiator: the oracle log to check */
+	const char *target_file; /* initiator: the target's region file, to
+				  * check flush commits by what it holds */
 	uint64_t seed;
 	unsigned reps;      /* repetitions of the matrix for small sizes */
 	const char *only;   /* badinput: run only this case */
@@ -360,6 +362,13 @@ static noreturn void usage(void)
 		"(PAGE,DMP,\n"
 		"                         MHP,WSP; default any but VOLATILE)\n"
 		"             -o PATH     oracle log to check at every commit\n"
+		"             -F FILE     the target's region file: commits "
+		"made without\n"
+		"                         the agent are checked against what "
+		"it holds\n"
+		"             env FI_PMEMVERBS_METHOD: the method override the "
+		"provider\n"
+		"                         was given (what to expect)\n"
 		"             -c CASE     badinput: run only this case\n"
 		"  mrreg:     maps FILE like the target, registers one region "
 		"with FI_RMA_PMEM,\n"
@@ -386,7 +395,7 @@ static void parse_opts(int argc, char **argv)
 
 	g_opt = (struct opts){ .addr = "127.0.0.1", .port = "9800", .seed = 1,
 			       .reps = 10 };
-	while ((ch = getopt(argc, argv, "r:t:a:P:f:g:E:o:s:n:c:h")) != -1) {
+	while ((ch = getopt(argc, argv, "r:t:a:P:f:F:g:E:o:s:n:c:h")) != -1) {
 		switch (ch) {
 		case 'r':
 			if (strcmp(optarg, "target") && strcmp(optarg, "initiator"))
@@ -405,6 +414,7 @@ static void parse_opts(int argc, char **argv)
 		case 'g': g_opt.gran = optarg; break;
 		case 'E': g_opt.expect = optarg; break;
 		case 'o': g_opt.oracle = optarg; break;
+		case 'F': g_opt.target_file = optarg; break;
 		case 's': g_opt.seed = strtoull(optarg, NULL, 0); break;
 		case 'n': g_opt.reps = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'c': g_opt.only = optarg; break;
@@ -1251,17 +1261,24 @@ static void oracle_create(const char *path)
 	g_t.log = log;
 }
 
-/* Lays the regions out in the file, each between guards. */
-static size_t layout_regions(void)
+/* Where region id starts in the file (both roles know the layout). */
+static size_t region_file_off(int id)
 {
 	size_t off = GUARD_SIZE;
 
-	for (int i = 0; i < REG_COUNT; i++) {
-		g_t.reg[i].file_off = off;
-		g_t.reg[i].len = k_regions[i].len;
+	for (int i = 0; i < id; i++)
 		off += k_regions[i].len + GUARD_SIZE;
-	}
 	return off;
+}
+
+/* Lays the regions out in the file, each between guards. */
+static size_t layout_regions(void)
+{
+	for (int i = 0; i < REG_COUNT; i++) {
+		g_t.reg[i].file_off = region_file_off(i);
+		g_t.reg[i].len = k_regions[i].len;
+	}
+	return region_file_off(REG_COUNT);
 }
 
 /* True if file offset off lies in a guard (in no region). */
@@ -1832,6 +1849,8 @@ struct session {
 	size_t n_immed_scopes, cap_immed_scopes;
 	/* results */
 	unsigned commits, bad_commit_flags, ranges_checked, fences_checked;
+	unsigned flush_commits, ranges_visible, method_errors;
+	char method_detail[256];
 	unsigned fences_counted, fence_request_errors;
 	uint64_t first_bad_flags;
 	char fence_detail[256];
@@ -1846,6 +1865,35 @@ static struct fi_pmem_ep_counters main_counters(void)
 	if (g_net.pmem->ep_counters(g_s.main.ep, &c))
 		die("ep_counters failed on the main endpoint");
 	return c;
+}
+
+/* The target's region file, read-only, and what each region must hold
+ * (NULL: not checking commits made without the agent). */
+static const uint8_t *g_target_map;
+static uint8_t *g_shadow[REG_COUNT];
+
+static void target_file_map(const char *path)
+{
+	size_t size = region_file_off(REG_COUNT);
+	size_t align = (size_t)sysconf(_SC_PAGESIZE);
+	struct stat st;
+	void *p;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || fstat(fd, &st))
+		die("opening the target's file %s: %s", path, strerror(errno));
+	if (S_ISCHR(st.st_mode))
+		align = chardev_alignment(&st);
+	size = (size + align - 1) / align * align;
+	p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		die("mapping the target's file %s: %s", path, strerror(errno));
+	close(fd);
+	g_target_map = p;
+	g_shadow[REG_A] = calloc(1, k_regions[REG_A].len);
+	g_shadow[REG_B] = calloc(1, k_regions[REG_B].len);
+	if (!g_shadow[REG_A] || !g_shadow[REG_B])
+		die("out of memory");
 }
 
 /* Oracle log as the initiator maps it (NULL: not checking). */
@@ -2240,6 +2288,9 @@ struct commit_rec {
 	bool fence, immed;
 	size_t immed_index;  /* its place among the FI_IMMED commits */
 	uint64_t requests_before; /* requests_sent before it was posted */
+	uint64_t flush_before;    /* flush_ops before it was posted */
+	enum fi_pmem_method announced; /* method() before it was posted */
+	bool profile_known;       /* peer_profile() known before it was posted */
 	unsigned index;
 	char what[96];
 };
@@ -2270,13 +2321,12 @@ static noreturn void oracle_violation(const struct pend *p, uint64_t hole,
  * With FI_FENCE, the earlier writes must be covered by records that come
  * before any record of the commit's own write.
  */
-static void oracle_check_commit(void)
+static void oracle_check_ranges(size_t from, size_t to, uint64_t count)
 {
 	const struct pend_list *pl = &g_s.pending[g_commit.region];
 	uint64_t key = g_s.reg[g_commit.region].key;
-	uint64_t count = oracle_count(), fence_end = count;
 
-	for (size_t i = 0; i < pl->n; i++) {
+	for (size_t i = from; i < to; i++) {
 		const struct pend *p = &pl->v[i];
 		uint64_t hole = oracle_first_hole(key, p->addr, p->len,
 						  p->mark, count);
@@ -2285,7 +2335,16 @@ static void oracle_check_commit(void)
 			oracle_violation(p, hole, count, "is not covered by "
 					 "any persisted extent");
 	}
-	g_s.ranges_checked += (unsigned)pl->n;
+	g_s.ranges_checked += (unsigned)(to - from);
+}
+
+static void oracle_check_commit(void)
+{
+	const struct pend_list *pl = &g_s.pending[g_commit.region];
+	uint64_t key = g_s.reg[g_commit.region].key;
+	uint64_t count = oracle_count(), fence_end = count;
+
+	oracle_check_ranges(0, pl->n, count);
 	if (!g_commit.fence || !g_commit.npre || !g_commit.nown)
 		return;
 	for (size_t i = g_commit.npre; i < pl->n; i++) {
@@ -2304,6 +2363,120 @@ static void oracle_check_commit(void)
 					 "write's own extents");
 	}
 	g_s.fences_checked++;
+}
+
+/* ================================================================== */
+/* Initiator: commits made without the agent                          */
+/* ================================================================== */
+
+/*
+ * Read-flush and completion commits leave no oracle record.  They are
+ * correct only where placed bytes are durable (MHP, WSP, VOLATILE), and
+ * there the check is that every byte of the commit's scope is in the
+ * target's memory when the commit completes: the initiator maps the
+ * target's region file (-F) and compares it with a shadow of what it wrote.
+ */
+static void visibility_violation(const struct pend *p, uint64_t at,
+				 uint8_t got, uint8_t want)
+{
+	printf("%s %s: commit #%u (%s) completed by %s, but byte 0x%" PRIx64
+	       " of range [0x%" PRIx64 ", +%" PRIu64 ") holds 0x%02x in the "
+	       "target's file, expected 0x%02x\n", "FAIL",
+	       check_name("oracle"), g_commit.index, g_commit.what,
+	       fi_pmem_method_str(g_commit.announced), at, p->addr, p->len,
+	       got, want);
+	fflush(stdout);
+	exit(EXIT_UNCOVERED);
+}
+
+static void visibility_check_commit(void)
+{
+	const struct pend_list *pl = &g_s.pending[g_commit.region];
+	const uint8_t *file = g_target_map + region_file_off(g_commit.region);
+	const uint8_t *want = g_shadow[g_commit.region];
+	uint64_t base = rma_addr(g_commit.region, 0);
+
+	for (size_t i = 0; i < pl->n; i++) {
+		const struct pend *p = &pl->v[i];
+
+		for (uint64_t off = p->addr - base; off < p->addr - base + p->len;
+		     off++)
+			if (file[off] != want[off])
+				visibility_violation(p, base + off, file[off],
+						     want[off]);
+	}
+	g_s.ranges_visible += (unsigned)pl->n;
+}
+
+/* The method the provider must use: pmv_method.c's matrix, restated. */
+static enum fi_pmem_method expected_method(uint32_t profile, bool known,
+					   bool immed)
+{
+	const char *forced = getenv("FI_PMEMVERBS_METHOD");
+	bool verbs = !strcmp(g_net.pmem->core_prov(g_net.domain), "verbs");
+	bool rf = profile == FI_PMEM_PROFILE_MHP ||
+		  profile == FI_PMEM_PROFILE_WSP ||
+		  profile == FI_PMEM_PROFILE_VOLATILE;
+	bool cm = profile == FI_PMEM_PROFILE_WSP && verbs;
+
+	if (!known || immed)
+		return FI_PMEM_METHOD_AGENT;
+	if (forced && *forced && strcmp(forced, "auto")) {
+		if (!strcmp(forced, "agent"))
+			return FI_PMEM_METHOD_AGENT;
+		if (!strcmp(forced, "read_flush"))
+			return rf ? FI_PMEM_METHOD_READ_FLUSH : FI_PMEM_METHOD_NONE;
+		return cm ? FI_PMEM_METHOD_COMPLETION : FI_PMEM_METHOD_NONE;
+	}
+	return cm ? FI_PMEM_METHOD_COMPLETION :
+	       rf ? FI_PMEM_METHOD_READ_FLUSH : FI_PMEM_METHOD_AGENT;
+}
+
+/* The commit used (flushed: no agent) the method the matrix gives. */
+static void check_commit_method(bool flushed)
+{
+	uint32_t profile = g_s.reg[g_commit.region].profile;
+	enum fi_pmem_method want = expected_method(profile,
+						   g_commit.profile_known,
+						   g_commit.immed);
+	enum fi_pmem_method said = expected_method(profile,
+						   g_commit.profile_known,
+						   false);
+
+	g_s.flush_commits += flushed;
+	if (flushed == (want != FI_PMEM_METHOD_AGENT) &&
+	    g_commit.announced == said)
+		return;
+	if (g_s.method_errors++)
+		return;
+	snprintf(g_s.method_detail, sizeof(g_s.method_detail), "commit #%u "
+		 "(%s) to a %s region: expected method %s (announced %s) got "
+		 "%s (announced %s)", g_commit.index, g_commit.what,
+		 profile_name(profile), fi_pmem_method_str(want),
+		 fi_pmem_method_str(said),
+		 flushed ? "read_flush or completion" : "agent",
+		 fi_pmem_method_str(g_commit.announced));
+}
+
+/* Checks a completed commit by the evidence its method leaves. */
+static void check_commit_durable(void)
+{
+	bool flushed = main_counters().flush_ops > g_commit.flush_before;
+
+	check_commit_method(flushed);
+	if (!flushed) {
+		if (g_log)
+			oracle_check_commit();
+		return;
+	}
+	if (!g_target_map || !g_shadow[g_commit.region])
+		die("commit #%u (%s) completed without the agent: pass -F "
+		    "(the target's region file) to check it", g_commit.index,
+		    g_commit.what);
+	visibility_check_commit();
+	/* a fence's flush of the earlier writes went to the agent */
+	if (g_log && g_commit.fence)
+		oracle_check_ranges(0, g_commit.npre, oracle_count());
 }
 
 /* ================================================================== */
@@ -2372,6 +2545,9 @@ static void track_wr(const struct wr *w)
 		pl->v[pl->n++] = (struct pend){ rma_addr(w->region, w->off[i]),
 						w->len[i], mark };
 		range_add(&g_s.placed, &r);
+		if (g_shadow[w->region])
+			gen_fill(g_shadow[w->region] + w->off[i], w->len[i],
+				 w->seed, w->off[i]);
 	}
 }
 
@@ -2478,13 +2654,14 @@ static void check_fence_requests(void)
 
 	if (!g_commit.fence || !g_commit.npre)
 		return;
-	sent = main_counters().requests_sent - g_commit.requests_before;
+	sent = main_counters().requests_sent - g_commit.requests_before +
+	       main_counters().flush_ops - g_commit.flush_before;
 	g_s.fences_counted++;
 	if (sent >= 2 || g_s.fence_request_errors++)
 		return;
 	snprintf(g_s.fence_detail, sizeof(g_s.fence_detail), "commit #%u "
-		 "(%s) sent %" PRIu64 " request(s), expected >= 2 (flush of "
-		 "the %zu earlier ranges, then the commit)", g_commit.index,
+		 "(%s) sent %" PRIu64 " request(s) and flush op(s), expected "
+		 ">= 2 (flush of the %zu earlier ranges, then the commit)", g_commit.index,
 		 g_commit.what, sent, g_commit.npre);
 }
 
@@ -2514,8 +2691,7 @@ static void workload_commit_done(struct op *op)
 	if ((op->flags & OP_CLASS_FLAGS) != COMMIT_FLAGS &&
 	    !g_s.bad_commit_flags++)
 		g_s.first_bad_flags = op->flags;
-	if (g_log)
-		oracle_check_commit();
+	check_commit_durable();
 	check_fence_requests();
 	if (g_commit.immed)
 		keep_immed_scope();
@@ -2557,6 +2733,12 @@ static void commit_and_wait(const struct mcase *mc, enum region_id region,
 	g_commit.immed = mc->immed;
 	g_commit.immed_index = g_s.nimmed;
 	g_commit.requests_before = main_counters().requests_sent;
+	g_commit.flush_before = main_counters().flush_ops;
+	g_commit.announced = g_net.pmem->method(g_s.main.ep,
+						g_s.reg[region].key);
+	g_commit.profile_known =
+		g_net.pmem->peer_profile(g_s.main.ep, g_s.reg[region].key) !=
+		FI_PMEM_PROFILE_UNKNOWN;
 	g_commit.index = mc->index;
 	g_commit.npre = g_s.pending[region].n;
 	if (w) {
@@ -2689,18 +2871,22 @@ static void check_counters(void)
 	struct fi_pmem_ep_counters c = { 0 };
 	int ret = g_net.pmem->ep_counters(g_s.main.ep, &c);
 	bool ok = !ret && c.commits == g_s.commits && !c.commit_errors &&
-		  c.requests_sent >= g_s.commits;
+		  c.requests_sent + c.flush_ops >= g_s.commits &&
+		  c.flush_ops == g_s.flush_commits;
 
 	if (ok)
 		verdict(true, check_name("counters"), "commits=%" PRIu64
-			" commit_errors=0 requests_sent=%" PRIu64 ", as the "
-			"test saw", c.commits, c.requests_sent);
+			" commit_errors=0 requests_sent=%" PRIu64 " flush_ops=%"
+			PRIu64 ", as the test saw", c.commits, c.requests_sent,
+			c.flush_ops);
 	else
 		verdict(false, check_name("counters"), "expected commits=%u "
-			"commit_errors=0 requests_sent>=%u got commits=%" PRIu64
-			" commit_errors=%" PRIu64 " requests_sent=%" PRIu64 "%s",
-			g_s.commits, g_s.commits, c.commits, c.commit_errors,
-			c.requests_sent, ret ? " (ep_counters failed)" : "");
+			"commit_errors=0 requests_sent+flush_ops>=%u flush_ops="
+			"%u got commits=%" PRIu64 " commit_errors=%" PRIu64
+			" requests_sent=%" PRIu64 " flush_ops=%" PRIu64 "%s",
+			g_s.commits, g_s.commits, g_s.flush_commits, c.commits,
+			c.commit_errors, c.requests_sent, c.flush_ops,
+			ret ? " (ep_counters failed)" : "");
 }
 
 static void check_method(void)
@@ -2759,10 +2945,22 @@ static void run_workload(void)
 	check_commits();
 	check_counters();
 	if (g_log)
-		verdict(true, check_name("oracle"), "%u commits: all %u "
-			"written ranges covered by extents persisted before "
-			"the completion; %u fences ordered", g_s.commits,
-			g_s.ranges_checked, g_s.fences_checked);
+		verdict(true, check_name("oracle"), "%u commits: %u by the "
+			"agent, all %u written ranges covered by extents "
+			"persisted before the completion, %u fences ordered; %u "
+			"without the agent, all %u ranges in the target's file "
+			"at the completion", g_s.commits,
+			g_s.commits - g_s.flush_commits, g_s.ranges_checked,
+			g_s.fences_checked, g_s.flush_commits,
+			g_s.ranges_visible);
+	if (g_s.method_errors)
+		verdict(false, check_name("method"), "%s (%u commits wrong)",
+			g_s.method_detail, g_s.method_errors);
+	else
+		verdict(true, check_name("method"), "%u commits to %s regions "
+			"each used the method the matrix gives (%u without the "
+			"agent)", g_s.commits,
+			profile_name(g_s.reg[REG_A].profile), g_s.flush_commits);
 	if (g_s.fence_request_errors)
 		verdict(false, check_name("fence"), "%s (%u of %u fenced "
 			"commits)", g_s.fence_detail, g_s.fence_request_errors,
@@ -3642,8 +3840,34 @@ static void case_method_agent(const char *name)
 {
 	expect_u64(name,
 		   g_net.pmem->method(g_s.main.ep, g_s.reg[REG_A].key),
-		   FI_PMEM_METHOD_AGENT, "method on the connected pmem endpoint "
+		   FI_PMEM_METHOD_AGENT, "method before the key's first commit "
 		   "(FI_PMEM_METHOD_AGENT is 1)");
+}
+
+/*
+ * Once a commit taught the initiator the key's profile, the method is the
+ * matrix's; a FI_PMEMVERBS_METHOD override that is incorrect for the
+ * profile is refused with -FI_EOPNOTSUPP, nothing sent.
+ */
+static void case_method_after_commit(const char *name)
+{
+	uint64_t key = g_s.reg[REG_B].key;
+	enum fi_pmem_method want;
+	struct cmsg m;
+	struct outcome o = try_commit(&g_s.main, cmsg_flush(&m, REG_B, key),
+				      FI_COMMIT_COMPLETE);
+
+	if (o.ret || !o.completed || o.err)
+		die("%s: the first commit to pmem-b failed", name);
+	want = expected_method(g_s.reg[REG_B].profile, true, false);
+	if (want == FI_PMEM_METHOD_NONE) {
+		o = try_commit(&g_s.main, cmsg_flush(&m, REG_B, key),
+			       FI_COMMIT_COMPLETE);
+		expect_refused(name, &o, -FI_EOPNOTSUPP);
+		return;
+	}
+	expect_u64(name, g_net.pmem->method(g_s.main.ep, key), want,
+		   "method after a commit taught the profile");
 }
 
 static void case_peer_profile_before_commit(const char *name)
@@ -3758,6 +3982,7 @@ static const struct bad_case k_bad_cases[] = {
 	{ "atomicity-chunk", case_atomicity_chunk },
 	{ "method-agent", case_method_agent },
 	{ "peer-profile-unknown-before-commit", case_peer_profile_before_commit },
+	{ "method-after-first-commit", case_method_after_commit },
 	{ "immed-without-commit", case_immed_without_commit },
 	{ "unknown-flag-bit", case_unknown_flag_bits },
 	{ "rma-iov-count-zero", case_rma_iov_count_zero },
@@ -3835,6 +4060,8 @@ static int initiator_main(void)
 	g_role = "initiator";
 	if (g_opt.oracle)
 		oracle_map(g_opt.oracle);
+	if (g_opt.target_file)
+		target_file_map(g_opt.target_file);
 	initiator_setup();
 	if (g_opt.test == TEST_EXIT)
 		run_exit();

@@ -18,6 +18,10 @@
 #   PMV_EXPECT_PROFILE  with PMV_REGION: the profiles the region may report,
 #                     comma-separated (e.g. DMP,MHP or PAGE; default: any
 #                     persistent profile)
+#   PMV_RUNS          only the runs named here (space-separated, e.g.
+#                     "oracle-byte contents-byte"); default: all
+#   PMV_TARGET_ENV    VAR=VALUE words added to every target's environment
+#                     (e.g. FI_PMEMVERBS_WSP=1)
 set -u
 
 if [[ $# -ne 1 || ! -x $1 ]]; then
@@ -31,6 +35,8 @@ PORT=${PMV_PORT_BASE:-9800}
 ADDR=${PMV_ADDR:-127.0.0.1}
 REGION=${PMV_REGION:-}
 EXPECT=${PMV_EXPECT_PROFILE:-}
+RUNS=${PMV_RUNS:-}
+read -r -a TARGET_ENV <<<"${PMV_TARGET_ENV:-}"
 PROC_TIMEOUT=150 # seconds, per process
 READY_POLLS=300  # x 0.1 s waiting for the target's READY line (registering
                  # takes seconds in an emulated guest)
@@ -173,10 +179,18 @@ judge_exit() {
 }
 
 # run NAME TEST GRANULARITY JUDGE ORACLE(yes|no) [FAULT_EXTENT]
+# With METHOD set (METHOD=agent run ...), the initiator's provider gets
+# FI_PMEMVERBS_METHOD=$METHOD, and the initiator expects it; with CASE set,
+# badinput runs only that case.
 run() {
 	local name=$1 test=$2 gran=$3 judge=$4 use_oracle=$5 fault=${6:-}
 	local dir=$WORK/$name port=$PORT irc oracle=$SHM/$name.oracle
 	local tenv=(PMEM2_FORCE_GRANULARITY="$gran") iargs=()
+	local ienv=(-u PMEM2_FORCE_GRANULARITY -u FI_PMEMVERBS_METHOD)
+	[[ -z $RUNS || " $RUNS " == *" $name "* ]] || return 0
+	[[ -n ${METHOD:-} ]] && ienv+=(FI_PMEMVERBS_METHOD="$METHOD")
+	[[ -n ${CASE:-} ]] && iargs+=(-c "$CASE")
+	iargs+=(-F "$(region_of "$dir")")
 	PORT=$((PORT + 1))
 	mkdir -p "$dir"
 	if [[ $gran == auto ]]; then
@@ -189,6 +203,7 @@ run() {
 		iargs+=(-o "$oracle")
 	fi
 	[[ -n $fault ]] && tenv+=(FI_PMEMVERBS_FAULT_SKIP_EXTENT="$fault")
+	tenv+=("${TARGET_ENV[@]}")
 	start_target "$dir" "$test" "$port" "${tenv[@]}"
 	case $? in
 	1)
@@ -203,7 +218,7 @@ run() {
 		return
 		;;
 	esac
-	env -u PMEM2_FORCE_GRANULARITY \
+	env "${ienv[@]}" \
 		timeout "$PROC_TIMEOUT" "$BIN" -r initiator -t "$test" -g "$gran" \
 		-a "$ADDR" -P "$port" "${iargs[@]}" \
 		>"$dir/initiator.out" 2>"$dir/initiator.err"
@@ -217,9 +232,10 @@ echo "pmemverbs durability tests: $BIN (FI_PROVIDER_PATH=$FI_PROVIDER_PATH, $ADD
 if [[ -n $REGION ]]; then
 	echo "region: $REGION for every run, no granularity forced (-g auto${EXPECT:+, expecting $EXPECT})"
 	run oracle-auto oracle auto lines yes
+	METHOD=agent run oracle-auto-agent oracle auto lines yes
 	run contents-auto contents auto lines no
-	run fault-extent-3 fault auto fault yes 3
-	run fault-extent-777 fault auto fault yes 777
+	METHOD=agent run fault-extent-3 fault auto fault yes 3
+	METHOD=agent run fault-extent-777 fault auto fault yes 777
 	run badinput badinput auto lines no
 	run exit-with-endpoints-open exit auto exit no
 	echo "$passed passed, $failed failed"
@@ -230,12 +246,18 @@ fi
 for gran in page cache_line byte; do
 	run "oracle-$gran" oracle "$gran" lines yes
 done
+# byte (MHP) takes read-flush by default: the agent is checked there too
+METHOD=agent run oracle-byte-agent oracle byte lines yes
 for gran in page cache_line byte; do
 	run "contents-$gran" contents "$gran" lines no
 done
 run fault-extent-3 fault cache_line fault yes 3
-run fault-extent-777 fault byte fault yes 777
+METHOD=agent run fault-extent-777 fault byte fault yes 777
 run badinput badinput page lines no
+run badinput-byte badinput byte lines no
+# an override incorrect for the profile is refused, never used
+METHOD=read_flush CASE=method-after-first-commit \
+	run method-refused-page badinput page lines no
 run exit-with-endpoints-open exit cache_line exit no
 
 echo "$passed passed, $failed failed"

@@ -171,11 +171,14 @@ probe_profile() {
 }
 
 # (d) The durability tests: durability LABEL REGION EXPECT ADDR PORT
+# [RUNS [TARGET_ENV]] (REGION empty: fresh /dev/shm files, granularities
+# forced; RUNS: only these runs of run_pmem_tests.sh)
 run_durability() {
-	local label=$1 region=$2 expect=$3 addr=$4 port=$5 out
+	local label=$1 region=$2 expect=$3 addr=$4 port=$5 runs=${6:-} \
+		tenv=${7:-} out
 	section "durability tests through pmemverbs: $label"
 	out=$(PMV_ADDR=$addr PMV_PORT_BASE=$port PMV_REGION=$region \
-	      PMV_EXPECT_PROFILE=$expect \
+	      PMV_EXPECT_PROFILE=$expect PMV_RUNS=$runs PMV_TARGET_ENV=$tenv \
 	      bash "$ROOT/test/pmem/run_pmem_tests.sh" "$COMMIT_TEST" 2>&1)
 	printf '%s\n' "$out"
 	add_suite "durability-$label" "$out"
@@ -235,6 +238,12 @@ run_devdax() {
 
 	run_durability "verbs, /dev/dax0.0 (device-DAX)" /dev/dax0.0 DMP,MHP "$ADDR" 11200
 	run_durability "verbs, /dev/shm file (page cache)" "$WORK/region" PAGE "$ADDR" 11300
+	# the methods that need no agent, over RDMA: read_flush on MHP (byte
+	# forced on /dev/shm files), completion on WSP (declared, device-DAX)
+	run_durability "verbs, MHP forced: read_flush and agent" "" "" "$ADDR" \
+		11600 "oracle-byte oracle-byte-agent contents-byte badinput-byte"
+	run_durability "verbs, /dev/dax0.0 declared WSP: completion" /dev/dax0.0 \
+		WSP "$ADDR" 11700 "oracle-auto contents-auto" FI_PMEMVERBS_WSP=1
 
 	section "demo through pmemverbs over verbs"
 	check_demo_commit "demo-verbs-shm" "$ADDR" 11400 "$WORK/f" verbs

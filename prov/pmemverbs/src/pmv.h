@@ -54,6 +54,8 @@ extern struct fi_provider pmv_prov;
 struct pmv_params {
 	char *core_prov;      /* FI_PMEMVERBS_CORE_PROV, NULL = auto */
 	int wsp;              /* FI_PMEMVERBS_WSP: target declares WSP */
+	int ddio;             /* FI_PMEMVERBS_DDIO: inbound DMA is cached */
+	enum fi_pmem_method method; /* FI_PMEMVERBS_METHOD, NONE = auto */
 	int extent_limit;     /* FI_PMEMVERBS_EXTENT_LIMIT */
 	int agent_spin_us;    /* FI_PMEMVERBS_AGENT_SPIN_US */
 	char *oracle;         /* FI_PMEMVERBS_ORACLE (test only) */
@@ -96,6 +98,8 @@ struct pmv_inbox {
 	size_t size;
 	struct fid_mr *mr;
 	uint64_t rma_addr; /* address the peer names it by */
+	uint64_t *gen_word;   /* our domain's registration generation */
+	uint64_t *flush_words; /* where read-flush reads land, one per slot */
 	uint32_t slot_size;
 };
 
@@ -118,6 +122,17 @@ struct pmv_pending {
 	bool internal; /* a fence's pre-flush: no application completion */
 	bool reported; /* already completed (its data write failed) */
 	bool silent;   /* made by an inject call: no completion on success */
+	bool busy;     /* a flush commit whose flush op has not completed */
+	bool gen_read; /* its flush op reads the registration generation */
+};
+
+/* Internal contexts of a pmem endpoint's operations (pmv_commit.c). */
+enum pmv_ictx_kind {
+	PMV_ICTX_AGENT_DATA, /* data write of an agent commit: dropped */
+	PMV_ICTX_FLUSH_DATA, /* data write of a flush commit: dropped */
+	PMV_ICTX_FLUSH_OP,   /* read-flush, or the completion-method write:
+				becomes the commit's completion */
+	PMV_ICTX_KINDS,
 };
 
 #define PMV_MAX_IOV 4
@@ -127,7 +142,16 @@ struct pmv_pending {
 struct pmv_peer_profile {
 	bool known;
 	uint8_t profile;
+	uint8_t target_flags; /* PMV_ACK_* */
 	uint64_t key;
+};
+
+/* What decides the commit method for a key (pmv_method.c). */
+struct pmv_key_facts {
+	uint8_t profile;   /* enum fi_pmem_profile the target reported */
+	uint8_t transport; /* enum pmv_transport */
+	bool ddio_off;     /* the target declared DDIO off */
+	bool raw_ordered;  /* the core orders reads after writes */
 };
 
 struct pmv_fabric {
@@ -147,6 +171,7 @@ struct pmv_domain {
 	size_t iov_limit;         /* the core's tx iov_limit and rma_iov_limit */
 	size_t rma_iov_limit;
 	uint8_t transport;
+	uint64_t mr_gen;          /* regions closed so far (under lock) */
 	pthread_mutex_t lock;     /* MR table and agent endpoint list */
 	struct pmv_mr *mrs;       /* registered regions, for the agent */
 	struct pmv_agent *agent;  /* started with the first pmem endpoint */
@@ -178,10 +203,19 @@ struct pmv_ep {
 	uint64_t next_seq;         /* next request seq to send */
 	uint64_t acked_seq;        /* every seq up to here is complete */
 	struct pmv_pending pend[PMV_SLOTS];
+	struct pmv_pending fpend[PMV_SLOTS]; /* flush commits (pmv_flush.c) */
+	struct pmv_flush_scope {   /* ... and the ranges each covered */
+		unsigned count;
+		struct pmv_extent ext[PMV_MAX_EXTENTS];
+	} fscope[PMV_SLOTS];
+	uint64_t next_fseq;        /* next flush commit's number */
+	unsigned flush_busy;       /* flush commits in flight */
+	bool raw_ordered;          /* the core orders reads after writes */
 	uint64_t agent_seq;        /* next request our agent expects */
 	uint64_t agent_unacked;    /* served request whose ack is not sent */
 	int agent_status;          /* ... and its status */
 	uint8_t agent_profile;
+	uint32_t agent_gen;        /* registration generation it validated in */
 	bool in_agent;
 	struct pmv_ep *agent_next; /* domain agent list */
 	struct pmv_ep *cq_next;    /* tx CQ progress list */
@@ -189,6 +223,7 @@ struct pmv_ep {
 	int ictx_index;            /* row of internal contexts (pmv_commit.c) */
 	struct pmv_peer_profile peer_profiles[PMV_PEER_PROFILES];
 	unsigned peer_profiles_next;
+	uint32_t peer_gen;         /* registration generation of the profiles */
 };
 
 /* An entry pmemverbs itself raises (commit, FI_IMMED, error). */
@@ -263,6 +298,13 @@ int pmv_persistence_detect(const void *addr, size_t len,
 void pmv_persistence_release(struct pmv_persistence *p);
 void pmv_persistence_volatile(struct pmv_persistence *p);
 
+/* pmv_method.c */
+bool pmv_method_correct(enum fi_pmem_method method,
+			const struct pmv_key_facts *k);
+enum fi_pmem_method pmv_method_fastest(const struct pmv_key_facts *k);
+enum fi_pmem_method pmv_method_select(const struct pmv_key_facts *k,
+				      uint64_t flags);
+
 /* pmv_scope.c */
 void pmv_scope_init(struct pmv_scope *scope, unsigned limit);
 void pmv_scope_fini(struct pmv_scope *scope);
@@ -282,6 +324,8 @@ struct pmv_ack *pmv_inbox_ack(struct pmv_inbox *inbox, uint64_t seq);
 struct pmv_req *pmv_inbox_req(struct pmv_inbox *inbox, uint64_t seq);
 uint64_t pmv_peer_ack_addr(const struct pmv_peer *peer, uint64_t seq);
 uint64_t pmv_peer_req_addr(const struct pmv_peer *peer, uint64_t seq);
+uint64_t pmv_peer_gen_addr(const struct pmv_peer *peer);
+void pmv_domain_publish_gen(struct pmv_domain *dom);
 unsigned pmv_req_max_extents(uint32_t slot_size);
 
 /* pmv_commit.c: initiator side of FI_COMMIT_COMPLETE. */
@@ -295,8 +339,30 @@ void pmv_ep_peer_connected(struct pmv_ep *ep, const struct pmv_peer *peer);
 int pmv_ictx_reserve(struct pmv_ep *ep);
 void pmv_ictx_release(struct pmv_ep *ep);
 bool pmv_ictx_is_internal(const void *context);
-void pmv_commit_data_error(const struct fi_cq_err_entry *core_err,
+bool pmv_commit_data_error(const struct fi_cq_err_entry *core_err,
 			   struct fi_cq_err_entry *out);
+struct fi_context2 *pmv_ictx_get(struct pmv_ep *ep, enum pmv_ictx_kind kind,
+				 unsigned slot);
+struct pmv_ep *pmv_ictx_decode(const void *context, enum pmv_ictx_kind *kind,
+			       unsigned *slot);
+ssize_t pmv_post_data(struct pmv_ep *ep, const struct fi_msg_rma *msg,
+		      uint64_t flags, void *context, uint64_t extra_flags);
+void pmv_commit_report(struct pmv_ep *ep, struct pmv_pending *pend,
+		       int prov_errno);
+bool pmv_commit_silent(const struct pmv_ep *ep,
+		       const struct pmv_pending *pend);
+enum fi_pmem_method pmv_ep_method(struct pmv_ep *ep, uint64_t key,
+				  uint64_t flags);
+
+/* pmv_flush.c: the read-flush and completion methods (initiator). */
+bool pmv_flush_can_post(const struct pmv_ep *ep);
+int pmv_flush_post(struct pmv_ep *ep, const struct fi_msg_rma *msg,
+		   uint64_t flags, bool silent, enum fi_pmem_method method);
+bool pmv_flush_op_done(const void *context, struct fi_cq_err_entry *out);
+void pmv_forget_profiles(struct pmv_ep *ep, uint32_t gen);
+bool pmv_commit_resend(struct pmv_ep *ep, const struct pmv_pending *pend,
+		       const struct pmv_extent *ext, unsigned count);
+void pmv_flush_fail_all(struct pmv_ep *ep);
 
 /* pmv_agent.c: target side. */
 int pmv_agent_add(struct pmv_domain *dom, struct pmv_ep *ep);
@@ -323,6 +389,8 @@ enum {
 	PMV_ERR_MULTI_IOV,
 	PMV_ERR_PEER_GONE,
 	PMV_ERR_FENCE,
+	PMV_ERR_METHOD,
+	PMV_ERR_REREGISTERED,
 	PMV_ERR_LAST,
 };
 

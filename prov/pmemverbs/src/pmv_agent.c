@@ -165,9 +165,12 @@ static void pmv_agent_immed(struct pmv_ep *ep, const struct pmv_req *req)
 static int pmv_agent_commit(struct pmv_domain *dom, struct pmv_ep *ep,
 			    const struct pmv_req *req)
 {
+	uint32_t gen = (uint32_t) __atomic_load_n(&dom->mr_gen, __ATOMIC_ACQUIRE);
 	struct pmv_mr *mr = pmv_domain_find_mr(dom, req->key);
 	int status = pmv_agent_validate(mr, req);
 
+	/* read before the lookup: a region closed after it shows a newer one */
+	ep->agent_gen = gen;
 	ep->agent_profile = mr ? mr->persistence.profile :
 				 FI_PMEM_PROFILE_UNKNOWN;
 	if (status) {
@@ -216,6 +219,8 @@ static bool pmv_agent_send_ack(struct pmv_ep *ep)
 		.seq = ep->agent_unacked,
 		.status = ep->agent_status,
 		.profile = ep->agent_profile,
+		.target_flags = pmv_params.ddio ? 0 : PMV_ACK_DDIO_OFF,
+		.mr_gen = ep->agent_gen,
 	};
 	ssize_t ret;
 
@@ -337,9 +342,28 @@ int pmv_agent_add(struct pmv_domain *dom, struct pmv_ep *ep)
 		ep->agent_next = dom->agent->eps;
 		dom->agent->eps = ep;
 		ep->in_agent = true;
+		__atomic_store_n(ep->inbox.gen_word, dom->mr_gen,
+				 __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&dom->lock);
 	return ret;
+}
+
+/*
+ * A region of the domain closed: its key may come back naming memory of
+ * another profile.  The new generation goes to every endpoint's inbox,
+ * where the peers' read-flushes read it; dom->lock held.
+ */
+void pmv_domain_publish_gen(struct pmv_domain *dom)
+{
+	struct pmv_ep *ep;
+
+	__atomic_store_n(&dom->mr_gen, dom->mr_gen + 1, __ATOMIC_RELEASE);
+	if (!dom->agent)
+		return;
+	for (ep = dom->agent->eps; ep; ep = ep->agent_next)
+		__atomic_store_n(ep->inbox.gen_word, dom->mr_gen,
+				 __ATOMIC_RELEASE);
 }
 
 void pmv_agent_remove(struct pmv_domain *dom, struct pmv_ep *ep)

@@ -1,7 +1,10 @@
 /*
- * pmemverbs: the initiator side of durable commits (the "agent" method).
+ * pmemverbs: the initiator side of durable commits, and the agent method.
  *
- * fi_writemsg(FI_COMMIT_COMPLETE) on a pmem endpoint:
+ * Each commit takes the method pmv_method.c selects for its key: read-flush
+ * and completion live in pmv_flush.c; the agent method is here.
+ *
+ * fi_writemsg(FI_COMMIT_COMPLETE) with the agent method:
  *   1. the write's data goes to the core as a plain write, with no
  *      completion of its own;
  *   2. a commit request naming every range written to the key since its
@@ -23,13 +26,14 @@
 #include "pmv.h"
 
 /*
- * Contexts of the commits' data writes.  Such a write completes only when
- * the application did not bind its CQ with FI_SELECTIVE_COMPLETION; its
- * entry is then dropped by the CQ, recognised by one range check.  A row
- * per pmem endpoint, a context per request slot.
+ * Contexts of the operations pmemverbs posts for commits, recognised in a
+ * CQ by one range check.  A data write completes only when the application
+ * did not bind its CQ with FI_SELECTIVE_COMPLETION, and its entry is then
+ * dropped; a flush op's entry becomes the commit's completion.  A row per
+ * pmem endpoint, a context per kind and slot.
  */
 #define PMV_MAX_PMEM_EPS 256
-static struct fi_context2 pmv_ictx[PMV_MAX_PMEM_EPS][PMV_SLOTS];
+static struct fi_context2 pmv_ictx[PMV_MAX_PMEM_EPS][PMV_ICTX_KINDS][PMV_SLOTS];
 static struct pmv_ep *pmv_ictx_owner[PMV_MAX_PMEM_EPS];
 static pthread_mutex_t pmv_ictx_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -71,9 +75,22 @@ bool pmv_ictx_is_internal(const void *context)
 	       (const char *) context < (const char *) (pmv_ictx + PMV_MAX_PMEM_EPS);
 }
 
-static struct fi_context2 *pmv_data_context(struct pmv_ep *ep, uint64_t seq)
+struct fi_context2 *pmv_ictx_get(struct pmv_ep *ep, enum pmv_ictx_kind kind,
+				 unsigned slot)
 {
-	return &pmv_ictx[ep->ictx_index][(seq - 1) % PMV_SLOTS];
+	return &pmv_ictx[ep->ictx_index][kind][slot % PMV_SLOTS];
+}
+
+/* The endpoint, kind and slot of an internal context (NULL: none now). */
+struct pmv_ep *pmv_ictx_decode(const void *context, enum pmv_ictx_kind *kind,
+			       unsigned *slot)
+{
+	size_t i = (size_t) ((const struct fi_context2 *) context -
+			     &pmv_ictx[0][0][0]);
+
+	*slot = (unsigned) (i % PMV_SLOTS);
+	*kind = (enum pmv_ictx_kind) (i / PMV_SLOTS % PMV_ICTX_KINDS);
+	return pmv_ictx_owner[i / (PMV_SLOTS * PMV_ICTX_KINDS)];
 }
 
 static struct pmv_pending *pmv_pending_of(struct pmv_ep *ep, uint64_t seq)
@@ -90,9 +107,12 @@ static int pmv_err_to_fi(int prov_errno)
 	case PMV_ERR_ACCESS:
 		return FI_EACCES;
 	case PMV_ERR_MULTI_IOV:
+	case PMV_ERR_METHOD:
 		return FI_EOPNOTSUPP;
 	case PMV_ERR_PEER_GONE:
 		return FI_ENOTCONN;
+	case PMV_ERR_REREGISTERED:
+		return FI_ECANCELED;
 	default:
 		return FI_EINVAL;
 	}
@@ -103,16 +123,16 @@ static int pmv_err_to_fi(int prov_errno)
  * call (fi_inject_write), or without FI_COMPLETION on a CQ bound with
  * FI_SELECTIVE_COMPLETION.  Errors are always reported.
  */
-static bool pmv_commit_silent(const struct pmv_ep *ep,
-			      const struct pmv_pending *pend)
+bool pmv_commit_silent(const struct pmv_ep *ep,
+		       const struct pmv_pending *pend)
 {
 	return pend->silent ||
 	       (ep->tx_selective && !(pend->flags & FI_COMPLETION));
 }
 
 /* Reports a commit's outcome in the application's transmit CQ. */
-static void pmv_commit_report(struct pmv_ep *ep, struct pmv_pending *pend,
-			      int prov_errno)
+void pmv_commit_report(struct pmv_ep *ep, struct pmv_pending *pend,
+		       int prov_errno)
 {
 	struct fi_cq_err_entry e = {
 		.op_context = pend->context,
@@ -204,12 +224,24 @@ static bool pmv_read_ack(struct pmv_ep *ep, uint64_t seq, struct pmv_ack *out)
 	return out->seq == seq && pmv_checksum(out, sizeof(*out)) == sum;
 }
 
+/* Forgets every cached profile: they predate registration generation gen. */
+void pmv_forget_profiles(struct pmv_ep *ep, uint32_t gen)
+{
+	unsigned i;
+
+	for (i = 0; i < PMV_PEER_PROFILES; i++)
+		ep->peer_profiles[i].known = false;
+	ep->peer_gen = gen;
+}
+
 /* Remembers the profile the peer reported for a key (a few keys kept). */
 static void pmv_remember_profile(struct pmv_ep *ep, uint64_t key,
-				 uint8_t profile)
+				 const struct pmv_ack *ack)
 {
 	unsigned i, slot = ep->peer_profiles_next % PMV_PEER_PROFILES;
 
+	if (ack->mr_gen != ep->peer_gen)
+		pmv_forget_profiles(ep, ack->mr_gen);
 	for (i = 0; i < PMV_PEER_PROFILES; i++) {
 		if (ep->peer_profiles[i].known &&
 		    ep->peer_profiles[i].key == key) {
@@ -221,7 +253,30 @@ static void pmv_remember_profile(struct pmv_ep *ep, uint64_t key,
 		ep->peer_profiles_next++;
 	ep->peer_profiles[slot].known = true;
 	ep->peer_profiles[slot].key = key;
-	ep->peer_profiles[slot].profile = profile;
+	ep->peer_profiles[slot].profile = ack->profile;
+	ep->peer_profiles[slot].target_flags = ack->target_flags;
+}
+
+/* The method for a commit to key with these flags (NONE: refused). */
+enum fi_pmem_method pmv_ep_method(struct pmv_ep *ep, uint64_t key,
+				  uint64_t flags)
+{
+	struct pmv_key_facts facts = {
+		.profile = FI_PMEM_PROFILE_UNKNOWN,
+		.transport = ep->peer.transport,
+		.raw_ordered = ep->raw_ordered,
+	};
+	unsigned i;
+
+	for (i = 0; i < PMV_PEER_PROFILES; i++) {
+		if (ep->peer_profiles[i].known &&
+		    ep->peer_profiles[i].key == key) {
+			facts.profile = ep->peer_profiles[i].profile;
+			facts.ddio_off = ep->peer_profiles[i].target_flags &
+					 PMV_ACK_DDIO_OFF;
+		}
+	}
+	return pmv_method_select(&facts, flags);
 }
 
 /* Completes every commit whose ack has arrived, in seq order. */
@@ -237,7 +292,8 @@ static void pmv_poll_acks(struct pmv_ep *ep)
 			return;
 		pend = pmv_pending_of(ep, seq);
 		pend->status = ack.status;
-		pmv_remember_profile(ep, pend->key, ack.profile);
+		if (!ack.status)
+			pmv_remember_profile(ep, pend->key, &ack);
 		if (!pend->internal && !pend->reported)
 			pmv_commit_report(ep, pend, ack.status);
 		ep->acked_seq = seq;
@@ -302,17 +358,22 @@ static int pmv_fence(struct pmv_ep *ep, uint64_t key)
 	return ep->next_seq > 1 ? pmv_wait_acked(ep, ep->next_seq - 1) : 0;
 }
 
-/* Posts a commit's data to the core as a plain write without completion. */
-static ssize_t pmv_post_data(struct pmv_ep *ep, const struct fi_msg_rma *msg,
-			     uint64_t flags)
+/*
+ * Posts a commit's data to the core as a plain write with an internal
+ * context, without completion unless extra_flags asks for one, and adds it
+ * to the key's scope.  The durability decision never goes to the core.
+ */
+ssize_t pmv_post_data(struct pmv_ep *ep, const struct fi_msg_rma *msg,
+		      uint64_t flags, void *context, uint64_t extra_flags)
 {
-	uint64_t core_flags = flags & ~(PMV_COMMIT_FLAGS | FI_FENCE |
-					FI_COMPLETION | FI_REMOTE_CQ_DATA);
+	uint64_t core_flags = (flags & ~(PMV_COMMIT_FLAGS | FI_FENCE |
+					 FI_COMPLETION | FI_REMOTE_CQ_DATA)) |
+			      extra_flags;
 	struct fi_msg_rma core_msg = *msg;
 	ssize_t ret;
 	size_t i;
 
-	core_msg.context = pmv_data_context(ep, ep->next_seq);
+	core_msg.context = context;
 	ret = fi_writemsg(ep->core, &core_msg, core_flags);
 	if (ret)
 		return ret;
@@ -338,26 +399,50 @@ static int pmv_send_request_after_data(struct pmv_ep *ep, uint64_t key,
 	return ret;
 }
 
+/*
+ * Whether a commit must wait (-FI_EAGAIN): its ring is full, or it is
+ * fenced while flush commits are in flight (their completions come through
+ * the application's CQ, which only the application reads).
+ */
+static bool pmv_commit_must_wait(const struct pmv_ep *ep,
+				 enum fi_pmem_method method, uint64_t flags)
+{
+	if (pmv_ring_full(ep))
+		return true;
+	if (method != FI_PMEM_METHOD_AGENT && !pmv_flush_can_post(ep))
+		return true;
+	return (flags & FI_FENCE) && ep->flush_busy;
+}
+
 /* Posts one checked commit; lock held.  0, -FI_EAGAIN or a PMV_ERR_*. */
 static int pmv_commit_post(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 			   uint64_t flags, bool silent)
 {
 	uint64_t key = msg->rma_iov[0].key;
+	enum fi_pmem_method method;
 	struct pmv_pending *pend;
 	ssize_t ret;
 
 	pmv_poll_acks(ep);
-	if (pmv_ring_full(ep))
+	method = pmv_ep_method(ep, key, flags);
+	if (method == FI_PMEM_METHOD_NONE)
+		return PMV_ERR_METHOD;
+	if (pmv_commit_must_wait(ep, method, flags))
 		return -FI_EAGAIN;
 	if ((flags & FI_FENCE) && (ret = pmv_fence(ep, key)))
 		return (int) ret;
+	if (method != FI_PMEM_METHOD_AGENT)
+		return pmv_flush_post(ep, msg, flags, silent, method);
 	pend = pmv_pending_of(ep, ep->next_seq);
 	*pend = (struct pmv_pending) {
 		.context = msg->context, .key = key, .flags = flags,
 		.len = pmv_msg_len(msg), .silent = silent,
 	};
 	if (msg->iov_count) {
-		ret = pmv_post_data(ep, msg, flags);
+		ret = pmv_post_data(ep, msg, flags,
+				    pmv_ictx_get(ep, PMV_ICTX_AGENT_DATA,
+						 (unsigned) (ep->next_seq - 1)),
+				    0);
 		if (ret)
 			return ret == -FI_EAGAIN ? -FI_EAGAIN : PMV_ERR_PEER_GONE;
 	}
@@ -368,28 +453,60 @@ static int pmv_commit_post(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 }
 
 /*
- * A commit's data write failed (the core reported it with our context):
- * the commit completes now, with the core's error, and its ack is ignored.
+ * Sends a flush commit again as an agent commit over the ranges it covered
+ * (its flush op found the target's regions changed); lock held.  The data
+ * is already placed.  False if the request cannot go now (the ranges then
+ * stay in the key's scope, for its next commit).
  */
-void pmv_commit_data_error(const struct fi_cq_err_entry *core_err,
+bool pmv_commit_resend(struct pmv_ep *ep, const struct pmv_pending *pend,
+		       const struct pmv_extent *ext, unsigned count)
+{
+	struct pmv_pending *p;
+	unsigned i;
+
+	for (i = 0; i < count; i++)
+		pmv_scope_add(&ep->scope, pend->key, ext[i].addr, ext[i].len);
+	if (pmv_ring_full(ep) || ep->error)
+		return false;
+	p = pmv_pending_of(ep, ep->next_seq);
+	*p = *pend;
+	p->busy = false;
+	p->gen_read = false;
+	return pmv_send_request(ep, pend->key, pend->flags, 0) == 0;
+}
+
+/*
+ * An operation posted for a commit failed (the core reported it with our
+ * context): the commit completes now, with the core's error; its ack or
+ * flush op is then ignored.  False if the commit already completed.
+ */
+bool pmv_commit_data_error(const struct fi_cq_err_entry *core_err,
 			   struct fi_cq_err_entry *out)
 {
-	size_t i = (size_t) ((const struct fi_context2 *) core_err->op_context -
-			     &pmv_ictx[0][0]);
-	struct pmv_ep *ep = pmv_ictx_owner[i / PMV_SLOTS];
+	enum pmv_ictx_kind kind;
+	unsigned slot;
+	struct pmv_ep *ep = pmv_ictx_decode(core_err->op_context, &kind, &slot);
 	struct pmv_pending *pend;
+	bool first;
 
 	*out = *core_err;
 	if (!ep)
-		return;
+		return false;
 	pthread_mutex_lock(&ep->lock);
-	pend = &ep->pend[i % PMV_SLOTS];
+	pend = kind == PMV_ICTX_AGENT_DATA ? &ep->pend[slot] : &ep->fpend[slot];
+	if (kind == PMV_ICTX_FLUSH_OP && pend->busy) {
+		pend->busy = false;
+		ep->flush_busy--;
+	}
+	first = !pend->reported;
 	out->op_context = pend->context;
 	out->flags = FI_RMA | FI_WRITE;
 	out->len = pend->len;
 	pend->reported = true;
-	ep->counters.commit_errors++;
+	if (first)
+		ep->counters.commit_errors++;
 	pthread_mutex_unlock(&ep->lock);
+	return first;
 }
 
 /* Fails every in-flight commit, e.g. when the peer is gone. */
@@ -406,6 +523,7 @@ void pmv_commit_fail_all(struct pmv_ep *ep, int err)
 			pmv_commit_report(ep, pend, PMV_ERR_PEER_GONE);
 	}
 	ep->acked_seq = ep->next_seq - 1;
+	pmv_flush_fail_all(ep);
 	pthread_mutex_unlock(&ep->lock);
 }
 

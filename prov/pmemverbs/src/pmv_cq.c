@@ -102,18 +102,29 @@ static void pmv_cq_progress(struct pmv_cq *cq)
 	pthread_mutex_unlock(&cq->eps_lock);
 }
 
-/* Drops the completions of commits' data writes from what the core gave. */
-static ssize_t pmv_cq_drop_internal(struct pmv_cq *cq, void *buf,
-				    fi_addr_t *src_addr, ssize_t n)
+/*
+ * Turns what the core gave into what the application sees: a flush op's
+ * entry becomes its commit's completion; other internal entries (data
+ * writes, a silent commit's flush op) are dropped.
+ */
+static ssize_t pmv_cq_filter_internal(struct pmv_cq *cq, void *buf,
+				      fi_addr_t *src_addr, ssize_t n)
 {
 	size_t size = pmv_cq_entry_size(cq->format);
+	struct fi_cq_err_entry commit;
 	ssize_t i, kept = 0;
 	char *entry;
 
 	for (i = 0; i < n; i++) {
 		entry = (char *) buf + i * size;
-		if (pmv_ictx_is_internal(((struct fi_cq_entry *) entry)->op_context))
-			continue;
+		if (pmv_ictx_is_internal(((struct fi_cq_entry *) entry)->op_context)) {
+			if (!pmv_flush_op_done(((struct fi_cq_entry *) entry)->op_context,
+					       &commit))
+				continue;
+			pmv_cq_copy_entry(cq, entry, &commit);
+			if (src_addr)
+				src_addr[i] = FI_ADDR_NOTAVAIL;
+		}
 		if (kept != i) {
 			memmove((char *) buf + kept * size, entry, size);
 			if (src_addr)
@@ -142,7 +153,7 @@ static ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	}
 	ret = src_addr ? fi_cq_readfrom(cq->core, buf, count, src_addr) :
 			 fi_cq_read(cq->core, buf, count);
-	return ret > 0 ? pmv_cq_drop_internal(cq, buf, src_addr, ret) : ret;
+	return ret > 0 ? pmv_cq_filter_internal(cq, buf, src_addr, ret) : ret;
 }
 
 static ssize_t pmv_cq_read(struct fid_cq *cq, void *buf, size_t count)
@@ -169,8 +180,9 @@ static ssize_t pmv_cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf
 	if (ret)
 		return ret;
 	ret = fi_cq_readerr(cq->core, buf, flags);
-	if (ret > 0 && pmv_ictx_is_internal(buf->op_context))
-		pmv_commit_data_error(buf, buf);
+	if (ret > 0 && pmv_ictx_is_internal(buf->op_context) &&
+	    !pmv_commit_data_error(buf, buf))
+		return -FI_EAGAIN; /* its commit has already completed */
 	return ret;
 }
 
@@ -225,6 +237,8 @@ static ssize_t pmv_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 		if (left <= 0)
 			return -FI_EAGAIN;
 		ret = pmv_core_sread(cq, buf, count, src_addr, cond, 1);
+		if (ret > 0)
+			ret = pmv_cq_filter_internal(cq, buf, src_addr, ret);
 		if (ret != -FI_EAGAIN)
 			return ret;
 	}
@@ -258,6 +272,14 @@ const char *pmv_strerror(int prov_errno)
 			"connection to the target is gone",
 		[PMV_ERR_FENCE - PMV_ERR_BASE] = "fenced commit failed: the "
 			"writes before the fence could not be made durable",
+		[PMV_ERR_METHOD - PMV_ERR_BASE] = "commit refused: "
+			"FI_PMEMVERBS_METHOD names a method that is not "
+			"correct for the profile the target reported for this "
+			"key; use auto",
+		[PMV_ERR_REREGISTERED - PMV_ERR_BASE] = "commit's durability "
+			"unknown: the target closed a memory region while it "
+			"was in flight (the key may name other memory now); "
+			"commit the range again",
 	};
 
 	if (prov_errno <= PMV_ERR_BASE || prov_errno >= PMV_ERR_LAST)

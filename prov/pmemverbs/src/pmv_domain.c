@@ -77,10 +77,14 @@ static enum fi_pmem_profile pmv_ext_peer_profile(struct fid_ep *ep_fid,
 static enum fi_pmem_method pmv_ext_method(struct fid_ep *ep_fid, uint64_t key)
 {
 	struct pmv_ep *ep = pmv_ext_ep(ep_fid);
+	enum fi_pmem_method method;
 
-	(void) key;
-	return ep && ep->pmem && ep->peer.has_inbox ? FI_PMEM_METHOD_AGENT :
-						      FI_PMEM_METHOD_NONE;
+	if (!ep || !ep->pmem || !ep->peer.has_inbox)
+		return FI_PMEM_METHOD_NONE;
+	pthread_mutex_lock(&ep->lock);
+	method = pmv_ep_method(ep, key, 0);
+	pthread_mutex_unlock(&ep->lock);
+	return method;
 }
 
 static size_t pmv_ext_atomicity_chunk(struct fid_domain *domain)

@@ -305,6 +305,8 @@ static int pmv_ep_pmem_init(struct pmv_ep *ep, const struct fi_info *info,
 		return 0;
 	if (pmv_check_core_order(core_info))
 		return -FI_EOPNOTSUPP;
+	ep->raw_ordered = core_info->tx_attr->msg_order &
+			  (FI_ORDER_RAW | FI_ORDER_RMA_RAW);
 	return pmv_ictx_reserve(ep) ? -FI_ENOSPC : pmv_inbox_open(ep);
 }
 

@@ -39,14 +39,21 @@ int pmv_inbox_open(struct pmv_ep *ep)
 			 dom->inject_size);
 		return -FI_EOPNOTSUPP;
 	}
+	/* acks, requests, the generation line, the read-flush landing words */
 	inbox->size = PMV_ACKS_SIZE(PMV_SLOTS) +
-		      (size_t) PMV_SLOTS * inbox->slot_size;
+		      (size_t) PMV_SLOTS * inbox->slot_size + 64 +
+		      PMV_SLOTS * sizeof(uint64_t);
 	if (posix_memalign(&inbox->mem, 4096, inbox->size))
 		return -FI_ENOMEM;
 	memset(inbox->mem, 0, inbox->size);
+	inbox->gen_word = (uint64_t *) ((char *) inbox->mem +
+					PMV_ACKS_SIZE(PMV_SLOTS) +
+					(size_t) PMV_SLOTS * inbox->slot_size);
+	inbox->flush_words = inbox->gen_word + 8;
 	key = __atomic_fetch_add(&dom->next_internal_key, 1, __ATOMIC_RELAXED);
 	ret = fi_mr_reg(dom->core, inbox->mem, inbox->size,
-			FI_REMOTE_WRITE | FI_WRITE | FI_READ, 0, key, 0,
+			FI_REMOTE_WRITE | FI_REMOTE_READ | FI_WRITE | FI_READ,
+			0, key, 0,
 			&inbox->mr, NULL);
 	if (ret) {
 		PMV_WARN(FI_LOG_EP_CTRL, "registering the commit inbox: %s\n",
@@ -89,6 +96,12 @@ uint64_t pmv_peer_req_addr(const struct pmv_peer *peer, uint64_t seq)
 {
 	return peer->inbox_addr + PMV_ACKS_SIZE(peer->slots) +
 	       ((seq - 1) % peer->slots) * peer->slot_size;
+}
+
+uint64_t pmv_peer_gen_addr(const struct pmv_peer *peer)
+{
+	return peer->inbox_addr + PMV_ACKS_SIZE(peer->slots) +
+	       (uint64_t) peer->slots * peer->slot_size;
 }
 
 /* This endpoint's CM header, in wire format. */

@@ -2,6 +2,7 @@
  * pmemverbs: provider entry point and parameters.
  */
 #include <stdlib.h>
+#include <strings.h>
 
 #include "pmv.h"
 
@@ -36,6 +37,19 @@ static void pmv_define_params(void)
 			"be detected. Applies to byte and cache-line "
 			"granularity regions, never to page-cache files. "
 			"Default: no.");
+	fi_param_define(&pmv_prov, "ddio", FI_PARAM_BOOL,
+			"Declare whether inbound RDMA writes land in this "
+			"target's CPU caches (DDIO). Set 0 only where DDIO is "
+			"really off: DMP regions may then use read-flush over "
+			"verbs. Always on for the tcp core, which copies with "
+			"the CPU. Default: yes.");
+	fi_param_define(&pmv_prov, "method", FI_PARAM_STRING,
+			"How commits are made durable: auto (the fastest "
+			"method correct for the key's profile), agent, "
+			"read_flush or completion. A method incorrect for the "
+			"profile is refused (-FI_EOPNOTSUPP), never used. "
+			"FI_IMMED commits and a key's first commit always use "
+			"the agent. Default: auto.");
 	fi_param_define(&pmv_prov, "extent_limit", FI_PARAM_INT,
 			"Ranges kept per endpoint and key between commits; "
 			"more are coalesced (a commit may then persist bytes "
@@ -54,16 +68,39 @@ static void pmv_define_params(void)
 			"it. Default 0.");
 }
 
+/* FI_PMEMVERBS_METHOD as a method; NONE stands for auto. */
+static enum fi_pmem_method pmv_parse_method(const char *name)
+{
+	static const enum fi_pmem_method methods[] = {
+		FI_PMEM_METHOD_AGENT, FI_PMEM_METHOD_READ_FLUSH,
+		FI_PMEM_METHOD_COMPLETION,
+	};
+	size_t i;
+
+	if (!name || !*name || !strcasecmp(name, "auto"))
+		return FI_PMEM_METHOD_NONE;
+	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+		if (!strcasecmp(name, fi_pmem_method_str(methods[i])))
+			return methods[i];
+	PMV_WARN(FI_LOG_CORE, "FI_PMEMVERBS_METHOD=%s is not a method; use "
+		 "auto, agent, read_flush or completion. Using auto\n", name);
+	return FI_PMEM_METHOD_NONE;
+}
+
 /* Reads the parameters once; later getinfo calls use the cached values. */
 static void pmv_read_params(void)
 {
-	char *core = NULL;
+	char *core = NULL, *method = NULL;
 
 	if (!fi_param_get_str(&pmv_prov, "core_prov", &core) && core && *core)
 		pmv_params.core_prov = core;
 	pmv_params.extent_limit = 4;
 	pmv_params.agent_spin_us = 200;
+	pmv_params.ddio = 1;
 	fi_param_get_bool(&pmv_prov, "wsp", &pmv_params.wsp);
+	fi_param_get_bool(&pmv_prov, "ddio", &pmv_params.ddio);
+	fi_param_get_str(&pmv_prov, "method", &method);
+	pmv_params.method = pmv_parse_method(method);
 	fi_param_get_int(&pmv_prov, "extent_limit", &pmv_params.extent_limit);
 	fi_param_get_int(&pmv_prov, "agent_spin_us", &pmv_params.agent_spin_us);
 	fi_param_get_str(&pmv_prov, "oracle", &pmv_params.oracle);

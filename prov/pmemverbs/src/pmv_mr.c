@@ -25,6 +25,7 @@ static void pmv_mr_unlink(struct pmv_mr *mr)
 			break;
 		}
 	}
+	pmv_domain_publish_gen(dom);
 	pthread_mutex_unlock(&dom->lock);
 }
 

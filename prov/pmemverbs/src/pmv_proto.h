@@ -8,9 +8,14 @@
  * writes on the same connection, so that a commit request is ordered behind
  * the data writes it covers (the core must advertise FI_ORDER_WAW).
  *
- * Inbox layout: ack slots, then request slots (PMV_SLOTS of each).
+ * Inbox layout: ack slots, then request slots (PMV_SLOTS of each), then a
+ * 64-byte line holding the domain's registration generation (8 bytes,
+ * little-endian; read by the peer's read-flush), then PMV_SLOTS 8-byte
+ * words where this side's read-flush reads land.
  *   initiator -> target agent: struct pmv_req in request slot (seq - 1) % N
  *   target agent -> initiator: struct pmv_ack in ack slot (seq - 1) % N
+ * The registration generation counts the regions the target closed: a
+ * profile the initiator cached for a key is valid for one generation.
  * A slot is valid when its checksum matches and its seq is the next one
  * expected; a partly written slot fails the checksum and is read again.
  * All fields are little-endian (both ends are x86-64 or aarch64 hosts).
@@ -58,6 +63,8 @@ struct pmv_extent {
 };
 
 #define PMV_REQ_IMMED 0x1     /* raise an FI_REMOTE_CQ_DATA completion */
+#define PMV_ACK_DDIO_OFF 0x1  /* the target declared inbound DMA bypasses
+				 its CPU caches (FI_PMEMVERBS_DDIO=0) */
 
 struct pmv_req {
 	uint64_t seq;
@@ -75,9 +82,10 @@ struct pmv_ack {
 	uint64_t seq;
 	int32_t status;       /* 0 or a negative FI_E* code */
 	uint8_t profile;      /* enum fi_pmem_profile of the key */
-	uint8_t reserved[3];
+	uint8_t target_flags; /* PMV_ACK_* */
+	uint8_t reserved[2];
 	uint32_t checksum;    /* over the ack with this field 0 */
-	uint32_t reserved2;
+	uint32_t mr_gen;      /* the target domain's registration generation */
 };
 
 #define PMV_SLOTS 64

@@ -1,0 +1,80 @@
+/*
+ * pmemverbs: the method matrix (fi_pmemverbs(7), "Methods").
+ *
+ * Which ways of making a commit durable are correct for a key depends on
+ * the profile its target reported, on whether the target declared that
+ * inbound DMA bypasses its CPU caches (DDIO off), and on the transport's
+ * completion meaning:
+ *
+ *   agent       every profile (the target persists what the request names);
+ *   read_flush  an 8-byte read behind the writes, on the same connection:
+ *               its completion proves the writes are placed in the
+ *               target's memory hierarchy, which is durable for MHP, WSP
+ *               and (visibility only) VOLATILE, and for DMP when DDIO is
+ *               off on an RDMA transport (the NIC's writes then reach the
+ *               memory controller).  Over tcp the target's CPU copies the
+ *               data, so it sits in the CPU caches: DMP needs the agent;
+ *   completion  the write's own completion: on ib/roce it means the
+ *               responder NIC has the data, durable only for WSP.
+ *
+ * Read-flush also needs the core to order reads after writes (FI_ORDER_RAW).
+ */
+#include "pmv.h"
+
+static bool pmv_read_flush_correct(const struct pmv_key_facts *k)
+{
+	switch (k->profile) {
+	case FI_PMEM_PROFILE_VOLATILE:
+	case FI_PMEM_PROFILE_MHP:
+	case FI_PMEM_PROFILE_WSP:
+		return true;
+	case FI_PMEM_PROFILE_DMP:
+		return k->ddio_off && k->transport != PMV_TRANSPORT_TCP;
+	default:
+		return false;
+	}
+}
+
+/* True if method makes a commit to a key with these facts durable. */
+bool pmv_method_correct(enum fi_pmem_method method,
+			const struct pmv_key_facts *k)
+{
+	switch (method) {
+	case FI_PMEM_METHOD_AGENT:
+		return true;
+	case FI_PMEM_METHOD_READ_FLUSH:
+		return k->raw_ordered && pmv_read_flush_correct(k);
+	case FI_PMEM_METHOD_COMPLETION:
+		return k->profile == FI_PMEM_PROFILE_WSP &&
+		       k->transport == PMV_TRANSPORT_IB;
+	default:
+		return false;
+	}
+}
+
+/* The fastest correct method: no round trip beats one, no thread beats one. */
+enum fi_pmem_method pmv_method_fastest(const struct pmv_key_facts *k)
+{
+	if (pmv_method_correct(FI_PMEM_METHOD_COMPLETION, k))
+		return FI_PMEM_METHOD_COMPLETION;
+	if (pmv_method_correct(FI_PMEM_METHOD_READ_FLUSH, k))
+		return FI_PMEM_METHOD_READ_FLUSH;
+	return FI_PMEM_METHOD_AGENT;
+}
+
+/*
+ * The method for a commit: the agent while the key's profile is unknown
+ * (its first commit learns it) and for FI_IMMED (the target raises that
+ * completion); otherwise the override or the fastest.  An override that is
+ * incorrect for the profile gives NONE: the caller refuses the commit.
+ */
+enum fi_pmem_method pmv_method_select(const struct pmv_key_facts *k,
+				      uint64_t flags)
+{
+	if (k->profile == FI_PMEM_PROFILE_UNKNOWN || (flags & FI_IMMED))
+		return FI_PMEM_METHOD_AGENT;
+	if (pmv_params.method == FI_PMEM_METHOD_NONE)
+		return pmv_method_fastest(k);
+	return pmv_method_correct(pmv_params.method, k) ?
+	       pmv_params.method : FI_PMEM_METHOD_NONE;
+}

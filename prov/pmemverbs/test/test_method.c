@@ -1,0 +1,107 @@
+/*
+ * Unit tests: the method matrix (pmv_method.c) against the table in
+ * fi_pmemverbs(7), every profile x transport x DDIO x ordering, and the
+ * override rules.
+ */
+#include <criterion/criterion.h>
+
+#include "pmv.h"
+
+static const uint8_t k_profiles[] = {
+	FI_PMEM_PROFILE_VOLATILE, FI_PMEM_PROFILE_PAGE, FI_PMEM_PROFILE_DMP,
+	FI_PMEM_PROFILE_MHP, FI_PMEM_PROFILE_WSP,
+};
+static const uint8_t k_transports[] = {
+	PMV_TRANSPORT_TCP, PMV_TRANSPORT_IB, PMV_TRANSPORT_IWARP,
+};
+
+/* The table of the man page, written out independently of the code. */
+static bool table_read_flush(uint8_t profile, uint8_t transport, bool ddio_off)
+{
+	return profile == FI_PMEM_PROFILE_VOLATILE ||
+	       profile == FI_PMEM_PROFILE_MHP ||
+	       profile == FI_PMEM_PROFILE_WSP ||
+	       (profile == FI_PMEM_PROFILE_DMP && ddio_off &&
+		transport != PMV_TRANSPORT_TCP);
+}
+
+static void restore_auto(void)
+{
+	pmv_params.method = FI_PMEM_METHOD_NONE;
+}
+
+Test(method, matrix_matches_the_documented_table, .fini = restore_auto)
+{
+	for (size_t p = 0; p < sizeof(k_profiles); p++)
+	for (size_t t = 0; t < sizeof(k_transports); t++)
+	for (int ddio_off = 0; ddio_off < 2; ddio_off++)
+	for (int raw = 0; raw < 2; raw++) {
+		struct pmv_key_facts k = {
+			.profile = k_profiles[p], .transport = k_transports[t],
+			.ddio_off = ddio_off, .raw_ordered = raw,
+		};
+		bool rf = raw && table_read_flush(k.profile, k.transport,
+						  ddio_off);
+		bool cm = k.profile == FI_PMEM_PROFILE_WSP &&
+			  k.transport == PMV_TRANSPORT_IB;
+
+		cr_assert(pmv_method_correct(FI_PMEM_METHOD_AGENT, &k));
+		cr_assert_eq(pmv_method_correct(FI_PMEM_METHOD_READ_FLUSH, &k),
+			     rf, "read_flush for profile %u transport %u "
+			     "ddio_off %d raw %d", k.profile, k.transport,
+			     ddio_off, raw);
+		cr_assert_eq(pmv_method_correct(FI_PMEM_METHOD_COMPLETION, &k),
+			     cm);
+		cr_assert_eq(pmv_method_fastest(&k),
+			     cm ? FI_PMEM_METHOD_COMPLETION :
+			     rf ? FI_PMEM_METHOD_READ_FLUSH :
+				  FI_PMEM_METHOD_AGENT);
+	}
+}
+
+Test(method, page_cache_and_dmp_over_tcp_always_need_the_agent)
+{
+	struct pmv_key_facts page = { FI_PMEM_PROFILE_PAGE, PMV_TRANSPORT_IB,
+				      true, true };
+	struct pmv_key_facts dmp = { FI_PMEM_PROFILE_DMP, PMV_TRANSPORT_TCP,
+				     true, true };
+
+	cr_assert_eq(pmv_method_fastest(&page), FI_PMEM_METHOD_AGENT);
+	cr_assert_eq(pmv_method_fastest(&dmp), FI_PMEM_METHOD_AGENT);
+}
+
+Test(method, unknown_profile_and_immed_use_the_agent, .fini = restore_auto)
+{
+	struct pmv_key_facts unknown = { FI_PMEM_PROFILE_UNKNOWN,
+					 PMV_TRANSPORT_IB, true, true };
+	struct pmv_key_facts mhp = { FI_PMEM_PROFILE_MHP, PMV_TRANSPORT_TCP,
+				     false, true };
+
+	pmv_params.method = FI_PMEM_METHOD_READ_FLUSH;
+	cr_assert_eq(pmv_method_select(&unknown, 0), FI_PMEM_METHOD_AGENT);
+	cr_assert_eq(pmv_method_select(&mhp, FI_IMMED), FI_PMEM_METHOD_AGENT);
+	cr_assert_eq(pmv_method_select(&mhp, 0), FI_PMEM_METHOD_READ_FLUSH);
+}
+
+Test(method, an_incorrect_override_is_refused_not_used, .fini = restore_auto)
+{
+	struct pmv_key_facts page = { FI_PMEM_PROFILE_PAGE, PMV_TRANSPORT_TCP,
+				      false, true };
+	struct pmv_key_facts mhp = { FI_PMEM_PROFILE_MHP, PMV_TRANSPORT_TCP,
+				     false, true };
+
+	pmv_params.method = FI_PMEM_METHOD_READ_FLUSH;
+	cr_assert_eq(pmv_method_select(&page, 0), FI_PMEM_METHOD_NONE);
+	pmv_params.method = FI_PMEM_METHOD_COMPLETION;
+	cr_assert_eq(pmv_method_select(&mhp, 0), FI_PMEM_METHOD_NONE);
+	pmv_params.method = FI_PMEM_METHOD_AGENT;
+	cr_assert_eq(pmv_method_select(&mhp, 0), FI_PMEM_METHOD_AGENT);
+}
+
+Test(method, read_flush_needs_read_after_write_ordering)
+{
+	struct pmv_key_facts mhp = { FI_PMEM_PROFILE_MHP, PMV_TRANSPORT_IB,
+				     false, false };
+
+	cr_assert_eq(pmv_method_fastest(&mhp), FI_PMEM_METHOD_AGENT);
+}

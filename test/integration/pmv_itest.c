@@ -8,7 +8,8 @@
  * Usage: pmv_itest -p PROVIDER|-n -e msg|rdm -t TEST -r server|client
  *                  [-a ADDR] [-P PORT]
  * Exit status: 0 pass, 77 skip (a capability the test needs is genuinely not
- * advertised), anything else fail with a one-line reason on stderr.
+ * advertised, or no CQ format it can read is accepted), anything else fail
+ * with a one-line reason on stderr.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -263,6 +264,7 @@ struct ctx {
 	struct fid_av *av;
 	struct fid_ep *ep;
 	fi_addr_t peer;
+	enum fi_cq_format cq_format; /* the format both CQs are opened in */
 	bool use_wait;  /* wait objects + blocking reads (waitobj test) */
 	bool use_cntrs; /* bind counters (cntr test) */
 	uint64_t posted[CNTR_COUNT]; /* counted operations posted so far */
@@ -634,6 +636,7 @@ static bool next_comp(const struct ctx *c, struct fid_cq *cq,
 	int64_t deadline = deadline_in(STEP_TIMEOUT_MS);
 	ssize_t ret;
 
+	memset(e, 0, sizeof(*e)); /* fields beyond the CQ's format stay 0 */
 	for (;;) {
 		if (c->use_wait)
 			ret = fi_cq_sread(cq, e, 1, NULL,
@@ -680,6 +683,18 @@ static struct expect *match_expect(struct expect *ex, size_t n,
 	return NULL;
 }
 
+/* A check may only read fields the CQ's format carries. */
+static void check_format_carries(const struct ctx *c, const struct expect *x)
+{
+	char fmt[64];
+
+	if (((x->checks & CHECK_TAG) && c->cq_format < FI_CQ_FORMAT_TAGGED) ||
+	    ((x->checks & CHECK_DATA) && c->cq_format < FI_CQ_FORMAT_DATA))
+		die("internal: %s checks a field that %s completions lack",
+		    x->what, tostr(fmt, sizeof(fmt), &c->cq_format,
+				   FI_TYPE_CQ_FORMAT));
+}
+
 /* Checks flags (exactly, up to the optional bits), and length, tag and
  * CQ data where asked. */
 static void check_expect(const struct ctx *c, const struct expect *x,
@@ -688,6 +703,7 @@ static void check_expect(const struct ctx *c, const struct expect *x,
 	uint64_t got = e->flags & OP_CLASS_FLAGS, mask = cq_data_mask(c);
 	char gbuf[256], wbuf[256];
 
+	check_format_carries(c, x);
 	if ((got & ~x->optional) != x->flags)
 		die("%s: completion flags [%s], expected [%s]", x->what,
 		    tostr(gbuf, sizeof(gbuf), &got, FI_TYPE_CQ_EVENT_FLAGS),
@@ -918,9 +934,41 @@ static const void *cm_out_ptr(const struct ctx *c)
 	return c->cm_out.len ? c->cm_out.bytes : NULL;
 }
 
+/* FI_OPT_CM_DATA_SIZE: the CM data the endpoint can carry. */
+static size_t cm_data_size(const struct ctx *c)
+{
+	size_t size = 0, len = sizeof(size);
+
+	CHECK(fi_getopt(&c->ep->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE,
+			&size, &len));
+	return size;
+}
+
+/* Caps cm_out at FI_OPT_CM_DATA_SIZE (a layered provider's own CM header
+ * takes part of its core's room); the peer, on the same provider, caps
+ * what it expects alike. */
+static void cap_cm_out(struct ctx *c)
+{
+	if (c->cm_out.len)
+		c->cm_out.len = min_size(c->cm_out.len, cm_data_size(c));
+}
+
 /* ------------------------------------------------------------------ */
 /* Resources                                                          */
 /* ------------------------------------------------------------------ */
+
+static void close_fid(struct fid *fid, const char *name)
+{
+	int ret;
+
+	if (!fid)
+		return;
+	ret = fi_close(fid);
+	if (ret)
+		die("fi_close(%s): %s (%d)", name, fi_strerror(-ret), ret);
+}
+
+#define CLOSE(obj) close_fid((obj) ? &(obj)->fid : NULL, #obj)
 
 static struct fid_eq *open_eq(const struct ctx *c)
 {
@@ -942,17 +990,83 @@ static void open_fabric(struct ctx *c)
 		c->eq = open_eq(c);
 }
 
-static struct fid_cq *open_cq(const struct ctx *c)
+/* One fi_cq_open in format, with this run's size and wait object. */
+static int try_open_cq(const struct ctx *c, struct fid_domain *dom,
+		       enum fi_cq_format format, struct fid_cq **cq)
 {
 	struct fi_cq_attr attr = {
 		.size = 128,
-		.format = FI_CQ_FORMAT_TAGGED,
+		.format = format,
 		.wait_obj = c->use_wait ? FI_WAIT_UNSPEC : FI_WAIT_NONE,
 	};
+
+	return fi_cq_open(dom, &attr, cq, NULL);
+}
+
+/* How fi_cq_open may refuse a format it does not support (the verbs core
+ * says -FI_ENOSYS to FI_CQ_FORMAT_TAGGED, the util CQ -FI_EINVAL). */
+static bool format_refused(int ret)
+{
+	return ret == -FI_ENOSYS || ret == -FI_EINVAL || ret == -FI_EOPNOTSUPP;
+}
+
+/* Every format the test can read was refused: a skip if a CQ with the same
+ * attributes opens in FI_CQ_FORMAT_CONTEXT (so only the formats are
+ * refused), a failure otherwise. */
+static noreturn void explain_cq_refusal(const struct ctx *c,
+					struct fid_domain *dom, int ret)
+{
+	struct fid_cq *cq;
+	char fmt[64];
+	int ctx_ret = try_open_cq(c, dom, FI_CQ_FORMAT_CONTEXT, &cq);
+
+	tostr(fmt, sizeof(fmt), &c->cq_format, FI_TYPE_CQ_FORMAT);
+	if (ctx_ret)
+		die("fi_cq_open refuses %s and every richer format (%s), and "
+		    "FI_CQ_FORMAT_CONTEXT too: %s (%d)", fmt, fi_strerror(-ret),
+		    fi_strerror(-ctx_ret), ctx_ret);
+	close_fid(&cq->fid, "FI_CQ_FORMAT_CONTEXT CQ");
+	skip("CQs of this provider refuse %s and every richer format "
+	     "(fi_cq_open: %s), and the test reads fields only they carry",
+	     fmt, fi_strerror(-ret));
+}
+
+/* Opens a CQ in c->cq_format, the least detailed format the test can read,
+ * or else in the first richer one the provider accepts (each format
+ * extends the one before it), which becomes c->cq_format. */
+static struct fid_cq *open_cq(struct ctx *c, struct fid_domain *dom)
+{
+	enum fi_cq_format f;
+	struct fid_cq *cq;
+	char fmt[64];
+	int ret = 0;
+
+	for (f = c->cq_format; f <= FI_CQ_FORMAT_TAGGED; f++) {
+		ret = try_open_cq(c, dom, f, &cq);
+		if (!ret) {
+			c->cq_format = f;
+			return cq;
+		}
+		if (!format_refused(ret))
+			die("fi_cq_open(%s): %s (%d)",
+			    tostr(fmt, sizeof(fmt), &f, FI_TYPE_CQ_FORMAT),
+			    fi_strerror(-ret), ret);
+	}
+	explain_cq_refusal(c, dom, ret);
+}
+
+/* MSG server: settles the CQ format on a scratch domain before listening,
+ * so that if the provider refuses it both sides skip (the server would
+ * otherwise wait in vain for the client's connection request). */
+static void settle_cq_format(struct ctx *c)
+{
+	struct fid_domain *dom;
 	struct fid_cq *cq;
 
-	CHECK(fi_cq_open(c->domain, &attr, &cq, NULL));
-	return cq;
+	CHECK(fi_domain(c->fabric, c->info, &dom, NULL));
+	cq = open_cq(c, dom);
+	close_fid(&cq->fid, "format probe CQ");
+	close_fid(&dom->fid, "format probe domain");
 }
 
 static void open_cntrs(struct ctx *c)
@@ -980,8 +1094,8 @@ static void open_domain_res(struct ctx *c, struct fi_info *info)
 {
 	c->ep_info = info;
 	CHECK(fi_domain(c->fabric, info, &c->domain, NULL));
-	c->txcq = open_cq(c);
-	c->rxcq = open_cq(c);
+	c->txcq = open_cq(c, c->domain);
+	c->rxcq = open_cq(c, c->domain);
 	if (c->use_cntrs)
 		open_cntrs(c);
 	if (!is_msg(c))
@@ -1038,19 +1152,6 @@ static struct mreg *mreg_alloc(struct ctx *c, size_t len)
 	m->desc = (mode & FI_MR_LOCAL) ? fi_mr_desc(m->mr) : NULL;
 	return m;
 }
-
-static void close_fid(struct fid *fid, const char *name)
-{
-	int ret;
-
-	if (!fid)
-		return;
-	ret = fi_close(fid);
-	if (ret)
-		die("fi_close(%s): %s (%d)", name, fi_strerror(-ret), ret);
-}
-
-#define CLOSE(obj) close_fid((obj) ? &(obj)->fid : NULL, #obj)
 
 /* Closes everything in dependency order; a failing close fails the test. */
 static void teardown(struct ctx *c)
@@ -1303,9 +1404,10 @@ static void finish(struct ctx *c)
 /* Connection setup                                                   */
 /* ------------------------------------------------------------------ */
 
-/* MSG server: passive endpoint on addr:port, listening. */
+/* MSG server: CQ format settled, passive endpoint on addr:port, listening. */
 static void msg_listen(struct ctx *c)
 {
+	settle_cq_format(c);
 	CHECK(fi_passive_ep(c->fabric, c->info, &c->pep, NULL));
 	CHECK(fi_pep_bind(c->pep, &c->eq->fid, 0));
 	CHECK(fi_listen(c->pep));
@@ -1339,6 +1441,7 @@ static void msg_accept(struct ctx *c, struct fi_info *req)
 
 	open_domain_res(c, req);
 	open_endpoint(c);
+	cap_cm_out(c);
 	CHECK(fi_accept(c->ep, cm_out_ptr(c), c->cm_out.len));
 	msg_await_connected(c, &ev);
 }
@@ -1348,6 +1451,7 @@ static void msg_start_connect(struct ctx *c)
 {
 	open_domain_res(c, c->info);
 	open_endpoint(c);
+	cap_cm_out(c);
 	CHECK(fi_connect(c->ep, c->info->dest_addr, cm_out_ptr(c),
 			 c->cm_out.len));
 }
@@ -2099,13 +2203,20 @@ static void cmdata_setup(struct ctx *c)
 		set_cm_out(c, CM_CLIENT_LEN, CM_SEED_CLIENT);
 }
 
-/* The peer's CM data (already captured during establish) must be exact. */
+/* The peer's CM data (already captured during establish) must be exact:
+ * its full length, or FI_OPT_CM_DATA_SIZE if that is less. */
 static void cmdata_run(struct ctx *c)
 {
-	size_t want = is_server(c) ? CM_CLIENT_LEN : CM_SERVER_LEN;
+	size_t room = cm_data_size(c);
+	size_t want = min_size(is_server(c) ? CM_CLIENT_LEN : CM_SERVER_LEN,
+			       room);
 	uint32_t seed = is_server(c) ? CM_SEED_CLIENT : CM_SEED_SERVER;
 	const char *what = is_server(c) ? "FI_CONNREQ data" : "FI_CONNECTED data";
 
+	printf("cmdata: FI_OPT_CM_DATA_SIZE=%zu, expecting %zu bytes\n", room,
+	       want);
+	if (!want)
+		skip("FI_OPT_CM_DATA_SIZE is 0: no CM data on this endpoint");
 	if (c->cm_in.len != want)
 		die("%s: %zu bytes, expected exactly %zu", what, c->cm_in.len,
 		    want);
@@ -2400,6 +2511,7 @@ struct test_def {
 	const char *name;
 	uint64_t caps;
 	uint64_t msg_order; /* ordering the test's verification relies on */
+	enum fi_cq_format cq_format; /* least detailed one its checks can read */
 	bool msg_only;
 	bool own_connection; /* run functions set up (or fail) the connection */
 	void (*setup)(struct ctx *c); /* after fi_getinfo, before connecting */
@@ -2407,32 +2519,41 @@ struct test_def {
 	void (*client)(struct ctx *c);
 };
 
+/* CQ formats: tags only for the tagged test, remote CQ data only where it
+ * is checked, MSG (flags and length) everywhere else; the verbs core's MSG
+ * endpoints have no FI_CQ_FORMAT_TAGGED. */
 static const struct test_def k_tests[] = {
-	{ .name = "sendrecv", .caps = FI_MSG, .setup = require_cq_data,
-	  .server = sendrecv_run, .client = sendrecv_run },
+	{ .name = "sendrecv", .caps = FI_MSG, .cq_format = FI_CQ_FORMAT_DATA,
+	  .setup = require_cq_data, .server = sendrecv_run,
+	  .client = sendrecv_run },
 	{ .name = "tagged", .caps = FI_MSG | FI_TAGGED,
-	  .server = tagged_server, .client = tagged_client },
+	  .cq_format = FI_CQ_FORMAT_TAGGED, .server = tagged_server,
+	  .client = tagged_client },
 	{ .name = "rma", .caps = FI_MSG | FI_RMA, .msg_order = FI_ORDER_SAW,
-	  .setup = require_cq_data, .server = rma_server,
-	  .client = rma_client },
+	  .cq_format = FI_CQ_FORMAT_DATA, .setup = require_cq_data,
+	  .server = rma_server, .client = rma_client },
 	{ .name = "atomic", .caps = FI_MSG | FI_ATOMIC,
-	  .msg_order = FI_ORDER_ATOMIC_RAW, .server = atomic_server,
-	  .client = atomic_client },
-	{ .name = "cmdata", .caps = FI_MSG, .msg_only = true,
-	  .setup = cmdata_setup, .server = cmdata_run, .client = cmdata_run },
-	{ .name = "shutdown", .caps = FI_MSG, .msg_only = true,
-	  .server = shutdown_run, .client = shutdown_run },
-	{ .name = "reject", .caps = FI_MSG, .msg_only = true,
-	  .own_connection = true, .server = reject_server,
+	  .msg_order = FI_ORDER_ATOMIC_RAW, .cq_format = FI_CQ_FORMAT_MSG,
+	  .server = atomic_server, .client = atomic_client },
+	{ .name = "cmdata", .caps = FI_MSG, .cq_format = FI_CQ_FORMAT_MSG,
+	  .msg_only = true, .setup = cmdata_setup, .server = cmdata_run,
+	  .client = cmdata_run },
+	{ .name = "shutdown", .caps = FI_MSG, .cq_format = FI_CQ_FORMAT_MSG,
+	  .msg_only = true, .server = shutdown_run, .client = shutdown_run },
+	{ .name = "reject", .caps = FI_MSG, .cq_format = FI_CQ_FORMAT_MSG,
+	  .msg_only = true, .own_connection = true, .server = reject_server,
 	  .client = reject_client },
-	{ .name = "badaddr", .caps = FI_MSG, .own_connection = true,
-	  .server = no_server_side, .client = badaddr_client },
-	{ .name = "waitobj", .caps = FI_MSG, .setup = waitobj_setup,
-	  .server = waitobj_run, .client = waitobj_run },
+	{ .name = "badaddr", .caps = FI_MSG, .cq_format = FI_CQ_FORMAT_MSG,
+	  .own_connection = true, .server = no_server_side,
+	  .client = badaddr_client },
+	{ .name = "waitobj", .caps = FI_MSG, .cq_format = FI_CQ_FORMAT_DATA,
+	  .setup = waitobj_setup, .server = waitobj_run,
+	  .client = waitobj_run },
 	{ .name = "cntr", .caps = FI_MSG | FI_RMA, .msg_order = FI_ORDER_SAW,
-	  .setup = cntr_setup, .server = cntr_server, .client = cntr_client },
-	{ .name = "cqerr", .caps = FI_MSG, .server = cqerr_run,
-	  .client = cqerr_run },
+	  .cq_format = FI_CQ_FORMAT_MSG, .setup = cntr_setup,
+	  .server = cntr_server, .client = cntr_client },
+	{ .name = "cqerr", .caps = FI_MSG, .cq_format = FI_CQ_FORMAT_MSG,
+	  .server = cqerr_run, .client = cqerr_run },
 };
 
 static const struct test_def *find_test(const char *name)
@@ -2459,6 +2580,7 @@ int main(int argc, char **argv)
 	}
 	c.info = resolve_info(&o, t->caps, t->msg_order);
 	c.ep_info = c.info;
+	c.cq_format = t->cq_format;
 	describe_info(c.info);
 	if (t->setup)
 		t->setup(&c);

@@ -439,10 +439,11 @@ static int pmv_commit_post(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 		.len = pmv_msg_len(msg), .silent = silent,
 	};
 	if (msg->iov_count) {
+		/* FI_MORE: the request follows at once (tcp sends both) */
 		ret = pmv_post_data(ep, msg, flags,
 				    pmv_ictx_get(ep, PMV_ICTX_AGENT_DATA,
 						 (unsigned) (ep->next_seq - 1)),
-				    0);
+				    FI_MORE);
 		if (ret)
 			return ret == -FI_EAGAIN ? -FI_EAGAIN : PMV_ERR_PEER_GONE;
 	}

@@ -118,9 +118,10 @@ static int pmv_flush_post_ops(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 		return pmv_flush_status(ret);
 	}
 	if (msg->iov_count) {
+		/* FI_MORE: the read follows at once (tcp sends both together) */
 		ret = pmv_post_data(ep, msg, flags,
 				    pmv_ictx_get(ep, PMV_ICTX_FLUSH_DATA, slot),
-				    0);
+				    FI_MORE);
 		if (ret)
 			return pmv_flush_status(ret);
 		*sent = true;

@@ -98,13 +98,22 @@ int pmv_control_core(struct fid *fid, int command, void *arg)
 	return core->ops->control(core, command, arg);
 }
 
-/* Forwards fi_open_ops on a wrapper to its core object. */
+/*
+ * fi_open_ops on a wrapper: the core's extension operations are not passed
+ * through.  Their functions take fids and would be handed pmemverbs's
+ * wrappers where they expect their own objects: ofi_rxm's
+ * OFI_OPS_FLOW_CTRL, forwarded to the verbs core, had verbs write its
+ * credit handler into a pmemverbs domain as if it were a verbs domain,
+ * corrupting the heap.  Without the ops, ofi_rxm works as over tcp.
+ */
 int pmv_ops_open_core(struct fid *fid, const char *name, uint64_t flags,
 		      void **ops, void *context)
 {
-	struct fid *core = pmv_core_fid(fid);
-
-	return fi_open_ops(core, name, flags, ops, context);
+	(void) fid; (void) flags; (void) ops; (void) context;
+	PMV_INFO(FI_LOG_CORE, "fi_open_ops(\"%s\"): the core's extension "
+		 "operations are not available through pmemverbs\n",
+		 name ? name : "(null)");
+	return -FI_ENOSYS;
 }
 
 int pmv_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags)

@@ -85,6 +85,26 @@ Test(objects, a_foreign_fid_is_refused)
 	cr_assert_eq(fi_close(&core_cq->fid), 0);
 }
 
+/*
+ * The core's extension ops would be handed pmemverbs's fids (ofi_rxm's
+ * flow control over verbs corrupted the heap that way): refused; pmemverbs's
+ * own domain ops are there.
+ */
+Test(objects, core_extension_ops_are_not_passed_through)
+{
+	struct fi_pmem_ops_domain *pmem = NULL;
+	void *ops = NULL;
+
+	cr_assert_eq(fi_open_ops(&fx.domain->fid, "ofix_flow_ctrl_v1", 0, &ops,
+				 NULL), -FI_ENOSYS);
+	cr_assert_null(ops);
+	cr_assert_eq(fi_open_ops(&fx.eq->fid, "ofix_dynamic_rbuf_v2", 0, &ops,
+				 NULL), -FI_ENOSYS);
+	cr_assert_eq(fi_open_ops(&fx.domain->fid, FI_PMEM_DOMAIN_OPS, 0,
+				 (void **) &pmem, NULL), 0);
+	cr_assert_not_null(pmem);
+}
+
 Test(objects, mr_publishes_the_core_key_and_desc)
 {
 	static char buf[4096];

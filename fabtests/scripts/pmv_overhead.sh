@@ -12,8 +12,10 @@
 # Env:   PMV_BENCH_ROUNDS (7), PMV_BENCH_SIZES ("64 256 1024 4096 16384 65536"),
 #        PMV_BENCH_CORE (tcp), PMV_BENCH_PORT (9700),
 #        PMV_BENCH_ITERS (20000 up to 4 KiB, 5000 above),
-#        PMV_BENCH_RT (0): 1 runs both sides SCHED_FIFO (chrt -f 50; root),
-#          which keeps other threads from preempting them
+#        PMV_BENCH_RT (auto): 1 runs both sides SCHED_FIFO (chrt -f 50),
+#          which keeps other threads from preempting them; auto does so
+#          where chrt is allowed (root); 0 never
+#        FI_OFI_RXM_USE_SRX (1): the same for both RDM stacks
 set -euo pipefail
 
 OUT=$1
@@ -25,7 +27,15 @@ CSV=$OUT/overhead.csv
 SUMMARY=$OUT/overhead_summary.csv
 
 RT=()
-[ "${PMV_BENCH_RT:-0}" = 1 ] && RT=(chrt -f 50)
+if [ "${PMV_BENCH_RT:-auto}" = auto ]; then
+	chrt -f 1 true 2>/dev/null && RT=(chrt -f 50)
+elif [ "${PMV_BENCH_RT}" = 1 ]; then
+	RT=(chrt -f 50)
+fi
+# ofi_rxm shares one receive context among its connections by default only
+# when the core's name contains "tcp": pin it, so that both RDM stacks
+# receive the same way and the comparison is of pmemverbs alone.
+export FI_OFI_RXM_USE_SRX=${FI_OFI_RXM_USE_SRX:-1}
 
 # Iterations per run: enough for a stable mean, bounded in time.
 iterations_for() {

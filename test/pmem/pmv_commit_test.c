@@ -2473,10 +2473,8 @@ static void check_commit_durable(void)
 		die("commit #%u (%s) completed without the agent: pass -F "
 		    "(the target's region file) to check it", g_commit.index,
 		    g_commit.what);
+	/* with FI_FENCE too: the earlier writes' ranges are in the list */
 	visibility_check_commit();
-	/* a fence's flush of the earlier writes went to the agent */
-	if (g_log && g_commit.fence)
-		oracle_check_ranges(0, g_commit.npre, oracle_count());
 }
 
 /* ================================================================== */
@@ -2872,7 +2870,7 @@ static void check_counters(void)
 	int ret = g_net.pmem->ep_counters(g_s.main.ep, &c);
 	bool ok = !ret && c.commits == g_s.commits && !c.commit_errors &&
 		  c.requests_sent + c.flush_ops >= g_s.commits &&
-		  c.flush_ops == g_s.flush_commits;
+		  c.flush_ops >= g_s.flush_commits;
 
 	if (ok)
 		verdict(true, check_name("counters"), "commits=%" PRIu64
@@ -2881,7 +2879,7 @@ static void check_counters(void)
 			c.flush_ops);
 	else
 		verdict(false, check_name("counters"), "expected commits=%u "
-			"commit_errors=0 requests_sent+flush_ops>=%u flush_ops="
+			"commit_errors=0 requests_sent+flush_ops>=%u flush_ops>="
 			"%u got commits=%" PRIu64 " commit_errors=%" PRIu64
 			" requests_sent=%" PRIu64 " flush_ops=%" PRIu64 "%s",
 			g_s.commits, g_s.commits, g_s.flush_commits, c.commits,

@@ -355,7 +355,7 @@ enum fi_pmem_method pmv_ep_method(struct pmv_ep *ep, uint64_t key,
 				  uint64_t flags);
 
 /* pmv_flush.c: the read-flush and completion methods (initiator). */
-bool pmv_flush_can_post(const struct pmv_ep *ep);
+bool pmv_flush_can_post(const struct pmv_ep *ep, uint64_t flags);
 int pmv_flush_post(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 		   uint64_t flags, bool silent, enum fi_pmem_method method);
 bool pmv_flush_op_done(const void *context, struct fi_cq_err_entry *out);

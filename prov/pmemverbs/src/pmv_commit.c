@@ -400,18 +400,17 @@ static int pmv_send_request_after_data(struct pmv_ep *ep, uint64_t key,
 }
 
 /*
- * Whether a commit must wait (-FI_EAGAIN): its ring is full, or it is
- * fenced while flush commits are in flight (their completions come through
- * the application's CQ, which only the application reads).
+ * Whether a commit must wait (-FI_EAGAIN): its ring is full, or it is an
+ * agent commit fenced behind flush commits still in flight (their
+ * completions come through the application's CQ, which only the
+ * application reads, so the fence cannot wait for them in the call).
  */
 static bool pmv_commit_must_wait(const struct pmv_ep *ep,
 				 enum fi_pmem_method method, uint64_t flags)
 {
-	if (pmv_ring_full(ep))
-		return true;
-	if (method != FI_PMEM_METHOD_AGENT && !pmv_flush_can_post(ep))
-		return true;
-	return (flags & FI_FENCE) && ep->flush_busy;
+	if (method != FI_PMEM_METHOD_AGENT)
+		return !pmv_flush_can_post(ep, flags);
+	return pmv_ring_full(ep) || ((flags & FI_FENCE) && ep->flush_busy);
 }
 
 /* Posts one checked commit; lock held.  0, -FI_EAGAIN or a PMV_ERR_*. */
@@ -429,10 +428,10 @@ static int pmv_commit_post(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 		return PMV_ERR_METHOD;
 	if (pmv_commit_must_wait(ep, method, flags))
 		return -FI_EAGAIN;
-	if ((flags & FI_FENCE) && (ret = pmv_fence(ep, key)))
-		return (int) ret;
 	if (method != FI_PMEM_METHOD_AGENT)
 		return pmv_flush_post(ep, msg, flags, silent, method);
+	if ((flags & FI_FENCE) && (ret = pmv_fence(ep, key)))
+		return (int) ret;
 	pend = pmv_pending_of(ep, ep->next_seq);
 	*pend = (struct pmv_pending) {
 		.context = msg->context, .key = key, .flags = flags,
@@ -499,7 +498,7 @@ bool pmv_commit_data_error(const struct fi_cq_err_entry *core_err,
 		pend->busy = false;
 		ep->flush_busy--;
 	}
-	first = !pend->reported;
+	first = !pend->reported && !pend->internal;
 	out->op_context = pend->context;
 	out->flags = FI_RMA | FI_WRITE;
 	out->len = pend->len;

@@ -16,6 +16,12 @@
  *              responder NIC has the data, and its buffers are durable.
  *              A pure flush, having no write, uses a read instead.
  *
+ * A fenced flush commit waits in no call: a read is posted first (it
+ * proves every earlier write placed), then the data with the core's
+ * FI_FENCE (the core starts it only once that read has completed; the tcp
+ * core places a connection's writes in order anyway), then the commit's
+ * own read.  One round trip more on the wire, none in software.
+ *
  * The flush op carries an internal context (PMV_ICTX_FLUSH_OP); when the
  * application reads the CQ, its entry becomes the commit's completion.
  * Flush commits have their own ring of PMV_SLOTS, independent of the
@@ -33,9 +39,12 @@ static unsigned pmv_flush_slot(const struct pmv_ep *ep)
 	return (unsigned) (ep->next_fseq % PMV_SLOTS);
 }
 
-bool pmv_flush_can_post(const struct pmv_ep *ep)
+/* Free slots for the commit: two for a fenced one (its fence's read). */
+bool pmv_flush_can_post(const struct pmv_ep *ep, uint64_t flags)
 {
-	return !ep->fpend[pmv_flush_slot(ep)].busy;
+	return !ep->fpend[pmv_flush_slot(ep)].busy &&
+	       (!(flags & FI_FENCE) ||
+		!ep->fpend[(pmv_flush_slot(ep) + 1) % PMV_SLOTS].busy);
 }
 
 /*
@@ -109,11 +118,13 @@ static int pmv_flush_post_ops(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 {
 	unsigned slot = pmv_flush_slot(ep);
 	void *op_ctx = pmv_ictx_get(ep, PMV_ICTX_FLUSH_OP, slot);
+	uint64_t fence = flags & FI_FENCE; /* after pmv_flush_fence's read */
 	ssize_t ret;
 
 	*sent = false;
 	if (method == FI_PMEM_METHOD_COMPLETION && msg->iov_count) {
-		ret = pmv_post_data(ep, msg, flags, op_ctx, FI_COMPLETION);
+		ret = pmv_post_data(ep, msg, flags, op_ctx,
+				    FI_COMPLETION | fence);
 		*sent = !ret;
 		return pmv_flush_status(ret);
 	}
@@ -121,7 +132,7 @@ static int pmv_flush_post_ops(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 		/* FI_MORE: the read follows at once (tcp sends both together) */
 		ret = pmv_post_data(ep, msg, flags,
 				    pmv_ictx_get(ep, PMV_ICTX_FLUSH_DATA, slot),
-				    FI_MORE);
+				    FI_MORE | fence);
 		if (ret)
 			return pmv_flush_status(ret);
 		*sent = true;
@@ -136,6 +147,32 @@ static int pmv_flush_post_ops(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 }
 
 /*
+ * The read in front of a fenced flush commit: an internal flush op of its
+ * own slot, whose completion reports nothing.  0, -FI_EAGAIN or
+ * PMV_ERR_PEER_GONE, nothing sent unless 0.
+ */
+static int pmv_flush_fence(struct pmv_ep *ep)
+{
+	unsigned slot = pmv_flush_slot(ep);
+	int ret;
+
+	ep->fpend[slot] = (struct pmv_pending) {
+		.internal = true, .busy = true, .gen_read = true,
+	};
+	ret = pmv_flush_status(pmv_flush_read(ep,
+				pmv_ictx_get(ep, PMV_ICTX_FLUSH_OP, slot)));
+	if (ret) {
+		ep->fpend[slot].busy = false;
+		return ret;
+	}
+	ep->fscope[slot].count = 0;
+	ep->next_fseq++;
+	ep->flush_busy++;
+	ep->counters.flush_ops++;
+	return 0;
+}
+
+/*
  * Posts a flush commit; lock held.  0, -FI_EAGAIN (nothing sent) or a
  * PMV_ERR_* code (nothing sent).  If the data went but its flush op could
  * not follow, the commit completes with an error.
@@ -143,12 +180,16 @@ static int pmv_flush_post_ops(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 int pmv_flush_post(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 		   uint64_t flags, bool silent, enum fi_pmem_method method)
 {
-	unsigned slot = pmv_flush_slot(ep);
-	struct pmv_pending *pend = &ep->fpend[slot];
 	uint64_t key = msg->rma_iov[0].key;
+	struct pmv_pending *pend;
+	unsigned slot;
 	bool sent;
 	int ret;
 
+	if ((flags & FI_FENCE) && (ret = pmv_flush_fence(ep)))
+		return ret;
+	slot = pmv_flush_slot(ep);
+	pend = &ep->fpend[slot];
 	*pend = (struct pmv_pending) {
 		.context = msg->context, .key = key, .flags = flags,
 		.silent = silent, .busy = true,
@@ -210,7 +251,9 @@ bool pmv_flush_op_done(const void *context, struct fi_cq_err_entry *out)
 	if (pend->busy) {
 		pend->busy = false;
 		ep->flush_busy--;
-		if (!pend->reported && pmv_flush_stale(ep, slot)) {
+		if (pend->internal) {
+			(void) pmv_flush_stale(ep, slot); /* a fence's read */
+		} else if (!pend->reported && pmv_flush_stale(ep, slot)) {
 			/* the agent validates and persists it, or it fails */
 			if (!pmv_commit_resend(ep, pend, ep->fscope[slot].ext,
 					       ep->fscope[slot].count))
@@ -240,7 +283,7 @@ void pmv_flush_fail_all(struct pmv_ep *ep)
 		if (!ep->fpend[i].busy)
 			continue;
 		ep->fpend[i].busy = false;
-		if (!ep->fpend[i].reported)
+		if (!ep->fpend[i].reported && !ep->fpend[i].internal)
 			pmv_commit_report(ep, &ep->fpend[i], PMV_ERR_PEER_GONE);
 	}
 	ep->flush_busy = 0;

@@ -127,7 +127,7 @@ set datafile separator ","
 set logscale x 2
 set xlabel "message size (bytes)"
 set ylabel "pmemverbs latency / core latency (median)"
-set yrange [0.9:1.1]
+set yrange [0.8:1.2]
 set key top left
 set title "fi_pingpong through pmemverbs vs. the $CORE core, one run, $ROUNDS alternating rounds"
 plot "< grep '^msg' $SUMMARY" using 2:5 with linespoints title "MSG (pmemverbs vs $CORE)", \

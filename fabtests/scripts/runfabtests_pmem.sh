@@ -84,7 +84,8 @@ FI_ENODATA=61   # a test that cannot run here (fabtests' "Notrun")
 
 mkdir -p "$LOGS" || die "cannot create $LOGS"
 rm -f "$OUT"/functional.log "$OUT"/commit_bw.csv "$OUT"/remotelog.csv \
-	"$OUT"/remotelog_recovery.csv "$OUT"/ratios.csv "$OUT"/*.png
+	"$OUT"/remotelog_recovery.csv "$OUT"/ratios.csv \
+	"$OUT"/commit_latency.png "$OUT"/commit_bw.png "$OUT"/remotelog.png
 rm -rf "$OUT/plotdata"
 mkdir -p "$OUT/plotdata"
 
@@ -349,7 +350,7 @@ bw_of() {
 # The profile label of a config: PAGE, DMP, MHP; with a forced method,
 # PROFILE/METHOD (byte:agent is MHP/agent).
 profile_of() {
-	local p
+	local p=
 	case ${1%%:*} in page) p=PAGE ;; cache_line) p=DMP ;; byte) p=MHP ;; esac
 	[[ $1 == *:* ]] && p=$p/${1#*:}
 	echo "$p"

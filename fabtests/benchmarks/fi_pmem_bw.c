@@ -98,7 +98,6 @@ struct setup_msg {
 	uint64_t region_len;
 };
 
-enum op_kind { OP_WRITE, OP_COMMIT, OP_FLUSH };
 
 struct mode {
 	const char *name;
@@ -172,29 +171,8 @@ static int reap(struct bench *b)
 	return 0;
 }
 
-static ssize_t post_once(struct bench *b, enum op_kind kind, size_t size,
-			 uint64_t offset, void *ctx)
-{
-	struct pm_conn *conn = b->conn;
-	uint64_t addr = b->region.addr + offset;
-
-	switch (kind) {
-	case OP_WRITE:
-		return fi_write(conn->ep, conn->src, size, pm_desc(conn), 0,
-				addr, b->region.key, ctx);
-	case OP_COMMIT:
-		return pm_writemsg(conn, conn->src, size, addr, b->region.key,
-				   0, FI_COMMIT_COMPLETE | FI_COMPLETION, ctx);
-	case OP_FLUSH:
-		return pm_writemsg(conn, NULL, 0, b->region.addr,
-				   b->region.key, 0,
-				   FI_COMMIT_COMPLETE | FI_COMPLETION, ctx);
-	}
-	return -FI_EINVAL;
-}
-
 /* Waits for a free slot in the window, posts, retries while busy. */
-static int post(struct bench *b, enum op_kind kind, size_t size,
+static int post(struct bench *b, enum pm_rma_op kind, size_t size,
 		uint64_t offset)
 {
 	ssize_t ret = 0;
@@ -203,7 +181,8 @@ static int post(struct bench *b, enum op_kind kind, size_t size,
 	for (;;) {
 		if (b->nfree) {
 			slot = b->free_slots[b->nfree - 1];
-			ret = post_once(b, kind, size, offset, &b->ctx[slot]);
+			ret = pm_post_rma(b->conn, &b->region, kind, size,
+					  offset, &b->ctx[slot]);
 			if (!ret) {
 				b->nfree--;
 				b->outstanding++;
@@ -261,13 +240,13 @@ static int stream(struct bench *b, const struct mode *mode, size_t size,
 			break;
 		last = batch > 0 && i % batch == batch - 1;
 		if (mode->flush || !last)
-			ret = post(b, OP_WRITE, size,
+			ret = post(b, PM_RMA_WRITE, size,
 				   offset_of(b, size, (*index)++));
 		else
-			ret = post(b, OP_COMMIT, size,
+			ret = post(b, PM_RMA_COMMIT, size,
 				   offset_of(b, size, (*index)++));
 		if (!ret && mode->flush && last)
-			ret = post(b, OP_FLUSH, 0, 0);
+			ret = post(b, PM_RMA_FLUSH, 0, 0);
 	}
 	if (!ret)
 		ret = drain(b);

@@ -131,8 +131,6 @@ static int run_target(const struct options *opts)
 
 /* ------------------------------------------------- initiator: posting */
 
-enum rma_kind { RMA_WRITE, RMA_READ, RMA_COMMIT, RMA_FLUSH };
-
 /*
  * Offset of the index-th operation of len bytes: steps of len rounded up to
  * PM_LINE_SIZE, wrapping before the end of the region.
@@ -144,32 +142,6 @@ static uint64_t rotating_offset(const struct bench *b, size_t len,
 	uint64_t slots = (b->region.len - len) / stride + 1;
 
 	return (index % slots) * stride;
-}
-
-/* Posts one RMA operation once; the provider's return as is.  A commit is
- * fi_writemsg(FI_COMMIT_COMPLETE); a flush, one with iov_count 0. */
-static ssize_t post_rma_once(struct bench *b, enum rma_kind kind, size_t len,
-			     uint64_t offset, void *ctx)
-{
-	struct pm_conn *conn = b->conn;
-	uint64_t addr = b->region.addr + offset;
-
-	switch (kind) {
-	case RMA_WRITE:
-		return fi_write(conn->ep, conn->src, len, pm_desc(conn), 0,
-				addr, b->region.key, ctx);
-	case RMA_READ:
-		return fi_read(conn->ep, conn->dst, len, pm_desc(conn), 0,
-			       addr, b->region.key, ctx);
-	case RMA_COMMIT:
-		return pm_writemsg(conn, conn->src, len, addr, b->region.key,
-				   0, FI_COMMIT_COMPLETE | FI_COMPLETION, ctx);
-	case RMA_FLUSH:
-		return pm_writemsg(conn, NULL, 0, b->region.addr,
-				   b->region.key, 0,
-				   FI_COMMIT_COMPLETE | FI_COMPLETION, ctx);
-	}
-	return -FI_EINVAL;
 }
 
 /* Reads whatever completions are there (non-blocking); checks each. */
@@ -200,13 +172,14 @@ static int reap_completions(struct bench *b)
 }
 
 /* Posts one operation of the sample, retrying while the provider is busy. */
-static int post_rma(struct bench *b, enum rma_kind kind, size_t len,
+static int post_rma(struct bench *b, enum pm_rma_op kind, size_t len,
 		    uint64_t offset)
 {
 	void *ctx = &b->ctx[b->posted];
 	ssize_t ret;
 
-	while ((ret = post_rma_once(b, kind, len, offset, ctx)) == -FI_EAGAIN) {
+	while ((ret = pm_post_rma(b->conn, &b->region, kind, len, offset,
+				   ctx)) == -FI_EAGAIN) {
 		if (pm_past(b->deadline)) {
 			pm_complain("posting: provider busy until the "
 				    "deadline");
@@ -243,18 +216,18 @@ static int wait_for_sample(struct bench *b)
 
 static int post_write(struct bench *b, size_t size, uint64_t index)
 {
-	return post_rma(b, RMA_WRITE, size, rotating_offset(b, size, index));
+	return post_rma(b, PM_RMA_WRITE, size, rotating_offset(b, size, index));
 }
 
 static int post_read(struct bench *b, size_t size, uint64_t index)
 {
-	return post_rma(b, RMA_READ, size, rotating_offset(b, size, index));
+	return post_rma(b, PM_RMA_READ, size, rotating_offset(b, size, index));
 }
 
 static int post_read8(struct bench *b, size_t size, uint64_t index)
 {
 	(void) size;
-	return post_rma(b, RMA_READ, PROBE_SIZE,
+	return post_rma(b, PM_RMA_READ, PROBE_SIZE,
 			rotating_offset(b, PROBE_SIZE, index));
 }
 
@@ -262,14 +235,14 @@ static int post_read8(struct bench *b, size_t size, uint64_t index)
 static int post_write_read(struct bench *b, size_t size, uint64_t index)
 {
 	uint64_t offset = rotating_offset(b, size, index);
-	int ret = post_rma(b, RMA_WRITE, size, offset);
+	int ret = post_rma(b, PM_RMA_WRITE, size, offset);
 
-	return ret ? ret : post_rma(b, RMA_READ, PROBE_SIZE, offset);
+	return ret ? ret : post_rma(b, PM_RMA_READ, PROBE_SIZE, offset);
 }
 
 static int post_commit_write(struct bench *b, size_t size, uint64_t index)
 {
-	return post_rma(b, RMA_COMMIT, size, rotating_offset(b, size, index));
+	return post_rma(b, PM_RMA_COMMIT, size, rotating_offset(b, size, index));
 }
 
 /* BATCH plain writes to consecutive slots, then one pure-flush commit. */
@@ -279,9 +252,9 @@ static int post_batch(struct bench *b, size_t size, uint64_t index)
 	int ret = 0, i;
 
 	for (i = 0; !ret && i < b->opts->batch; i++)
-		ret = post_rma(b, RMA_WRITE, size,
+		ret = post_rma(b, PM_RMA_WRITE, size,
 			       rotating_offset(b, size, first + i));
-	return ret ? ret : post_rma(b, RMA_FLUSH, 0, 0);
+	return ret ? ret : post_rma(b, PM_RMA_FLUSH, 0, 0);
 }
 
 static const struct mode all_modes[] = {

@@ -785,6 +785,28 @@ ssize_t pm_writemsg(struct pm_conn *conn, const void *buf, size_t len,
 	return fi_writemsg(conn->ep, &msg, flags);
 }
 
+ssize_t pm_post_rma(struct pm_conn *conn, const struct pm_region *region,
+		    enum pm_rma_op op, size_t len, uint64_t offset, void *ctx)
+{
+	uint64_t addr = region->addr + offset;
+
+	switch (op) {
+	case PM_RMA_WRITE:
+		return fi_write(conn->ep, conn->src, len, pm_desc(conn), 0,
+				addr, region->key, ctx);
+	case PM_RMA_READ:
+		return fi_read(conn->ep, conn->dst, len, pm_desc(conn), 0,
+			       addr, region->key, ctx);
+	case PM_RMA_COMMIT:
+		return pm_writemsg(conn, conn->src, len, addr, region->key, 0,
+				   FI_COMMIT_COMPLETE | FI_COMPLETION, ctx);
+	case PM_RMA_FLUSH:
+		return pm_writemsg(conn, NULL, 0, region->addr, region->key, 0,
+				   FI_COMMIT_COMPLETE | FI_COMPLETION, ctx);
+	}
+	return -FI_EINVAL;
+}
+
 /* ----------------------------------------------------------------- stats */
 
 static int pm_compare_int64(const void *a, const void *b)

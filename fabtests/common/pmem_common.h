@@ -297,6 +297,17 @@ ssize_t pm_writemsg(struct pm_conn *conn, const void *buf, size_t len,
 		    uint64_t addr, uint64_t key, uint64_t data,
 		    uint64_t flags, void *ctx);
 
+/* The operations the benchmarks time, on the target's region. */
+enum pm_rma_op { PM_RMA_WRITE, PM_RMA_READ, PM_RMA_COMMIT, PM_RMA_FLUSH };
+
+/*
+ * Posts one op of len bytes at offset in the region (from src, or into
+ * dst for a read); a flush names the region's key with length 0.
+ * Returns the provider's return as is.
+ */
+ssize_t pm_post_rma(struct pm_conn *conn, const struct pm_region *region,
+		    enum pm_rma_op op, size_t len, uint64_t offset, void *ctx);
+
 /* ----------------------------------------------------------- stats */
 
 struct pm_stats {

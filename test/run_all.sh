@@ -84,24 +84,37 @@ run_pmem() {
 	fi
 }
 
-# Runs libfabric's own fi_pingpong through pmemverbs, data checks on.
-run_pingpong() {
-	local ep=$1 size=$2 port=$3 srv_out
+# Runs a server in the background, then its client; PASS NAME when both
+# exit 0, else FAIL NAME and the server's last lines.
+# check_pair NAME SERVER_CMD... -- CLIENT_CMD...
+check_pair() {
+	local name=$1 srv_out srv scmd=()
+	shift
+	while [[ $1 != -- ]]; do scmd+=("$1"); shift; done
+	shift
 	srv_out=$(mktemp)
-	timeout 60 fi_pingpong -p pmemverbs -e "$ep" -B "$port" -S "$size" \
-		-I 200 -c >"$srv_out" 2>&1 &
-	local srv=$!
+	"${scmd[@]}" >"$srv_out" 2>&1 &
+	srv=$!
 	sleep 0.5
-	if timeout 60 fi_pingpong -p pmemverbs -e "$ep" -P "$port" -S "$size" \
-		-I 200 -c 127.0.0.1 >/dev/null 2>&1 && wait "$srv"; then
-		echo "PASS fi_pingpong -e $ep -S $size"
+	if "$@" >/dev/null 2>&1 && wait "$srv"; then
+		echo "PASS $name"
 		add 1 0
 	else
 		wait "$srv" 2>/dev/null
-		echo "FAIL fi_pingpong -e $ep -S $size"; tail -5 "$srv_out"
+		echo "FAIL $name"; tail -5 "$srv_out"
 		add 0 1
 	fi
 	rm -f "$srv_out"
+}
+
+# Runs libfabric's own fi_pingpong through pmemverbs, data checks on.
+run_pingpong() {
+	local ep=$1 size=$2 port=$3
+	check_pair "fi_pingpong -e $ep -S $size" \
+		timeout 60 fi_pingpong -p pmemverbs -e "$ep" -B "$port" \
+		-S "$size" -I 200 -c -- \
+		timeout 60 fi_pingpong -p pmemverbs -e "$ep" -P "$port" \
+		-S "$size" -I 200 -c 127.0.0.1
 }
 
 # fi_pmem_probe reports the profile each forced granularity gives a file.
@@ -200,24 +213,12 @@ run_advertisement() {
 # The fabtests functional test of commit, fence, FI_IMMED and flush, on a
 # target of granularity GRAN (cache_line: the agent; byte: read-flush).
 run_fabtest_commit() {
-	local port=$1 gran=$2 srv_out
-	srv_out=$(mktemp)
-	FI_PROVIDER_PATH=$BUILD/.libs PMEM2_FORCE_GRANULARITY=$gran \
-		timeout 60 "$BUILD/fabtests/functional/fi_pmem_commit" -B "$port" \
-		>"$srv_out" 2>&1 &
-	local srv=$!
-	sleep 0.5
-	if FI_PROVIDER_PATH=$BUILD/.libs timeout 60 \
-	   "$BUILD/fabtests/functional/fi_pmem_commit" -s 127.0.0.1 -B "$port" \
-	   >/dev/null 2>&1 && wait "$srv"; then
-		echo "PASS fi_pmem_commit (fabtests functional, $gran)"
-		add 1 0
-	else
-		wait "$srv" 2>/dev/null
-		echo "FAIL fi_pmem_commit (fabtests functional, $gran)"; tail -5 "$srv_out"
-		add 0 1
-	fi
-	rm -f "$srv_out"
+	local port=$1 gran=$2 bin=$BUILD/fabtests/functional/fi_pmem_commit
+	check_pair "fi_pmem_commit (fabtests functional, $gran)" \
+		env FI_PROVIDER_PATH="$BUILD/.libs" \
+		PMEM2_FORCE_GRANULARITY="$gran" timeout 60 "$bin" -B "$port" -- \
+		env FI_PROVIDER_PATH="$BUILD/.libs" \
+		timeout 60 "$bin" -s 127.0.0.1 -B "$port"
 }
 
 run_unit normal "$BUILD"

@@ -353,6 +353,8 @@ bool pmv_commit_silent(const struct pmv_ep *ep,
 		       const struct pmv_pending *pend);
 enum fi_pmem_method pmv_ep_method(struct pmv_ep *ep, uint64_t key,
 				  uint64_t flags);
+/* Milliseconds on CLOCK_MONOTONIC, for the bounded waits on a busy core. */
+uint64_t pmv_ms_now(void);
 
 /* pmv_flush.c: the read-flush and completion methods (initiator). */
 bool pmv_flush_can_post(const struct pmv_ep *ep, uint64_t flags);

@@ -307,7 +307,7 @@ void pmv_commit_progress(struct pmv_ep *ep)
 	pthread_mutex_unlock(&ep->lock);
 }
 
-static uint64_t pmv_ms_now(void)
+uint64_t pmv_ms_now(void)
 {
 	struct timespec ts;
 

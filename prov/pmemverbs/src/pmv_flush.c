@@ -27,8 +27,6 @@
  * Flush commits have their own ring of PMV_SLOTS, independent of the
  * agent's request numbering.
  */
-#include <time.h>
-
 #include "pmv.h"
 
 /* A flush op that cannot be posted after its data is retried this long. */
@@ -70,22 +68,14 @@ static ssize_t pmv_flush_read(struct pmv_ep *ep, void *context)
 	return fi_readmsg(ep->core, &msg, FI_COMPLETION);
 }
 
-static uint64_t pmv_flush_ms_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Posts the read behind data already posted: giving up is no option. */
 static ssize_t pmv_flush_read_after_data(struct pmv_ep *ep, void *context)
 {
-	uint64_t deadline = pmv_flush_ms_now() + PMV_FLUSH_POST_TIMEOUT_MS;
+	uint64_t deadline = pmv_ms_now() + PMV_FLUSH_POST_TIMEOUT_MS;
 	ssize_t ret;
 
 	while ((ret = pmv_flush_read(ep, context)) == -FI_EAGAIN &&
-	       pmv_flush_ms_now() < deadline)
+	       pmv_ms_now() < deadline)
 		pmv_cq_progress_core(ep);
 	return ret;
 }

@@ -52,6 +52,8 @@ enum fi_pmem_method {
 	FI_PMEM_METHOD_AGENT,      /* commit request to the target's agent */
 	FI_PMEM_METHOD_READ_FLUSH, /* an 8-byte fi_read behind the writes */
 	FI_PMEM_METHOD_COMPLETION, /* the write's own completion (WSP, ib) */
+	FI_PMEM_METHOD_SEND,       /* the data inside the commit request; the
+				      target's agent places and persists it */
 };
 
 /* Per-endpoint counters of the durability engine. */
@@ -63,6 +65,8 @@ struct fi_pmem_ep_counters {
 	uint64_t bytes_persisted;  /* bytes this side's agent persisted */
 	uint64_t flush_ops;        /* commits made durable by read-flush or by
 				      the write's completion (no agent) */
+	uint64_t sends;            /* commits whose data travelled inside the
+				      request (send method) */
 };
 
 struct fi_pmem_ops_domain {
@@ -86,7 +90,7 @@ struct fi_pmem_ops_domain {
 static inline const char *fi_pmem_method_str(enum fi_pmem_method m)
 {
 	static const char *const names[] = {
-		"none", "agent", "read_flush", "completion",
+		"none", "agent", "read_flush", "completion", "send",
 	};
 
 	return (unsigned) m < sizeof(names) / sizeof(names[0]) ?

@@ -1851,7 +1851,7 @@ struct session {
 	unsigned commits, bad_commit_flags, ranges_checked, fences_checked;
 	unsigned flush_commits, ranges_visible, method_errors;
 	char method_detail[256];
-	unsigned fences_counted, fence_request_errors;
+	unsigned fences_counted, fence_request_errors, sends_counted;
 	uint64_t first_bad_flags;
 	char fence_detail[256];
 };
@@ -2289,6 +2289,8 @@ struct commit_rec {
 	size_t immed_index;  /* its place among the FI_IMMED commits */
 	uint64_t requests_before; /* requests_sent before it was posted */
 	uint64_t flush_before;    /* flush_ops before it was posted */
+	uint64_t sends_before;    /* sends before it was posted */
+	size_t len;               /* bytes of its own data (0: pure flush) */
 	enum fi_pmem_method announced; /* method() before it was posted */
 	bool profile_known;       /* peer_profile() known before it was posted */
 	unsigned index;
@@ -2419,6 +2421,8 @@ static enum fi_pmem_method expected_method(uint32_t profile, bool known,
 		  profile == FI_PMEM_PROFILE_VOLATILE;
 	bool cm = profile == FI_PMEM_PROFILE_WSP && verbs;
 
+	if (forced && !strcmp(forced, "send"))
+		return FI_PMEM_METHOD_SEND;
 	if (!known || immed)
 		return FI_PMEM_METHOD_AGENT;
 	if (forced && *forced && strcmp(forced, "auto")) {
@@ -2432,6 +2436,28 @@ static enum fi_pmem_method expected_method(uint32_t profile, bool known,
 	       rf ? FI_PMEM_METHOD_READ_FLUSH : FI_PMEM_METHOD_AGENT;
 }
 
+/*
+ * Whether a commit of len bytes, fenced or not, to a key whose scope holds
+ * earlier writes (scoped) must travel by send: the matrix gives the agent
+ * (send when forced) and a fence turns it into send (unless the agent is
+ * forced), when the request slot holds the header, the data's extent, the
+ * data and one extent of the scope (pmv_proto.h, restated).
+ */
+static bool expected_send(enum fi_pmem_method m, bool fence, size_t len,
+			  bool scoped)
+{
+	const char *forced = getenv("FI_PMEMVERBS_METHOD");
+	bool auto_mode = !forced || !*forced || !strcmp(forced, "auto");
+	size_t slot = (g_net.inject_size < 256 ? g_net.inject_size : 256) &
+		      ~(size_t)15;
+	size_t need = 40 + 16 + len + (scoped ? 16 : 0);
+
+	if (!len || need > slot)
+		return false;
+	return m == FI_PMEM_METHOD_SEND ||
+	       (m == FI_PMEM_METHOD_AGENT && fence && auto_mode);
+}
+
 /* The commit used (flushed: no agent) the method the matrix gives. */
 static void check_commit_method(bool flushed)
 {
@@ -2443,9 +2469,11 @@ static void check_commit_method(bool flushed)
 						   g_commit.profile_known,
 						   false);
 
+	bool want_flush = want == FI_PMEM_METHOD_READ_FLUSH ||
+			  want == FI_PMEM_METHOD_COMPLETION;
+
 	g_s.flush_commits += flushed;
-	if (flushed == (want != FI_PMEM_METHOD_AGENT) &&
-	    g_commit.announced == said)
+	if (flushed == want_flush && g_commit.announced == said)
 		return;
 	if (g_s.method_errors++)
 		return;
@@ -2642,25 +2670,38 @@ static void post_plain(enum region_id region, unsigned slot, size_t size)
 }
 
 /*
- * A fenced commit whose key has earlier uncommitted writes must first
- * make them durable on their own: one more request to the agent than the
- * commit itself (ep_counters' requests_sent).
+ * A commit went by send exactly when the matrix says so (ep_counters'
+ * sends).  A fenced commit whose key has earlier uncommitted writes must
+ * make them durable before its data is placed: by send, one request names
+ * them and carries the data; otherwise they are flushed on their own
+ * first, one more request or flush op than the commit itself.
  */
 static void check_fence_requests(void)
 {
-	uint64_t sent;
+	struct fi_pmem_ep_counters c = main_counters();
+	uint64_t sends = c.sends - g_commit.sends_before;
+	uint64_t sent = c.requests_sent - g_commit.requests_before +
+			c.flush_ops - g_commit.flush_before;
+	bool want_send = expected_send(
+		expected_method(g_s.reg[g_commit.region].profile,
+				g_commit.profile_known, g_commit.immed),
+		g_commit.fence, g_commit.len, g_commit.npre > 0);
 
-	if (!g_commit.fence || !g_commit.npre)
+	g_s.sends_counted += sends;
+	if (sends == want_send && (!g_commit.fence || !g_commit.npre ||
+				   (sends ? sent == 1 : sent >= 2))) {
+		g_s.fences_counted += g_commit.fence && g_commit.npre;
 		return;
-	sent = main_counters().requests_sent - g_commit.requests_before +
-	       main_counters().flush_ops - g_commit.flush_before;
-	g_s.fences_counted++;
-	if (sent >= 2 || g_s.fence_request_errors++)
+	}
+	if (g_s.fence_request_errors++)
 		return;
 	snprintf(g_s.fence_detail, sizeof(g_s.fence_detail), "commit #%u "
-		 "(%s) sent %" PRIu64 " request(s) and flush op(s), expected "
-		 ">= 2 (flush of the %zu earlier ranges, then the commit)", g_commit.index,
-		 g_commit.what, sent, g_commit.npre);
+		 "(%s) sent %" PRIu64 " request(s) and flush op(s), %" PRIu64
+		 " by send; expected %s", g_commit.index, g_commit.what, sent,
+		 sends, want_send ? "1 by send (the scope's extents, then the "
+		 "data)" : g_commit.fence && g_commit.npre ? ">= 2 (flush of "
+		 "the earlier ranges, then the commit), none by send" :
+		 "none by send");
 }
 
 /* Keeps the ranges an FI_IMMED commit covered, for check_immed_timing. */
@@ -2732,6 +2773,8 @@ static void commit_and_wait(const struct mcase *mc, enum region_id region,
 	g_commit.immed_index = g_s.nimmed;
 	g_commit.requests_before = main_counters().requests_sent;
 	g_commit.flush_before = main_counters().flush_ops;
+	g_commit.sends_before = main_counters().sends;
+	g_commit.len = w && w->nseg == 1 ? w->len[0] : 0;
 	g_commit.announced = g_net.pmem->method(g_s.main.ep,
 						g_s.reg[region].key);
 	g_commit.profile_known =
@@ -2965,8 +3008,9 @@ static void run_workload(void)
 			g_s.fences_counted);
 	else
 		verdict(true, check_name("fence"), "%u fenced commits with "
-			"earlier writes each flushed them first (requests_sent "
-			"+2)", g_s.fences_counted);
+			"earlier writes each made them durable first; %u "
+			"commits went by send, each when the matrix says so",
+			g_s.fences_counted, g_s.sends_counted);
 	if (g_opt.test == TEST_FAULT) {
 		verdict(false, check_name("detect"), "expected the oracle to "
 			"catch the skipped extent got every commit covered");
@@ -3491,6 +3535,42 @@ static void range_case(const char *name, uint64_t off, size_t len)
 	expect_cq_error(name, &o, FI_EINVAL);
 }
 
+/*
+ * A fenced 8-byte commit at off of the half-size REG_RANGE, on a
+ * connection of its own (the key's profile unknown there: the agent's
+ * family, so it goes by send).  Its data never passes the core's range
+ * check: the agent must refuse it (FI_EINVAL) and write nothing (guards,
+ * contents).  Where it does not go by send, the core refuses the write.
+ */
+static void send_range_case(const char *name, uint64_t off)
+{
+	struct conn c = { 0 };
+	struct cmsg m;
+	struct outcome o;
+	bool by_send;
+
+	resize_region(REG_RANGE, SMALL_REGION / 2);
+	initiator_open_conn(&c, true);
+	conn_connect(&c, KIND_EXTRA);
+	by_send = expected_send(expected_method(g_s.reg[REG_RANGE].profile,
+						false, false), true, 8, false);
+	gen_fill(g_s.src, 8, 0x5200 + off, off); /* must not land */
+	o = try_commit(&c, cmsg_make(&m, REG_RANGE, off, 8),
+		       FI_COMMIT_COMPLETE | FI_FENCE);
+	expect_cq_error(name, &o, by_send ? FI_EINVAL : core_refusal_err());
+	initiator_close_conn(&c);
+}
+
+static void case_send_range_past_end(const char *name)
+{
+	send_range_case(name, SMALL_REGION / 2 + 64);
+}
+
+static void case_send_range_straddling_end(const char *name)
+{
+	send_range_case(name, SMALL_REGION / 2 - 4);
+}
+
 static void case_range_past_end(const char *name)
 {
 	range_case(name, SMALL_REGION / 2 + 4096, 100);
@@ -3752,20 +3832,27 @@ static struct fi_msg_rma one_seg_msg(struct msg_parts *mp, uint8_t *src,
 }
 
 /*
- * FI_FENCE defers the fenced operation "and any operation posted after"
- * it (fi_endpoint(3)), and the endpoint advertises FI_ORDER_WAW: a plain
- * write posted right after a fenced commit, to the same bytes, must land
- * after it.  Read back, the bytes must be the later write's.  (The key has
- * an earlier uncommitted write, so the fenced commit has to wait.)
+ * A fenced commit of len bytes to a key with an earlier write, then at once
+ * a later operation on the same range: a plain write of other bytes (which
+ * must land last) or a read (which must return the commit's bytes).  On
+ * agent profiles a small fenced commit travels by send: its data is placed
+ * by the target's agent, and the later operation must wait for that.
  */
-static void case_fence_keeps_write_order(const char *name)
+static void fence_then_touch(const char *name, size_t len, bool read_back)
 {
 	const uint64_t off = 30000;
-	const size_t len = 256;
 	uint8_t *d1 = g_s.src + LOCAL_STRIDE, *d2 = d1 + LOCAL_STRIDE;
 	uint8_t *back = d2 + LOCAL_STRIDE;
 	struct msg_parts mp;
 	struct fi_msg_rma msg = one_seg_msg(&mp, d1, REG_A, off, len);
+	uint64_t key = g_s.reg[REG_A].key;
+	bool known = g_net.pmem->peer_profile(g_s.main.ep, key) !=
+		     FI_PMEM_PROFILE_UNKNOWN;
+	bool want_send = expected_send(expected_method(g_s.reg[REG_A].profile,
+						       known, false),
+				       true, len, true);
+	uint64_t sends = main_counters().sends;
+	const uint8_t *want = read_back ? d1 : d2;
 	struct op *c1, *w2 = NULL;
 	struct outcome o;
 	struct cmsg m;
@@ -3776,27 +3863,40 @@ static void case_fence_keeps_write_order(const char *name)
 	gen_fill(d1, len, 0x7011, off);
 	gen_fill(d2, len, 0x7012, off);
 	note_placed(REG_A, off, len, 0x7011);
-	note_placed(REG_A, off, len, 0x7012);
+	if (!read_back)
+		note_placed(REG_A, off, len, 0x7012);
 	c1 = post_commit(&g_s.main, &msg, FI_COMMIT_COMPLETE | FI_FENCE, &ret);
-	if (c1) {
+	if (c1 && read_back) {
+		ret = rma_read(REG_A, off, back, len);
+	} else if (c1) {
 		w2 = op_alloc(OP_WRITE, &g_s.main);
 		POST(ret, fi_write(g_s.main.ep, d2, len, g_s.src_desc, 0,
-				   rma_addr(REG_A, off), g_s.reg[REG_A].key,
-				   &w2->fictx));
+				   rma_addr(REG_A, off), key, &w2->fictx));
 	}
 	if (!c1 || ret)
 		die("%s: posting failed: %s", name, errname(ret));
+	sends = main_counters().sends - sends;
 	o = commit_outcome(c1);
-	if (!op_wait(w2) || w2->err)
+	if (w2 && (!op_wait(w2) || w2->err))
 		die("%s: the later plain write failed", name);
-	op_free(w2);
-	if (rma_read(REG_A, off, back, len))
+	if (w2)
+		op_free(w2);
+	if (!read_back && rma_read(REG_A, off, back, len))
 		die("%s: reading the range back failed", name);
 	if (o.err || !o.completed)
 		expect_success(name, &o);
-	else if (!memcmp(back, d2, len))
-		verdict(true, check_name(name), "the write posted after the "
-			"fenced commit landed last");
+	else if (sends != want_send)
+		verdict(false, check_name(name), "expected the fenced commit "
+			"%s by send got %s", want_send ? "to go" : "not to go",
+			sends ? "send" : "another method");
+	else if (!memcmp(back, want, len))
+		verdict(true, check_name(name), "the %s posted right after "
+			"the fenced commit (%zu bytes, %s) %s", read_back ?
+			"read" : "write", len, sends ? "by send" : "not by send",
+			read_back ? "returned its bytes" : "landed last");
+	else if (read_back)
+		verdict(false, check_name(name), "expected the fenced "
+			"commit's bytes got older ones: the read overtook it");
 	else
 		verdict(false, check_name(name), "expected the bytes of the "
 			"write posted after the fenced commit got %s",
@@ -3807,6 +3907,21 @@ static void case_fence_keeps_write_order(const char *name)
 		       FI_COMMIT_COMPLETE);
 	if (o.ret || o.err || !o.completed)
 		die("%s: the final commit failed", name);
+}
+
+static void case_fence_keeps_write_order(const char *name)
+{
+	fence_then_touch(name, 256, false);
+}
+
+static void case_send_keeps_write_order(const char *name)
+{
+	fence_then_touch(name, 8, false);
+}
+
+static void case_send_read_sees_commit(const char *name)
+{
+	fence_then_touch(name, 8, true);
 }
 
 /*
@@ -3999,6 +4114,8 @@ static const struct bad_case k_bad_cases[] = {
 	{ "no-remote-write", case_no_remote_write },
 	{ "range-past-end", case_range_past_end },
 	{ "range-straddling-end", case_range_straddling_end },
+	{ "send-range-past-end", case_send_range_past_end },
+	{ "send-range-straddling-end", case_send_range_straddling_end },
 	{ "range-wraps-address-space", case_range_wraps },
 	{ "mr-offset-nonzero", case_mr_offset_nonzero },
 	{ "commit-two-segments", case_commit_two_segments },
@@ -4006,6 +4123,8 @@ static const struct bad_case k_bad_cases[] = {
 	{ "flush-nothing-written", case_flush_nothing_written },
 	{ "commit-after-errors", case_commit_after_errors },
 	{ "fence-keeps-write-order", case_fence_keeps_write_order },
+	{ "send-keeps-write-order", case_send_keeps_write_order },
+	{ "send-read-sees-commit", case_send_read_sees_commit },
 	{ "peer-profile-after-commit", case_peer_profile },
 	{ "peer-profile-kept-per-key", case_peer_profile_kept },
 	{ "commit-while-target-idle", case_target_idle },

@@ -124,6 +124,7 @@ struct pmv_pending {
 	bool silent;   /* made by an inject call: no completion on success */
 	bool busy;     /* a flush commit whose flush op has not completed */
 	bool gen_read; /* its flush op reads the registration generation */
+	struct pmv_extent inl; /* a send commit's data range (len 0: none) */
 };
 
 /* Internal contexts of a pmem endpoint's operations (pmv_commit.c). */
@@ -210,6 +211,7 @@ struct pmv_ep {
 	} fscope[PMV_SLOTS];
 	uint64_t next_fseq;        /* next flush commit's number */
 	unsigned flush_busy;       /* flush commits in flight */
+	unsigned sends_busy;       /* send commits not acked yet */
 	bool raw_ordered;          /* the core orders reads after writes */
 	uint64_t agent_seq;        /* next request our agent expects */
 	uint64_t agent_unacked;    /* served request whose ack is not sent */
@@ -325,6 +327,7 @@ struct pmv_req *pmv_inbox_req(struct pmv_inbox *inbox, uint64_t seq);
 uint64_t pmv_peer_ack_addr(const struct pmv_peer *peer, uint64_t seq);
 uint64_t pmv_peer_req_addr(const struct pmv_peer *peer, uint64_t seq);
 uint64_t pmv_peer_gen_addr(const struct pmv_peer *peer);
+uint32_t pmv_ep_slot_bytes(const struct pmv_ep *ep);
 void pmv_domain_publish_gen(struct pmv_domain *dom);
 unsigned pmv_req_max_extents(uint32_t slot_size);
 
@@ -353,6 +356,7 @@ bool pmv_commit_silent(const struct pmv_ep *ep,
 		       const struct pmv_pending *pend);
 enum fi_pmem_method pmv_ep_method(struct pmv_ep *ep, uint64_t key,
 				  uint64_t flags);
+void pmv_poll_acks(struct pmv_ep *ep);
 /* Milliseconds on CLOCK_MONOTONIC, for the bounded waits on a busy core. */
 uint64_t pmv_ms_now(void);
 
@@ -365,6 +369,27 @@ void pmv_forget_profiles(struct pmv_ep *ep, uint32_t gen);
 bool pmv_commit_resend(struct pmv_ep *ep, const struct pmv_pending *pend,
 		       const struct pmv_extent *ext, unsigned count);
 void pmv_flush_fail_all(struct pmv_ep *ep);
+
+/* pmv_send.c: the send method (initiator). */
+unsigned pmv_send_scope_room(const struct pmv_ep *ep,
+			     const struct fi_msg_rma *msg);
+bool pmv_send_fits(const struct pmv_ep *ep, const struct fi_msg_rma *msg);
+void pmv_send_fill(struct pmv_req *req, const struct fi_msg_rma *msg);
+bool pmv_send_overlaps(const struct pmv_ep *ep, uint64_t key, uint64_t addr,
+		       uint64_t len);
+bool pmv_send_conflict_locked(struct pmv_ep *ep, uint64_t key, uint64_t addr,
+			      uint64_t len);
+
+/*
+ * True if an operation on [addr, addr + len) of key (len 0: the whole key)
+ * must wait for a send commit in flight; one load while none is.
+ */
+static inline bool pmv_send_conflict(struct pmv_ep *ep, uint64_t key,
+				     uint64_t addr, uint64_t len)
+{
+	return __atomic_load_n(&ep->sends_busy, __ATOMIC_ACQUIRE) &&
+	       pmv_send_conflict_locked(ep, key, addr, len);
+}
 
 /* pmv_agent.c: target side. */
 int pmv_agent_add(struct pmv_domain *dom, struct pmv_ep *ep);

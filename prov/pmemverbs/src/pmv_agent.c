@@ -6,8 +6,10 @@
  * data writes they cover; the core's progress moves them even when the
  * target application never polls), checks the request's key, bounds and
  * access against the domain's regions before touching memory, persists each
- * extent with the region's persist function, raises the FI_IMMED target
- * completion, and writes the ack back into the initiator's inbox.
+ * extent with the region's persist function, places and persists the data
+ * a send request carries (after the extents: that is the fence), raises
+ * the FI_IMMED target completion, and writes the ack back into the
+ * initiator's inbox.
  *
  * Test hooks (parameters, see fi_pmemverbs(7)): FI_PMEMVERBS_ORACLE names a
  * shared file where every persisted range is recorded, so a test can check
@@ -127,7 +129,43 @@ static int pmv_agent_validate(const struct pmv_mr *mr, const struct pmv_req *req
 	for (i = 0; i < req->nextents; i++)
 		if (!pmv_extent_inside(mr, &req->ext[i]))
 			return PMV_ERR_RANGE;
+	if ((req->flags & PMV_REQ_INLINE) &&
+	    !pmv_extent_inside(mr, &req->ext[req->nextents]))
+		return PMV_ERR_RANGE;
 	return 0;
+}
+
+/*
+ * Copies len bytes with whole 8-byte stores where dst is 8-byte aligned,
+ * so that each aligned word stays atomically durable (the atomicity chunk
+ * of fi_ext_pmem(3)), as an RDMA write would keep it.
+ */
+static void pmv_copy_words(uint8_t *dst, const uint8_t *src, size_t len)
+{
+	uint64_t w;
+
+	for (; len && ((uintptr_t) dst & 7); len--)
+		*dst++ = *src++;
+	for (; len >= 8; len -= 8, dst += 8, src += 8) {
+		memcpy(&w, src, 8);
+		__atomic_store_n((uint64_t *) (void *) dst, w, __ATOMIC_RELAXED);
+	}
+	for (; len; len--)
+		*dst++ = *src++;
+}
+
+/* Places a send request's data in the region and persists it. */
+static uint64_t pmv_agent_place(struct pmv_mr *mr, struct pmv_req *req)
+{
+	const struct pmv_extent *e = pmv_req_inline(req);
+	uint8_t *dst = (uint8_t *) mr->base + (e->addr - mr->rma_base);
+
+	pmv_copy_words(dst, pmv_req_inline_data(req), e->len);
+	if (pmv_fault_skip())
+		return 0;
+	mr->persistence.persist(dst, e->len);
+	pmv_oracle_record(req->key, e->addr, e->len);
+	return e->len;
 }
 
 /* Persists the request's extents; returns the bytes persisted. */
@@ -163,8 +201,9 @@ static void pmv_agent_immed(struct pmv_ep *ep, const struct pmv_req *req)
 
 /* Serves one valid request; returns 0 or a PMV_ERR_* code for the ack. */
 static int pmv_agent_commit(struct pmv_domain *dom, struct pmv_ep *ep,
-			    const struct pmv_req *req)
+			    struct pmv_req *req)
 {
+	uint64_t bytes;
 	uint32_t gen = (uint32_t) __atomic_load_n(&dom->mr_gen, __ATOMIC_ACQUIRE);
 	struct pmv_mr *mr = pmv_domain_find_mr(dom, req->key);
 	int status = pmv_agent_validate(mr, req);
@@ -181,8 +220,11 @@ static int pmv_agent_commit(struct pmv_domain *dom, struct pmv_ep *ep,
 	}
 	/* The application reads these under ep->lock; the agent does not
 	 * take it, so it updates them atomically. */
-	__atomic_fetch_add(&ep->counters.bytes_persisted,
-			   pmv_agent_persist(mr, req), __ATOMIC_RELAXED);
+	bytes = pmv_agent_persist(mr, req);
+	if (req->flags & PMV_REQ_INLINE)
+		bytes += pmv_agent_place(mr, req);
+	__atomic_fetch_add(&ep->counters.bytes_persisted, bytes,
+			   __ATOMIC_RELAXED);
 	__atomic_fetch_add(&ep->counters.requests_served, 1, __ATOMIC_RELAXED);
 	if (req->flags & PMV_REQ_IMMED)
 		pmv_agent_immed(ep, req);
@@ -194,19 +236,16 @@ static bool pmv_agent_read_req(struct pmv_ep *ep, uint64_t seq,
 			       struct pmv_req *out, size_t out_size)
 {
 	struct pmv_req *slot = pmv_inbox_req(&ep->inbox, seq);
-	unsigned max = pmv_req_max_extents(ep->inbox.slot_size);
+	size_t size, avail = ep->inbox.slot_size < out_size ?
+			     ep->inbox.slot_size : out_size;
 	uint32_t sum;
-	size_t size;
 
 	if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != seq)
 		return false;
-	memcpy(out, slot, sizeof(*out));
-	if (out->nextents > max)
+	memcpy(out, slot, avail);
+	size = pmv_req_size(out, avail);
+	if (!size)
 		return false;
-	size = sizeof(*out) + out->nextents * sizeof(struct pmv_extent);
-	if (size > out_size)
-		return false;
-	memcpy(out, slot, size);
 	sum = out->checksum;
 	out->checksum = 0;
 	return out->seq == seq && pmv_checksum(out, size) == sum;

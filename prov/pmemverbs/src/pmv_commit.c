@@ -2,7 +2,8 @@
  * pmemverbs: the initiator side of durable commits, and the agent method.
  *
  * Each commit takes the method pmv_method.c selects for its key: read-flush
- * and completion live in pmv_flush.c; the agent method is here.
+ * and completion live in pmv_flush.c, the send method's data in
+ * pmv_send.c; the agent method and the requests both send are here.
  *
  * fi_writemsg(FI_COMMIT_COMPLETE) with the agent method:
  *   1. the write's data goes to the core as a plain write, with no
@@ -16,9 +17,12 @@
  *      commit with the application's context.
  * Nothing is queued inside pmemverbs, so no later operation can overtake a
  * commit: a commit that cannot be posted now returns -FI_EAGAIN before
- * anything is sent.  A fenced commit first makes the key's earlier writes
- * durable (a flush-only request) and waits for its ack within the call,
- * one round trip, before its own data is posted.
+ * anything is sent.  A fenced commit whose data fits a request travels by
+ * send (pmv_send.c): one request, the scope's extents then the data, which
+ * the agent places only after persisting them.  A larger fenced commit
+ * first makes the key's earlier writes durable (a flush-only request) and
+ * waits for its ack within the call, one round trip, before its own data
+ * is posted.
  */
 #include <string.h>
 #include <time.h>
@@ -164,12 +168,12 @@ static uint64_t pmv_msg_len(const struct fi_msg_rma *msg)
 	return len;
 }
 
-static unsigned pmv_request_extents(const struct pmv_ep *ep)
+/* Extents of the key's scope the request can name (send: beside msg). */
+static unsigned pmv_request_extents(const struct pmv_ep *ep,
+				    const struct fi_msg_rma *inl)
 {
-	uint32_t slot = ep->peer.slot_size < ep->inbox.slot_size ?
-			ep->peer.slot_size : ep->inbox.slot_size;
-
-	return pmv_req_max_extents(slot);
+	return inl ? pmv_send_scope_room(ep, inl) :
+		     pmv_req_max_extents(pmv_ep_slot_bytes(ep));
 }
 
 static bool pmv_ring_full(const struct pmv_ep *ep)
@@ -177,9 +181,12 @@ static bool pmv_ring_full(const struct pmv_ep *ep)
 	return ep->next_seq - ep->acked_seq > PMV_SLOTS;
 }
 
-/* Sends the commit request for the key's scope as the next seq. */
+/*
+ * Sends the commit request for the key's scope as the next seq; a send
+ * commit's request (inl) carries inl's data too.
+ */
 static int pmv_send_request(struct pmv_ep *ep, uint64_t key, uint64_t flags,
-			    uint64_t data)
+			    uint64_t data, const struct fi_msg_rma *inl)
 {
 	uint64_t buf[256 / sizeof(uint64_t)];
 	struct pmv_req *req = (struct pmv_req *) buf;
@@ -193,8 +200,10 @@ static int pmv_send_request(struct pmv_ep *ep, uint64_t key, uint64_t flags,
 	req->data = data;
 	req->flags = (flags & FI_IMMED) ? PMV_REQ_IMMED : 0;
 	req->nextents = pmv_scope_take(&ep->scope, key, req->ext,
-				       pmv_request_extents(ep));
-	size = sizeof(*req) + req->nextents * sizeof(struct pmv_extent);
+				       pmv_request_extents(ep, inl));
+	if (inl)
+		pmv_send_fill(req, inl);
+	size = pmv_req_size(req, sizeof(buf));
 	req->checksum = pmv_checksum(req, size);
 	ret = fi_inject_write(ep->core, req, size, 0,
 			      pmv_peer_req_addr(&ep->peer, req->seq),
@@ -279,8 +288,8 @@ enum fi_pmem_method pmv_ep_method(struct pmv_ep *ep, uint64_t key,
 	return pmv_method_select(&facts, flags);
 }
 
-/* Completes every commit whose ack has arrived, in seq order. */
-static void pmv_poll_acks(struct pmv_ep *ep)
+/* Completes every commit whose ack has arrived, in seq order; lock held. */
+void pmv_poll_acks(struct pmv_ep *ep)
 {
 	struct pmv_pending *pend;
 	struct pmv_ack ack;
@@ -292,6 +301,8 @@ static void pmv_poll_acks(struct pmv_ep *ep)
 			return;
 		pend = pmv_pending_of(ep, seq);
 		pend->status = ack.status;
+		if (pend->inl.len)
+			__atomic_fetch_sub(&ep->sends_busy, 1, __ATOMIC_RELEASE);
 		if (!ack.status)
 			pmv_remember_profile(ep, pend->key, &ack);
 		if (!pend->internal && !pend->reported)
@@ -351,7 +362,7 @@ static int pmv_fence(struct pmv_ep *ep, uint64_t key)
 		*pmv_pending_of(ep, ep->next_seq) = (struct pmv_pending) {
 			.key = key, .internal = true,
 		};
-		ret = pmv_send_request(ep, key, 0, 0);
+		ret = pmv_send_request(ep, key, 0, 0, NULL);
 		if (ret)
 			return ret == -FI_EAGAIN ? ret : PMV_ERR_PEER_GONE;
 	}
@@ -393,24 +404,87 @@ static int pmv_send_request_after_data(struct pmv_ep *ep, uint64_t key,
 	uint64_t deadline = pmv_ms_now() + PMV_FENCE_TIMEOUT_MS;
 	int ret;
 
-	while ((ret = pmv_send_request(ep, key, flags, data)) == -FI_EAGAIN &&
+	while ((ret = pmv_send_request(ep, key, flags, data, NULL)) == -FI_EAGAIN &&
 	       pmv_ms_now() < deadline)
 		pmv_cq_progress_core(ep);
 	return ret;
 }
 
+/* True if msg's data would land on a send commit's range in flight. */
+static bool pmv_commit_meets_send(const struct pmv_ep *ep,
+				  const struct fi_msg_rma *msg)
+{
+	size_t i;
+
+	for (i = 0; i < msg->rma_iov_count; i++)
+		if (msg->rma_iov[i].len &&
+		    pmv_send_overlaps(ep, msg->rma_iov[i].key,
+				      msg->rma_iov[i].addr, msg->rma_iov[i].len))
+			return true;
+	return false;
+}
+
 /*
- * Whether a commit must wait (-FI_EAGAIN): its ring is full, or it is an
+ * Whether a commit must wait (-FI_EAGAIN): its ring is full; it is an
  * agent commit fenced behind flush commits still in flight (their
  * completions come through the application's CQ, which only the
- * application reads, so the fence cannot wait for them in the call).
+ * application reads, so the fence cannot wait for them in the call); its
+ * data would land on a send commit's range in flight; or it is a flush
+ * commit to a key with a send commit in flight (pmv_send.c).
  */
 static bool pmv_commit_must_wait(const struct pmv_ep *ep,
-				 enum fi_pmem_method method, uint64_t flags)
+				 enum fi_pmem_method method,
+				 const struct fi_msg_rma *msg, uint64_t flags)
 {
-	if (method != FI_PMEM_METHOD_AGENT)
-		return !pmv_flush_can_post(ep, flags);
-	return pmv_ring_full(ep) || ((flags & FI_FENCE) && ep->flush_busy);
+	switch (method) {
+	case FI_PMEM_METHOD_SEND:
+		return pmv_ring_full(ep);
+	case FI_PMEM_METHOD_AGENT:
+		return pmv_ring_full(ep) ||
+		       ((flags & FI_FENCE) && ep->flush_busy) ||
+		       pmv_commit_meets_send(ep, msg);
+	default:
+		return !pmv_flush_can_post(ep, flags) ||
+		       pmv_send_overlaps(ep, msg->rma_iov[0].key, 0, 0);
+	}
+}
+
+/* Fills the pending entry of the next request for a commit. */
+static struct pmv_pending *pmv_pending_next(struct pmv_ep *ep,
+					    const struct fi_msg_rma *msg,
+					    uint64_t flags, bool silent)
+{
+	struct pmv_pending *pend = pmv_pending_of(ep, ep->next_seq);
+
+	*pend = (struct pmv_pending) {
+		.context = msg->context, .key = msg->rma_iov[0].key,
+		.flags = flags, .len = pmv_msg_len(msg), .silent = silent,
+	};
+	return pend;
+}
+
+/*
+ * Posts a send commit: its data inside the request, no data write.  Only
+ * -FI_EAGAIN can fail it (the core's inject queue is full): nothing is
+ * sent then, and the scope is as it was.
+ */
+static int pmv_send_post(struct pmv_ep *ep, const struct fi_msg_rma *msg,
+			 uint64_t flags, bool silent)
+{
+	struct pmv_pending *pend = pmv_pending_next(ep, msg, flags, silent);
+	int ret;
+
+	pend->inl = (struct pmv_extent) {
+		.addr = msg->rma_iov[0].addr, .len = msg->rma_iov[0].len,
+	};
+	ret = pmv_send_request(ep, pend->key, flags, msg->data, msg);
+	if (ret) {
+		pend->inl.len = 0;
+		return ret == -FI_EAGAIN ? ret : PMV_ERR_PEER_GONE;
+	}
+	__atomic_fetch_add(&ep->sends_busy, 1, __ATOMIC_RELEASE);
+	ep->counters.sends++;
+	return 0;
 }
 
 /* Posts one checked commit; lock held.  0, -FI_EAGAIN or a PMV_ERR_*. */
@@ -426,17 +500,17 @@ static int pmv_commit_post(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 	method = pmv_ep_method(ep, key, flags);
 	if (method == FI_PMEM_METHOD_NONE)
 		return PMV_ERR_METHOD;
-	if (pmv_commit_must_wait(ep, method, flags))
+	if (method == FI_PMEM_METHOD_SEND && !pmv_send_fits(ep, msg))
+		method = FI_PMEM_METHOD_AGENT;
+	if (pmv_commit_must_wait(ep, method, msg, flags))
 		return -FI_EAGAIN;
+	if (method == FI_PMEM_METHOD_SEND)
+		return pmv_send_post(ep, msg, flags, silent);
 	if (method != FI_PMEM_METHOD_AGENT)
 		return pmv_flush_post(ep, msg, flags, silent, method);
 	if ((flags & FI_FENCE) && (ret = pmv_fence(ep, key)))
 		return (int) ret;
-	pend = pmv_pending_of(ep, ep->next_seq);
-	*pend = (struct pmv_pending) {
-		.context = msg->context, .key = key, .flags = flags,
-		.len = pmv_msg_len(msg), .silent = silent,
-	};
+	pend = pmv_pending_next(ep, msg, flags, silent);
 	if (msg->iov_count) {
 		/* FI_MORE: the request follows at once (tcp sends both) */
 		ret = pmv_post_data(ep, msg, flags,
@@ -472,7 +546,8 @@ bool pmv_commit_resend(struct pmv_ep *ep, const struct pmv_pending *pend,
 	*p = *pend;
 	p->busy = false;
 	p->gen_read = false;
-	return pmv_send_request(ep, pend->key, pend->flags, 0) == 0;
+	p->inl.len = 0;
+	return pmv_send_request(ep, pend->key, pend->flags, 0, NULL) == 0;
 }
 
 /*
@@ -523,6 +598,7 @@ void pmv_commit_fail_all(struct pmv_ep *ep, int err)
 			pmv_commit_report(ep, pend, PMV_ERR_PEER_GONE);
 	}
 	ep->acked_seq = ep->next_seq - 1;
+	__atomic_store_n(&ep->sends_busy, 0, __ATOMIC_RELEASE);
 	pmv_flush_fail_all(ep);
 	pthread_mutex_unlock(&ep->lock);
 }

@@ -1,8 +1,10 @@
 /*
  * pmemverbs: data-path operations of an endpoint.
  *
- * None of these has anything to do with persistence, so each forwards to
- * the core endpoint in one call: no lock, no allocation, no logging.
+ * Those with nothing to do with persistence forward to the core endpoint in
+ * one call: no lock, no allocation, no logging (atomics first read one
+ * word, see below).  Endpoints opened with FI_RMA_PMEM have their own RMA
+ * table at the end of this file.
  * Memory descriptors and fi_addr_t values need no translation (a pmemverbs
  * MR's desc is the core MR's desc), and contexts pass through untouched, so
  * completions carry the application's own contexts.
@@ -263,13 +265,31 @@ struct fi_ops_rma pmv_rma_ops = {
 	.injectdata = pmv_inject_writedata,
 };
 
-/* Atomics. */
+/*
+ * Atomics.  Each checks one word first: an atomic on a pmem endpoint waits
+ * (-FI_EAGAIN) while a send commit to its key is in flight (pmv_send.c);
+ * on other endpoints no send is ever in flight.
+ */
+
+static inline bool pmv_atomic_waits(struct fid_ep *ep, uint64_t key)
+{
+	return pmv_send_conflict(pmv_ep(ep), key, 0, 0);
+}
+
+static inline bool pmv_atomicmsg_waits(struct fid_ep *ep,
+				       const struct fi_msg_atomic *msg)
+{
+	return msg && msg->rma_iov_count &&
+	       pmv_atomic_waits(ep, msg->rma_iov[0].key);
+}
 
 static ssize_t pmv_atomic(struct fid_ep *ep, const void *buf, size_t count,
 			  void *desc, fi_addr_t dest_addr, uint64_t addr,
 			  uint64_t key, enum fi_datatype datatype,
 			  enum fi_op op, void *context)
 {
+	if (pmv_atomic_waits(ep, key))
+		return -FI_EAGAIN;
 	return fi_atomic(core_ep(ep), buf, count, desc, dest_addr, addr, key,
 			 datatype, op, context);
 }
@@ -280,6 +300,8 @@ static ssize_t pmv_atomicv(struct fid_ep *ep, const struct fi_ioc *iov,
 			   enum fi_datatype datatype, enum fi_op op,
 			   void *context)
 {
+	if (pmv_atomic_waits(ep, key))
+		return -FI_EAGAIN;
 	return fi_atomicv(core_ep(ep), iov, desc, count, dest_addr, addr, key,
 			  datatype, op, context);
 }
@@ -287,6 +309,8 @@ static ssize_t pmv_atomicv(struct fid_ep *ep, const struct fi_ioc *iov,
 static ssize_t pmv_atomicmsg(struct fid_ep *ep,
 			     const struct fi_msg_atomic *msg, uint64_t flags)
 {
+	if (pmv_atomicmsg_waits(ep, msg))
+		return -FI_EAGAIN;
 	return fi_atomicmsg(core_ep(ep), msg, flags);
 }
 
@@ -295,6 +319,8 @@ static ssize_t pmv_inject_atomic(struct fid_ep *ep, const void *buf,
 				 uint64_t addr, uint64_t key,
 				 enum fi_datatype datatype, enum fi_op op)
 {
+	if (pmv_atomic_waits(ep, key))
+		return -FI_EAGAIN;
 	return fi_inject_atomic(core_ep(ep), buf, count, dest_addr, addr, key,
 				datatype, op);
 }
@@ -306,6 +332,8 @@ static ssize_t pmv_fetch_atomic(struct fid_ep *ep, const void *buf,
 				enum fi_datatype datatype, enum fi_op op,
 				void *context)
 {
+	if (pmv_atomic_waits(ep, key))
+		return -FI_EAGAIN;
 	return fi_fetch_atomic(core_ep(ep), buf, count, desc, result,
 			       result_desc, dest_addr, addr, key, datatype, op,
 			       context);
@@ -319,6 +347,8 @@ static ssize_t pmv_fetch_atomicv(struct fid_ep *ep, const struct fi_ioc *iov,
 				 enum fi_datatype datatype, enum fi_op op,
 				 void *context)
 {
+	if (pmv_atomic_waits(ep, key))
+		return -FI_EAGAIN;
 	return fi_fetch_atomicv(core_ep(ep), iov, desc, count, resultv,
 				result_desc, result_count, dest_addr, addr,
 				key, datatype, op, context);
@@ -329,6 +359,8 @@ static ssize_t pmv_fetch_atomicmsg(struct fid_ep *ep,
 				   struct fi_ioc *resultv, void **result_desc,
 				   size_t result_count, uint64_t flags)
 {
+	if (pmv_atomicmsg_waits(ep, msg))
+		return -FI_EAGAIN;
 	return fi_fetch_atomicmsg(core_ep(ep), msg, resultv, result_desc,
 				  result_count, flags);
 }
@@ -341,6 +373,8 @@ static ssize_t pmv_compare_atomic(struct fid_ep *ep, const void *buf,
 				  uint64_t key, enum fi_datatype datatype,
 				  enum fi_op op, void *context)
 {
+	if (pmv_atomic_waits(ep, key))
+		return -FI_EAGAIN;
 	return fi_compare_atomic(core_ep(ep), buf, count, desc, compare,
 				 compare_desc, result, result_desc, dest_addr,
 				 addr, key, datatype, op, context);
@@ -356,6 +390,8 @@ static ssize_t pmv_compare_atomicv(struct fid_ep *ep,
 				   enum fi_datatype datatype, enum fi_op op,
 				   void *context)
 {
+	if (pmv_atomic_waits(ep, key))
+		return -FI_EAGAIN;
 	return fi_compare_atomicv(core_ep(ep), iov, desc, count, comparev,
 				  compare_desc, compare_count, resultv,
 				  result_desc, result_count, dest_addr, addr,
@@ -370,6 +406,8 @@ static ssize_t pmv_compare_atomicmsg(struct fid_ep *ep,
 				     void **result_desc, size_t result_count,
 				     uint64_t flags)
 {
+	if (pmv_atomicmsg_waits(ep, msg))
+		return -FI_EAGAIN;
 	return fi_compare_atomicmsg(core_ep(ep), msg, comparev, compare_desc,
 				    compare_count, resultv, result_desc,
 				    result_count, flags);
@@ -419,6 +457,70 @@ struct fi_ops_atomic pmv_atomic_ops = {
  * every write is one.
  */
 
+static size_t pmv_iov_len(const struct iovec *iov, size_t count)
+{
+	size_t len = 0, i;
+
+	for (i = 0; i < count; i++)
+		len += iov[i].iov_len;
+	return len;
+}
+
+/*
+ * While a send commit is in flight, a write, read or atomic touching its
+ * range waits (-FI_EAGAIN, pmv_send.c): one load when none is.
+ */
+static inline bool pmv_waits(struct pmv_ep *ep, uint64_t key, uint64_t addr,
+			     uint64_t len)
+{
+	return pmv_send_conflict(ep, key, addr, len ? len : 1);
+}
+
+/* True if an operation on a remote segment of msg must wait. */
+static bool pmv_msg_waits(struct pmv_ep *ep, const struct fi_msg_rma *msg)
+{
+	size_t i;
+
+	for (i = 0; i < msg->rma_iov_count; i++)
+		if (pmv_waits(ep, msg->rma_iov[i].key, msg->rma_iov[i].addr,
+			      msg->rma_iov[i].len))
+			return true;
+	return false;
+}
+
+static ssize_t pmv_pmem_read(struct fid_ep *ep_fid, void *buf, size_t len,
+			     void *desc, fi_addr_t src_addr, uint64_t addr,
+			     uint64_t key, void *context)
+{
+	struct pmv_ep *ep = pmv_ep(ep_fid);
+
+	if (pmv_waits(ep, key, addr, len))
+		return -FI_EAGAIN;
+	return fi_read(ep->core, buf, len, desc, src_addr, addr, key, context);
+}
+
+static ssize_t pmv_pmem_readv(struct fid_ep *ep_fid, const struct iovec *iov,
+			      void **desc, size_t count, fi_addr_t src_addr,
+			      uint64_t addr, uint64_t key, void *context)
+{
+	struct pmv_ep *ep = pmv_ep(ep_fid);
+
+	if (pmv_waits(ep, key, addr, pmv_iov_len(iov, count)))
+		return -FI_EAGAIN;
+	return fi_readv(ep->core, iov, desc, count, src_addr, addr, key,
+			context);
+}
+
+static ssize_t pmv_pmem_readmsg(struct fid_ep *ep_fid,
+				const struct fi_msg_rma *msg, uint64_t flags)
+{
+	struct pmv_ep *ep = pmv_ep(ep_fid);
+
+	if (msg && pmv_msg_waits(ep, msg))
+		return -FI_EAGAIN;
+	return fi_readmsg(ep->core, msg, flags);
+}
+
 /* Adds a posted write to its key's scope; passes the core's return on. */
 static ssize_t pmv_track(struct pmv_ep *ep, ssize_t ret, uint64_t key,
 			 uint64_t addr, uint64_t len)
@@ -429,15 +531,6 @@ static ssize_t pmv_track(struct pmv_ep *ep, ssize_t ret, uint64_t key,
 	ret = pmv_scope_add(&ep->scope, key, addr, len);
 	pthread_mutex_unlock(&ep->lock);
 	return ret;
-}
-
-static size_t pmv_iov_len(const struct iovec *iov, size_t count)
-{
-	size_t len = 0, i;
-
-	for (i = 0; i < count; i++)
-		len += iov[i].iov_len;
-	return len;
 }
 
 /*
@@ -475,6 +568,8 @@ static ssize_t pmv_pmem_write(struct fid_ep *ep_fid, const void *buf,
 	if (pmv_commits_by_default(ep))
 		return pmv_write_as_commit(ep, &iov, &desc, 1, addr, key,
 					   context, false);
+	if (pmv_waits(ep, key, addr, len))
+		return -FI_EAGAIN;
 	return pmv_track(ep, fi_write(ep->core, buf, len, desc, dest_addr,
 				      addr, key, context), key, addr, len);
 }
@@ -488,6 +583,8 @@ static ssize_t pmv_pmem_writev(struct fid_ep *ep_fid, const struct iovec *iov,
 	if (pmv_commits_by_default(ep))
 		return pmv_write_as_commit(ep, iov, desc, count, addr, key,
 					   context, false);
+	if (pmv_waits(ep, key, addr, pmv_iov_len(iov, count)))
+		return -FI_EAGAIN;
 	return pmv_track(ep, fi_writev(ep->core, iov, desc, count, dest_addr,
 				       addr, key, context),
 			 key, addr, pmv_iov_len(iov, count));
@@ -502,6 +599,8 @@ static ssize_t pmv_pmem_writemsg(struct fid_ep *ep_fid,
 
 	if (flags & (PMV_COMMIT_FLAGS | PMV_UNKNOWN_PROV_BITS))
 		return pmv_commit_writemsg(ep, msg, flags);
+	if (msg && pmv_msg_waits(ep, msg))
+		return -FI_EAGAIN;
 	ret = fi_writemsg(ep->core, msg, flags);
 	for (i = 0; !ret && i < msg->rma_iov_count; i++)
 		ret = pmv_track(ep, 0, msg->rma_iov[i].key,
@@ -519,6 +618,8 @@ static ssize_t pmv_pmem_inject_write(struct fid_ep *ep_fid, const void *buf,
 	if (pmv_commits_by_default(ep))
 		return pmv_write_as_commit(ep, &iov, NULL, 1, addr, key, NULL,
 					   true);
+	if (pmv_waits(ep, key, addr, len))
+		return -FI_EAGAIN;
 	return pmv_track(ep, fi_inject_write(ep->core, buf, len, dest_addr,
 					     addr, key), key, addr, len);
 }
@@ -530,6 +631,8 @@ static ssize_t pmv_pmem_writedata(struct fid_ep *ep_fid, const void *buf,
 {
 	struct pmv_ep *ep = pmv_ep(ep_fid);
 
+	if (pmv_waits(ep, key, addr, len))
+		return -FI_EAGAIN;
 	return pmv_track(ep, fi_writedata(ep->core, buf, len, desc, data,
 					  dest_addr, addr, key, context),
 			 key, addr, len);
@@ -542,6 +645,8 @@ static ssize_t pmv_pmem_inject_writedata(struct fid_ep *ep_fid,
 {
 	struct pmv_ep *ep = pmv_ep(ep_fid);
 
+	if (pmv_waits(ep, key, addr, len))
+		return -FI_EAGAIN;
 	return pmv_track(ep, fi_inject_writedata(ep->core, buf, len, data,
 						 dest_addr, addr, key),
 			 key, addr, len);
@@ -549,9 +654,9 @@ static ssize_t pmv_pmem_inject_writedata(struct fid_ep *ep_fid,
 
 struct fi_ops_rma pmv_rma_pmem_ops = {
 	.size = sizeof(struct fi_ops_rma),
-	.read = pmv_read,
-	.readv = pmv_readv,
-	.readmsg = pmv_readmsg,
+	.read = pmv_pmem_read,
+	.readv = pmv_pmem_readv,
+	.readmsg = pmv_pmem_readmsg,
 	.write = pmv_pmem_write,
 	.writev = pmv_pmem_writev,
 	.writemsg = pmv_pmem_writemsg,

@@ -17,6 +17,13 @@ unsigned pmv_req_max_extents(uint32_t slot_size)
 	return (slot_size - sizeof(struct pmv_req)) / sizeof(struct pmv_extent);
 }
 
+/* Bytes of a request this endpoint may send: both sides' slots hold it. */
+uint32_t pmv_ep_slot_bytes(const struct pmv_ep *ep)
+{
+	return ep->peer.slot_size < ep->inbox.slot_size ?
+	       ep->peer.slot_size : ep->inbox.slot_size;
+}
+
 /* Request slot size for a core: requests travel as fi_inject_write. */
 static uint32_t pmv_slot_size(size_t inject_size)
 {

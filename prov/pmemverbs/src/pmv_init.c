@@ -45,11 +45,13 @@ static void pmv_define_params(void)
 			"the CPU. Default: yes.");
 	fi_param_define(&pmv_prov, "method", FI_PARAM_STRING,
 			"How commits are made durable: auto (the fastest "
-			"method correct for the key's profile), agent, "
-			"read_flush or completion. A method incorrect for the "
-			"profile is refused (-FI_EOPNOTSUPP), never used. "
-			"FI_IMMED commits and a key's first commit always use "
-			"the agent. Default: auto.");
+			"method correct for the key's profile; fenced commits "
+			"on agent profiles use send), agent, read_flush, "
+			"completion or send (the data inside the agent's "
+			"request, for commits whose data fits one). A method "
+			"incorrect for the profile is refused (-FI_EOPNOTSUPP), "
+			"never used. FI_IMMED commits and a key's first commit "
+			"always go through the agent. Default: auto.");
 	fi_param_define(&pmv_prov, "extent_limit", FI_PARAM_INT,
 			"Ranges kept per endpoint and key between commits; "
 			"more are coalesced (a commit may then persist bytes "
@@ -73,7 +75,7 @@ static enum fi_pmem_method pmv_parse_method(const char *name)
 {
 	static const enum fi_pmem_method methods[] = {
 		FI_PMEM_METHOD_AGENT, FI_PMEM_METHOD_READ_FLUSH,
-		FI_PMEM_METHOD_COMPLETION,
+		FI_PMEM_METHOD_COMPLETION, FI_PMEM_METHOD_SEND,
 	};
 	size_t i;
 
@@ -83,7 +85,7 @@ static enum fi_pmem_method pmv_parse_method(const char *name)
 		if (!strcasecmp(name, fi_pmem_method_str(methods[i])))
 			return methods[i];
 	PMV_WARN(FI_LOG_CORE, "FI_PMEMVERBS_METHOD=%s is not a method; use "
-		 "auto, agent, read_flush or completion. Using auto\n", name);
+		 "auto, agent, read_flush, completion or send. Using auto\n", name);
 	return FI_PMEM_METHOD_NONE;
 }
 

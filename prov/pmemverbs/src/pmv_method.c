@@ -15,7 +15,12 @@
  *               memory controller).  Over tcp the target's CPU copies the
  *               data, so it sits in the CPU caches: DMP needs the agent;
  *   completion  the write's own completion: on ib/roce it means the
- *               responder NIC has the data, durable only for WSP.
+ *               responder NIC has the data, durable only for WSP;
+ *   send        every profile: the data travels inside the agent's request
+ *               and the agent places and persists it.  Chosen for fenced
+ *               commits on agent keys (the agent persists the earlier scope,
+ *               then places the fenced data: one round trip, not two); a
+ *               commit whose data does not fit a request takes the agent.
  *
  * Read-flush also needs the core to order reads after writes (FI_ORDER_RAW).
  */
@@ -41,6 +46,7 @@ bool pmv_method_correct(enum fi_pmem_method method,
 {
 	switch (method) {
 	case FI_PMEM_METHOD_AGENT:
+	case FI_PMEM_METHOD_SEND:
 		return true;
 	case FI_PMEM_METHOD_READ_FLUSH:
 		return k->raw_ordered && pmv_read_flush_correct(k);
@@ -62,19 +68,33 @@ enum fi_pmem_method pmv_method_fastest(const struct pmv_key_facts *k)
 	return FI_PMEM_METHOD_AGENT;
 }
 
+/* The method without an override: a fence turns the agent into send. */
+static enum fi_pmem_method pmv_method_auto(const struct pmv_key_facts *k,
+					   uint64_t flags)
+{
+	enum fi_pmem_method m = FI_PMEM_METHOD_AGENT;
+
+	if (k->profile != FI_PMEM_PROFILE_UNKNOWN && !(flags & FI_IMMED))
+		m = pmv_method_fastest(k);
+	return m == FI_PMEM_METHOD_AGENT && (flags & FI_FENCE) ?
+	       FI_PMEM_METHOD_SEND : m;
+}
+
 /*
- * The method for a commit: the agent while the key's profile is unknown
- * (its first commit learns it) and for FI_IMMED (the target raises that
- * completion); otherwise the override or the fastest.  An override that is
- * incorrect for the profile gives NONE: the caller refuses the commit.
+ * The method for a commit: one through the agent (agent or send) while the
+ * key's profile is unknown (its first commit learns it) and for FI_IMMED
+ * (the target raises that completion); otherwise the override or the
+ * fastest.  An override that is incorrect for the profile gives NONE: the
+ * caller refuses the commit.
  */
 enum fi_pmem_method pmv_method_select(const struct pmv_key_facts *k,
 				      uint64_t flags)
 {
+	enum fi_pmem_method m = pmv_params.method;
+
+	if (m == FI_PMEM_METHOD_NONE)
+		return pmv_method_auto(k, flags);
 	if (k->profile == FI_PMEM_PROFILE_UNKNOWN || (flags & FI_IMMED))
-		return FI_PMEM_METHOD_AGENT;
-	if (pmv_params.method == FI_PMEM_METHOD_NONE)
-		return pmv_method_fastest(k);
-	return pmv_method_correct(pmv_params.method, k) ?
-	       pmv_params.method : FI_PMEM_METHOD_NONE;
+		return m == FI_PMEM_METHOD_SEND ? m : FI_PMEM_METHOD_AGENT;
+	return pmv_method_correct(m, k) ? m : FI_PMEM_METHOD_NONE;
 }

@@ -14,6 +14,10 @@
  * words where this side's read-flush reads land.
  *   initiator -> target agent: struct pmv_req in request slot (seq - 1) % N
  *   target agent -> initiator: struct pmv_ack in ack slot (seq - 1) % N
+ * A request of the send method (PMV_REQ_INLINE) carries the commit's data:
+ * after its nextents extents comes one more struct pmv_extent naming where
+ * the data goes, then the data's bytes; the agent persists the extents
+ * first, then places the data and persists it.
  * The registration generation counts the regions the target closed: a
  * profile the initiator cached for a key is valid for one generation.
  * A slot is valid when its checksum matches and its seq is the next one
@@ -63,6 +67,7 @@ struct pmv_extent {
 };
 
 #define PMV_REQ_IMMED 0x1     /* raise an FI_REMOTE_CQ_DATA completion */
+#define PMV_REQ_INLINE 0x2    /* the data follows the extents (send) */
 #define PMV_ACK_DDIO_OFF 0x1  /* the target declared inbound DMA bypasses
 				 its CPU caches (FI_PMEMVERBS_DDIO=0) */
 
@@ -89,6 +94,37 @@ struct pmv_ack {
 };
 
 #define PMV_SLOTS 64
+
+/* Where a send request's data goes: the extent after the scope's. */
+static inline struct pmv_extent *pmv_req_inline(struct pmv_req *req)
+{
+	return &req->ext[req->nextents];
+}
+
+/* The data of a send request, behind its inline extent. */
+static inline uint8_t *pmv_req_inline_data(struct pmv_req *req)
+{
+	return (uint8_t *) (pmv_req_inline(req) + 1);
+}
+
+/*
+ * Bytes a request occupies, from its header and (for a send) its inline
+ * extent; 0 if that is more than avail, the bytes of it readable.
+ */
+static inline size_t pmv_req_size(const struct pmv_req *req, size_t avail)
+{
+	size_t size = sizeof(*req) + (size_t) req->nextents *
+					sizeof(struct pmv_extent);
+
+	if (size > avail)
+		return 0;
+	if (!(req->flags & PMV_REQ_INLINE))
+		return size;
+	size += sizeof(struct pmv_extent);
+	if (size > avail || req->ext[req->nextents].len > avail - size)
+		return 0;
+	return size + (size_t) req->ext[req->nextents].len;
+}
 
 static inline void pmv_put_le64(uint8_t *p, uint64_t v)
 {

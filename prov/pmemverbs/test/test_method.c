@@ -105,3 +105,44 @@ Test(method, read_flush_needs_read_after_write_ordering)
 
 	cr_assert_eq(pmv_method_fastest(&mhp), FI_PMEM_METHOD_AGENT);
 }
+
+Test(method, a_fence_on_an_agent_key_goes_by_send, .fini = restore_auto)
+{
+	struct pmv_key_facts page = { FI_PMEM_PROFILE_PAGE, PMV_TRANSPORT_TCP,
+				      false, true };
+	struct pmv_key_facts unknown = { FI_PMEM_PROFILE_UNKNOWN,
+					 PMV_TRANSPORT_TCP, false, true };
+	struct pmv_key_facts mhp = { FI_PMEM_PROFILE_MHP, PMV_TRANSPORT_TCP,
+				     false, true };
+
+	cr_assert_eq(pmv_method_select(&page, FI_FENCE), FI_PMEM_METHOD_SEND);
+	cr_assert_eq(pmv_method_select(&page, 0), FI_PMEM_METHOD_AGENT);
+	cr_assert_eq(pmv_method_select(&unknown, FI_FENCE),
+		     FI_PMEM_METHOD_SEND);
+	cr_assert_eq(pmv_method_select(&mhp, FI_FENCE | FI_IMMED),
+		     FI_PMEM_METHOD_SEND);
+	/* read-flush keys fence with reads, not with the agent */
+	cr_assert_eq(pmv_method_select(&mhp, FI_FENCE),
+		     FI_PMEM_METHOD_READ_FLUSH);
+}
+
+Test(method, send_is_correct_everywhere_and_agent_forced_stays, .fini = restore_auto)
+{
+	struct pmv_key_facts page = { FI_PMEM_PROFILE_PAGE, PMV_TRANSPORT_TCP,
+				      false, true };
+	struct pmv_key_facts unknown = { FI_PMEM_PROFILE_UNKNOWN,
+					 PMV_TRANSPORT_TCP, false, true };
+
+	for (size_t p = 0; p < sizeof(k_profiles); p++) {
+		struct pmv_key_facts k = { k_profiles[p], PMV_TRANSPORT_TCP,
+					   false, false };
+
+		cr_assert(pmv_method_correct(FI_PMEM_METHOD_SEND, &k));
+	}
+	pmv_params.method = FI_PMEM_METHOD_AGENT;
+	cr_assert_eq(pmv_method_select(&page, FI_FENCE), FI_PMEM_METHOD_AGENT);
+	pmv_params.method = FI_PMEM_METHOD_SEND;
+	cr_assert_eq(pmv_method_select(&page, 0), FI_PMEM_METHOD_SEND);
+	cr_assert_eq(pmv_method_select(&unknown, FI_IMMED),
+		     FI_PMEM_METHOD_SEND);
+}

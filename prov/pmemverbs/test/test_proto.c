@@ -47,3 +47,24 @@ Test(proto, a_torn_request_fails_its_checksum)
 	req->ext[0].len = 0; /* the extent has not landed yet */
 	cr_assert_neq(pmv_checksum(req, sizeof(*req) + sizeof(req->ext[0])), sum);
 }
+
+Test(proto, a_send_request_holds_its_data_after_the_extents)
+{
+	uint64_t buf[128 / sizeof(uint64_t)] = { 0 };
+	struct pmv_req *req = (struct pmv_req *) buf;
+
+	req->nextents = 2;
+	cr_assert_eq(pmv_req_size(req, sizeof(buf)), 40 + 2 * 16);
+	req->flags = PMV_REQ_INLINE;
+	pmv_req_inline(req)->len = 8;
+	cr_assert_eq((uint8_t *) pmv_req_inline(req) - (uint8_t *) req, 72);
+	cr_assert_eq(pmv_req_inline_data(req) - (uint8_t *) req, 88);
+	cr_assert_eq(pmv_req_size(req, sizeof(buf)), 96);
+	/* data past the slot, or a length that would wrap: not a request */
+	pmv_req_inline(req)->len = 128 - 88 + 1;
+	cr_assert_eq(pmv_req_size(req, sizeof(buf)), 0);
+	pmv_req_inline(req)->len = UINT64_MAX - 10;
+	cr_assert_eq(pmv_req_size(req, sizeof(buf)), 0);
+	req->nextents = 6; /* its inline extent would lie past the slot */
+	cr_assert_eq(pmv_req_size(req, sizeof(buf)), 0);
+}

@@ -8,6 +8,17 @@
 # run can tell a 2% difference from noise.  Writes OUT/overhead.csv (one
 # row per measurement), OUT/overhead_summary.csv, OUT/overhead.png.
 #
+# Then the same comparison with fi_pmem_overhead, which runs both stacks in
+# one process pair, interleaved in blocks of round trips a millisecond
+# apart, so that the machine's drift, which makes separate fi_pingpong
+# runs differ by 5-15% here, hits both alike.  Two identical stacks in one
+# process pair still differ by a few percent by their place (which socket,
+# which buffers: fi_pmem_overhead -P tcp shows it), so the launches
+# alternate which stack is opened first, and the figure per size is the
+# median over launches of pmemverbs / core, with its 95% bootstrap
+# interval.  Writes OUT/overhead_interleaved.csv (one row per launch and
+# size) and OUT/overhead_interleaved_summary.csv.
+#
 # Usage: pmv_overhead.sh OUT_DIR   (FI_PROVIDER_PATH must reach the plugin)
 # Env:   PMV_BENCH_ROUNDS (7), PMV_BENCH_SIZES ("64 256 1024 4096 16384 65536"),
 #        PMV_BENCH_CORE (tcp), PMV_BENCH_PORT (9700),
@@ -17,6 +28,9 @@
 #          where chrt is allowed (root); 0 never
 #        FI_OFI_RXM_USE_SRX (1), FI_OFI_RXM_ENABLE_DYN_RBUF (0): the same
 #          for both RDM stacks (see below)
+#        PMV_OVERHEAD_BIN (fi_pmem_overhead in PATH), PMV_BENCH_LAUNCHES
+#          (20; 0 leaves the interleaved part out), PMV_BENCH_BLOCKS
+#          ("-b 400 -I 100": blocks per size and round trips per block)
 set -euo pipefail
 
 OUT=$1
@@ -70,23 +84,25 @@ median() {
 	sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
 }
 
-echo "ep,size,provider,round,usec_per_xfer" >"$CSV"
-for ep in msg rdm; do
-	core_prov=$CORE
-	[ "$ep" = rdm ] && core_prov="$CORE;ofi_rxm"
-	for size in $SIZES; do
-		for round in $(seq 1 "$ROUNDS"); do
-			# the pair's order alternates too: no provider is always
-			# the one that starts right after the other's run
-			order=("$core_prov" pmemverbs)
-			[ $((round % 2)) -eq 0 ] && order=(pmemverbs "$core_prov")
-			for prov in "${order[@]}"; do
-				usec=$(pingpong_usec "$prov" "$ep" "$size")
-				echo "$ep,$size,$prov,$round,$usec" >>"$CSV"
+if [ "$ROUNDS" -gt 0 ]; then
+	echo "ep,size,provider,round,usec_per_xfer" >"$CSV"
+	for ep in msg rdm; do
+		core_prov=$CORE
+		[ "$ep" = rdm ] && core_prov="$CORE;ofi_rxm"
+		for size in $SIZES; do
+			for round in $(seq 1 "$ROUNDS"); do
+				# the pair's order alternates too: no provider is always
+				# the one that starts right after the other's run
+				order=("$core_prov" pmemverbs)
+				[ $((round % 2)) -eq 0 ] && order=(pmemverbs "$core_prov")
+				for prov in "${order[@]}"; do
+					usec=$(pingpong_usec "$prov" "$ep" "$size")
+					echo "$ep,$size,$prov,$round,$usec" >>"$CSV"
+				done
 			done
 		done
 	done
-done
+fi
 
 # Per-round ratios pmemverbs / core for ep $1, size $2, one per line.
 pair_ratios() {
@@ -115,22 +131,83 @@ median_ci() {
 		}'
 }
 
-echo "ep,size,core_median_usec,pmemverbs_median_usec,ratio,pair_ratio_median,pair_ratio_ci95_lo,pair_ratio_ci95_hi" >"$SUMMARY"
-printf '%-4s %8s %12s %12s %8s %10s %17s\n' ep size "core us" "pmemverbs us" \
-	ratio "pair ratio" "95% CI"
-for ep in msg rdm; do
-	for size in $SIZES; do
-		core=$(awk -F, -v e="$ep" -v s="$size" '$1==e && $2==s && $3!="pmemverbs" {print $5}' "$CSV" | median)
-		pmv=$(awk -F, -v e="$ep" -v s="$size" '$1==e && $2==s && $3=="pmemverbs" {print $5}' "$CSV" | median)
-		ratio=$(awk -v a="$pmv" -v b="$core" 'BEGIN {printf "%.3f", a / b}')
-		read -r pm lo hi < <(pair_ratios "$ep" "$size" | median_ci)
-		echo "$ep,$size,$core,$pmv,$ratio,$pm,$lo,$hi" >>"$SUMMARY"
-		printf '%-4s %8s %12s %12s %8s %10s %8s-%-8s\n' "$ep" "$size" \
-			"$core" "$pmv" "$ratio" "$pm" "$lo" "$hi"
+if [ "$ROUNDS" -gt 0 ]; then
+	echo "ep,size,core_median_usec,pmemverbs_median_usec,ratio,pair_ratio_median,pair_ratio_ci95_lo,pair_ratio_ci95_hi" >"$SUMMARY"
+	printf '%-4s %8s %12s %12s %8s %10s %17s\n' ep size "core us" "pmemverbs us" \
+		ratio "pair ratio" "95% CI"
+	for ep in msg rdm; do
+		for size in $SIZES; do
+			core=$(awk -F, -v e="$ep" -v s="$size" '$1==e && $2==s && $3!="pmemverbs" {print $5}' "$CSV" | median)
+			pmv=$(awk -F, -v e="$ep" -v s="$size" '$1==e && $2==s && $3=="pmemverbs" {print $5}' "$CSV" | median)
+			ratio=$(awk -v a="$pmv" -v b="$core" 'BEGIN {printf "%.3f", a / b}')
+			read -r pm lo hi < <(pair_ratios "$ep" "$size" | median_ci)
+			echo "$ep,$size,$core,$pmv,$ratio,$pm,$lo,$hi" >>"$SUMMARY"
+			printf '%-4s %8s %12s %12s %8s %10s %8s-%-8s\n' "$ep" "$size" \
+				"$core" "$pmv" "$ratio" "$pm" "$lo" "$hi"
+		done
 	done
-done
+fi
 
-if command -v gnuplot >/dev/null; then
+# ------------------------------------------------ interleaved (one process pair)
+
+LAUNCHES=${PMV_BENCH_LAUNCHES:-20}
+IBIN=${PMV_OVERHEAD_BIN:-fi_pmem_overhead}
+read -r -a IARGS <<<"${PMV_BENCH_BLOCKS:--b 400 -I 100}"
+ICSV=$OUT/overhead_interleaved.csv
+ISUMMARY=$OUT/overhead_interleaved_summary.csv
+
+# One launch of fi_pmem_overhead for ep $1 with stacks $2 (opened first)
+# and $3; its CSV rows, prefixed with launch number $4.
+interleaved_launch() {
+	local ep=$1 first=$2 second=$3 launch=$4 sizes
+	sizes=$(echo "$SIZES" | tr ' ' ',')
+	port=$((port + 2))
+	"${RT[@]}" taskset -c 0 timeout 300 "$IBIN" -e "$ep" -c "$first" \
+		-P "$second" -B "$port" -S "$sizes" "${IARGS[@]}" >/dev/null 2>&1 &
+	sleep 0.3
+	"${RT[@]}" taskset -c 1 timeout 300 "$IBIN" -e "$ep" -c "$first" \
+		-P "$second" -B "$port" -S "$sizes" "${IARGS[@]}" --csv \
+		-s 127.0.0.1 | tail -n +2 | sed "s/^/$launch,/"
+	wait || true
+}
+
+# pmemverbs / core per launch row of ep $1, size $2, one per line.
+launch_ratios() {
+	awk -F, -v e="$1" -v s="$2" '$2 == e && $3 == s {
+			print ($5 == "pmemverbs") ? $7 / $6 : $6 / $7 }' "$ICSV"
+}
+
+if [ "$LAUNCHES" -gt 0 ]; then
+	echo "launch,ep,size,first,second,first_usec,second_usec,ratio,pair_ratio_median,pair_ratio_ci95_lo,pair_ratio_ci95_hi,blocks,iters_per_block" >"$ICSV"
+	for launch in $(seq 1 "$LAUNCHES"); do
+		first=$CORE second=pmemverbs
+		[ $((launch % 2)) -eq 0 ] && first=pmemverbs second=$CORE
+		for ep in msg rdm; do
+			interleaved_launch "$ep" "$first" "$second" "$launch" >>"$ICSV"
+		done
+	done
+	echo "ep,size,core_median_usec,pmemverbs_median_usec,ratio_median,ratio_ci95_lo,ratio_ci95_hi,launches" >"$ISUMMARY"
+	echo
+	echo "fi_pmem_overhead, both stacks in one process pair, $LAUNCHES launches:"
+	printf '%-4s %8s %12s %12s %8s %17s\n' ep size "core us" "pmemverbs us" \
+		ratio "95% CI"
+	for ep in msg rdm; do
+		for size in $SIZES; do
+			core=$(awk -F, -v e="$ep" -v s="$size" '$2 == e && $3 == s {
+				print ($4 == "pmemverbs") ? $7 : $6 }' "$ICSV" | median)
+			pmv=$(awk -F, -v e="$ep" -v s="$size" '$2 == e && $3 == s {
+				print ($4 == "pmemverbs") ? $6 : $7 }' "$ICSV" | median)
+			n=$(launch_ratios "$ep" "$size" | wc -l)
+			[ "$n" -gt 0 ] || { echo "$ep $size: no launch finished" >&2; continue; }
+			read -r pm lo hi < <(launch_ratios "$ep" "$size" | median_ci)
+			echo "$ep,$size,$core,$pmv,$pm,$lo,$hi,$n" >>"$ISUMMARY"
+			printf '%-4s %8s %12s %12s %8s %8s-%-8s\n' "$ep" "$size" \
+				"$core" "$pmv" "$pm" "$lo" "$hi"
+		done
+	done
+fi
+
+if [ "$ROUNDS" -gt 0 ] && command -v gnuplot >/dev/null; then
 	gnuplot <<GP
 set terminal pngcairo size 900,500
 set output "$OUT/overhead.png"

@@ -207,19 +207,28 @@ if [ "$LAUNCHES" -gt 0 ]; then
 	done
 fi
 
-if [ "$ROUNDS" -gt 0 ] && command -v gnuplot >/dev/null; then
+# The plot: each part that ran, as pmemverbs / core per size.
+if command -v gnuplot >/dev/null && { [ "$ROUNDS" -gt 0 ] || [ "$LAUNCHES" -gt 0 ]; }; then
+	series=()
+	if [ "$ROUNDS" -gt 0 ]; then
+		series+=("\"< grep '^msg' $SUMMARY\" using 2:5 with linespoints title \"MSG, fi\\\\_pingpong, $ROUNDS rounds\"")
+		series+=("\"< grep '^rdm' $SUMMARY\" using 2:5 with linespoints title \"RDM, fi\\\\_pingpong, $ROUNDS rounds\"")
+	fi
+	if [ "$LAUNCHES" -gt 0 ]; then
+		series+=("\"< grep '^msg' $ISUMMARY\" using 2:5:6:7 with yerrorlines title \"MSG, fi\\\\_pmem\\\\_overhead, $LAUNCHES launches (95% CI)\"")
+		series+=("\"< grep '^rdm' $ISUMMARY\" using 2:5:6:7 with yerrorlines title \"RDM, fi\\\\_pmem\\\\_overhead, $LAUNCHES launches (95% CI)\"")
+	fi
+	plot=$(printf '%s, ' "${series[@]}")
 	gnuplot <<GP
 set terminal pngcairo size 900,500
 set output "$OUT/overhead.png"
 set datafile separator ","
 set logscale x 2
 set xlabel "message size (bytes)"
-set ylabel "pmemverbs latency / core latency (median)"
-set yrange [0.8:1.2]
+set ylabel "pmemverbs latency / $CORE latency (median)"
+set yrange [0.85:1.15]
 set key top left
-set title "fi_pingpong through pmemverbs vs. the $CORE core, one run, $ROUNDS alternating rounds"
-plot "< grep '^msg' $SUMMARY" using 2:5 with linespoints title "MSG (pmemverbs vs $CORE)", \
-     "< grep '^rdm' $SUMMARY" using 2:5 with linespoints title "RDM (pmemverbs;ofi_rxm vs $CORE;ofi_rxm)", \
-     1 with lines dt 2 title "parity"
+set title "pmemverbs vs. the $CORE core over 127.0.0.1, one run (RDM: both over ofi_rxm)"
+plot ${plot}1 with lines dt 2 title "parity", 1.02 with lines dt 3 lc rgb "gray" title "+-2%", 0.98 with lines dt 3 lc rgb "gray" notitle
 GP
 fi

@@ -227,8 +227,8 @@ set logscale x 2
 set xlabel "message size (bytes)"
 set ylabel "pmemverbs latency / $CORE latency (median)"
 set yrange [0.85:1.15]
-set key top left
-set title "pmemverbs vs. the $CORE core over 127.0.0.1, one run (RDM: both over ofi_rxm)"
+set key bottom right
+set title "pmemverbs vs. the $CORE core over 127.0.0.1, one run (RDM: both over ofi\\\\_rxm)"
 plot ${plot}1 with lines dt 2 title "parity", 1.02 with lines dt 3 lc rgb "gray" title "+-2%", 0.98 with lines dt 3 lc rgb "gray" notitle
 GP
 fi

@@ -22,23 +22,22 @@
 
 #include "pmv.h"
 
-/* The application's data bytes of a commit. */
-static uint64_t pmv_send_len(const struct fi_msg_rma *msg)
+/*
+ * Bytes of a send request without the scope's extents: the header, the
+ * data's extent and the data (one remote segment, as long as the local
+ * ones: pmv_commit.c checked).
+ */
+static uint64_t pmv_send_bytes(const struct fi_msg_rma *msg)
 {
-	uint64_t len = 0;
-	size_t i;
-
-	for (i = 0; i < msg->iov_count; i++)
-		len += msg->msg_iov[i].iov_len;
-	return len;
+	return sizeof(struct pmv_req) + sizeof(struct pmv_extent) +
+	       msg->rma_iov[0].len;
 }
 
 /* Extents of the key's scope that fit beside msg's data in one request. */
 unsigned pmv_send_scope_room(const struct pmv_ep *ep,
 			     const struct fi_msg_rma *msg)
 {
-	uint64_t used = sizeof(struct pmv_req) + sizeof(struct pmv_extent) +
-			pmv_send_len(msg);
+	uint64_t used = pmv_send_bytes(msg);
 	uint32_t slot = pmv_ep_slot_bytes(ep);
 
 	return used > slot ? 0 :
@@ -51,11 +50,8 @@ unsigned pmv_send_scope_room(const struct pmv_ep *ep,
  */
 bool pmv_send_fits(const struct pmv_ep *ep, const struct fi_msg_rma *msg)
 {
-	uint64_t used = sizeof(struct pmv_req) + sizeof(struct pmv_extent) +
-			pmv_send_len(msg);
-
 	if (msg->rma_iov_count != 1 || !msg->rma_iov[0].len ||
-	    used > pmv_ep_slot_bytes(ep))
+	    pmv_send_bytes(msg) > pmv_ep_slot_bytes(ep))
 		return false;
 	return pmv_scope_empty(&ep->scope, msg->rma_iov[0].key) ||
 	       pmv_send_scope_room(ep, msg) > 0;

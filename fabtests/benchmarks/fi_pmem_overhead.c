@@ -35,6 +35,7 @@
  * wait is bounded (10 s per operation, 20 s to connect).
  */
 #include <getopt.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -262,9 +263,12 @@ static bool expired(struct stack *s, unsigned *spins, int64_t deadline)
 	return true;
 }
 
+static int wait_cq(struct stack *s, bool want_rx);
+
 /*
- * Sends size bytes: fi_inject up to the inject size, else fi_send; while
- * the provider says -FI_EAGAIN (ofi_rxm connecting), its CQ is read.
+ * Sends size bytes: fi_inject up to the inject size, else fi_send, once
+ * the stack's previous send completed; while the provider says -FI_EAGAIN
+ * (ofi_rxm connecting), its CQ is read.
  */
 static int post_send(struct stack *s, size_t size)
 {
@@ -272,6 +276,8 @@ static int post_send(struct stack *s, size_t size)
 	unsigned spins = 0;
 	ssize_t ret;
 
+	if (s->tx_busy && (ret = wait_cq(s, false)))
+		return (int) ret;
 	s->tx_busy = size > s->inject_size;
 	for (;;) {
 		ret = s->tx_busy ?
@@ -287,10 +293,10 @@ static int post_send(struct stack *s, size_t size)
 }
 
 /*
- * Spins on the CQ until the receive (if want_rx) and any send completed;
- * consumes the receive's completion.  While setting up it sleeps between
- * polls: a process running SCHED_FIFO on one CPU would otherwise starve
- * the provider's own threads (ofi_rxm's connection setup).
+ * Spins on the CQ until the receive (want_rx; its completion is consumed)
+ * or else the send completed.  While setting up it sleeps between polls: a process running SCHED_FIFO
+ * on one CPU would otherwise starve the provider's own threads (ofi_rxm's
+ * connection setup).
  */
 static int wait_cq(struct stack *s, bool want_rx)
 {
@@ -298,7 +304,7 @@ static int wait_cq(struct stack *s, bool want_rx)
 	unsigned spins = 0;
 	int ret;
 
-	while ((want_rx && !s->rx_done) || s->tx_busy) {
+	while (want_rx ? !s->rx_done : s->tx_busy) {
 		if ((ret = poll_once(s)))
 			return ret;
 		if (expired(s, &spins, deadline))
@@ -306,7 +312,7 @@ static int wait_cq(struct stack *s, bool want_rx)
 		if (s->setting_up)
 			usleep(100);
 	}
-	s->rx_done = false;
+	s->rx_done &= !want_rx;
 	return 0;
 }
 
@@ -342,15 +348,18 @@ static int msg_connect(struct stack *s)
 	int ret;
 
 	for (;;) {
-		if ((ret = stack_endpoint(s, s->info)) ||
-		    (ret = post_recv(s)))
+		if ((ret = stack_endpoint(s, s->info)))
 			return ret;
 		ret = fi_connect(s->ep, s->info->dest_addr, NULL, 0);
 		if (!ret)
 			ret = pm_wait_for_cm_event(s->eq, FI_CONNECTED,
 						   PM_CM_TIMEOUT_NS, "connection",
-						   &entry, -FI_ECONNREFUSED);
-		if (!ret || pm_past(deadline))
+						   &entry, FI_ECONNREFUSED);
+		/* the receive goes on the endpoint that connected: a refused
+		 * one's would leave a canceled entry in the CQ */
+		if (!ret)
+			return post_recv(s);
+		if (pm_past(deadline))
 			return pm_check(ret, "connecting");
 		fi_close(&s->ep->fid);
 		s->ep = NULL;
@@ -429,21 +438,6 @@ static int ping(struct stack *s, size_t size, bool client, int64_t *ns)
 	return 0;
 }
 
-/* Median of n values (sorted in place). */
-static double median(double *v, long n)
-{
-	long i, j;
-	double t;
-
-	for (i = 1; i < n; i++)
-		for (j = i; j > 0 && v[j - 1] > v[j]; j--) {
-			t = v[j];
-			v[j] = v[j - 1];
-			v[j - 1] = t;
-		}
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *) a, y = *(const double *) b;
@@ -451,26 +445,35 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Median of the pair ratios and its 95% bootstrap interval. */
+/* Median of n values (sorted in place). */
+static double median(double *v, long n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Median of the pair ratios and its 95% bootstrap interval (NaN: no
+ * memory). */
 static void pair_ratio_ci(const double *ratio, long n, double out[3])
 {
-	double *w = malloc(n * sizeof(*w)), *boot = malloc(BOOTSTRAP *
-							    sizeof(*boot));
+	double *w = malloc(n * sizeof(*w));
+	double *boot = malloc(BOOTSTRAP * sizeof(*boot));
 	unsigned seed = 12345;
 	long b, i;
 
-	memcpy(w, ratio, n * sizeof(*w));
-	qsort(w, n, sizeof(*w), cmp_double);
-	out[0] = n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
-	for (b = 0; b < BOOTSTRAP; b++) {
-		for (i = 0; i < n; i++)
-			w[i] = ratio[rand_r(&seed) % n];
-		qsort(w, n, sizeof(*w), cmp_double);
-		boot[b] = n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
+	out[0] = out[1] = out[2] = NAN;
+	if (w && boot) {
+		memcpy(w, ratio, n * sizeof(*w));
+		out[0] = median(w, n);
+		for (b = 0; b < BOOTSTRAP; b++) {
+			for (i = 0; i < n; i++)
+				w[i] = ratio[rand_r(&seed) % n];
+			boot[b] = median(w, n);
+		}
+		qsort(boot, BOOTSTRAP, sizeof(*boot), cmp_double);
+		out[1] = boot[BOOTSTRAP / 40];
+		out[2] = boot[BOOTSTRAP - 1 - BOOTSTRAP / 40];
 	}
-	qsort(boot, BOOTSTRAP, sizeof(*boot), cmp_double);
-	out[1] = boot[BOOTSTRAP / 40];
-	out[2] = boot[BOOTSTRAP - 1 - BOOTSTRAP / 40];
 	free(w);
 	free(boot);
 }
@@ -489,6 +492,10 @@ static void report(const struct options *o, size_t size, struct result *r)
 	struct pm_stats st;
 	int i;
 
+	if (!ratio) {
+		pm_check(-FI_ENOMEM, "allocating the ratios");
+		return;
+	}
 	for (i = 0; i < NSTACKS; i++) {
 		pm_summarize(r->samples[i], r->nsamples[i], &st);
 		p50[i] = st.p50_us / 2;
@@ -528,6 +535,8 @@ static int run_size(const struct options *o, struct stack *st, size_t size)
 	r.block_median = malloc(o->blocks * sizeof(double));
 	for (i = 0; i < NSTACKS; i++)
 		r.samples[i] = malloc(o->blocks / 2 * o->iters * sizeof(int64_t));
+	if (!block || !r.block_median || !r.samples[FIRST] || !r.samples[SECOND])
+		ret = pm_check(-FI_ENOMEM, "allocating the samples");
 	for (b = 0; b < total && !ret; b++) {
 		struct stack *s = &st[stack_of_block(b)];
 
@@ -538,6 +547,11 @@ static int run_size(const struct options *o, struct stack *st, size_t size)
 				r.samples[stack_of_block(b)]
 					 [r.nsamples[stack_of_block(b)]++] = ns;
 		}
+		/* the last send of a block completes before the other stack's
+		 * block: a large ofi_rxm message is read by the peer, whose
+		 * reads only this side's progress on this stack serves */
+		if (!ret && s->tx_busy)
+			ret = wait_cq(s, false);
 		if (b >= o->warmup)
 			r.block_median[b - o->warmup] = median(block, o->iters);
 	}

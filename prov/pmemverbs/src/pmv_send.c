@@ -50,8 +50,11 @@ unsigned pmv_send_scope_room(const struct pmv_ep *ep,
  */
 bool pmv_send_fits(const struct pmv_ep *ep, const struct fi_msg_rma *msg)
 {
+	uint32_t slot = pmv_ep_slot_bytes(ep);
+
+	/* the length first: a huge one would wrap pmv_send_bytes */
 	if (msg->rma_iov_count != 1 || !msg->rma_iov[0].len ||
-	    pmv_send_bytes(msg) > pmv_ep_slot_bytes(ep))
+	    msg->rma_iov[0].len > slot || pmv_send_bytes(msg) > slot)
 		return false;
 	return pmv_scope_empty(&ep->scope, msg->rma_iov[0].key) ||
 	       pmv_send_scope_room(ep, msg) > 0;

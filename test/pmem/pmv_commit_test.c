@@ -2930,11 +2930,14 @@ static void check_counters(void)
 			ret ? " (ep_counters failed)" : "");
 }
 
+/* Before a key's first commit: the agent, or send when forced. */
 static void check_method(void)
 {
 	expect_u64("method",
 		   g_net.pmem->method(g_s.main.ep, g_s.reg[REG_A].key),
-		   FI_PMEM_METHOD_AGENT, "method (FI_PMEM_METHOD_AGENT is 1)");
+		   expected_method(g_s.reg[REG_A].profile, false, false),
+		   "method before the first commit (FI_PMEM_METHOD_AGENT is "
+		   "1, FI_PMEM_METHOD_SEND 4)");
 }
 
 /*

@@ -248,6 +248,8 @@ for gran in page cache_line byte; do
 done
 # byte (MHP) takes read-flush by default: the agent is checked there too
 METHOD=agent run oracle-byte-agent oracle byte lines yes
+# send for every commit that fits a request, fenced or not
+METHOD=send run oracle-cache_line-send oracle cache_line lines yes
 for gran in page cache_line byte; do
 	run "contents-$gran" contents "$gran" lines no
 done

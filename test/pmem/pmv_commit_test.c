@@ -61,7 +61,7 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_ext_pmem.h>
 
-#include "pmv_oracle.h"
+#include "target/pmv_oracle.h"
 
 #define PMV_FI_VERSION FI_VERSION(1, 17)
 

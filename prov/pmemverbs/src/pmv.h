@@ -27,7 +27,7 @@
 #include <rdma/providers/fi_prov.h>
 #include <rdma/fi_ext_pmem.h>
 
-#include "pmv_proto.h"
+#include "proto/pmv_proto.h"
 
 #define PMV_PROV_NAME "pmemverbs"
 #define PMV_PROV_VERSION FI_VERSION(0, 1)

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "pmv.h"
-#include "pmv_oracle.h"
+#include "target/pmv_oracle.h"
 
 struct pmv_agent {
 	pthread_t thread;

@@ -28,6 +28,7 @@
 #include <rdma/fi_ext_pmem.h>
 
 #include "proto/pmv_proto.h"
+#include "pmv_iop.h"
 
 #define PMV_PROV_NAME "pmemverbs"
 #define PMV_PROV_VERSION FI_VERSION(0, 1)
@@ -112,40 +113,7 @@ struct pmv_peer {
 	uint8_t transport;
 };
 
-/* A commit in flight at the initiator, indexed by its request seq. */
-struct pmv_pending {
-	void *context;
-	uint64_t key;
-	uint64_t flags;
-	size_t len;
-	int status;    /* the ack's status, kept for a fence waiting on it */
-	bool internal; /* a fence's pre-flush: no application completion */
-	bool reported; /* already completed (its data write failed) */
-	bool silent;   /* made by an inject call: no completion on success */
-	bool busy;     /* a flush commit whose flush op has not completed */
-	bool gen_read; /* its flush op reads the registration generation */
-	struct pmv_extent inl; /* a send commit's data range (len 0: none) */
-};
-
-/* Internal contexts of a pmem endpoint's operations (pmv_commit.c). */
-enum pmv_ictx_kind {
-	PMV_ICTX_AGENT_DATA, /* data write of an agent commit: dropped */
-	PMV_ICTX_FLUSH_DATA, /* data write of a flush commit: dropped */
-	PMV_ICTX_FLUSH_OP,   /* read-flush, or the completion-method write:
-				becomes the commit's completion */
-	PMV_ICTX_KINDS,
-};
-
 #define PMV_MAX_IOV 4
-
-/* Profiles the peer reported, per key (the last few keys). */
-#define PMV_PEER_PROFILES 8
-struct pmv_peer_profile {
-	bool known;
-	uint8_t profile;
-	uint8_t target_flags; /* PMV_ACK_* */
-	uint64_t key;
-};
 
 /* What decides the commit method for a key (pmv_method.c). */
 struct pmv_key_facts {
@@ -167,6 +135,7 @@ struct pmv_domain {
 	struct fid_domain domain_fid;
 	struct fid_domain *core;
 	struct pmv_fabric *fabric;
+	uint64_t caps;            /* the fi_info's: FI_RMA_PMEM or not */
 	uint64_t mr_mode;
 	size_t inject_size;
 	size_t iov_limit;         /* the core's tx iov_limit and rma_iov_limit */
@@ -186,6 +155,14 @@ struct pmv_pep {
 };
 
 struct pmv_cq;
+struct pmv_ini;
+
+/* Progress a CQ runs before it is read (engine acks, deferred ops). */
+struct pmv_cq_hook {
+	void (*progress)(void *arg);
+	void *arg;
+	struct pmv_cq_hook *next;
+};
 
 /* An active endpoint, or a shared receive context (same wrapper). */
 struct pmv_ep {
@@ -198,52 +175,42 @@ struct pmv_ep {
 	bool tx_selective;         /* tx CQ bound with FI_SELECTIVE_COMPLETION */
 	struct pmv_inbox inbox;
 	struct pmv_peer peer;
-	pthread_mutex_t lock;      /* initiator commit state */
-	int error;                 /* sticky: peer shut down, ... */
-	struct pmv_scope scope;
-	uint64_t next_seq;         /* next request seq to send */
-	uint64_t acked_seq;        /* every seq up to here is complete */
-	struct pmv_pending pend[PMV_SLOTS];
-	struct pmv_pending fpend[PMV_SLOTS]; /* flush commits (pmv_flush.c) */
-	struct pmv_flush_scope {   /* ... and the ranges each covered */
-		unsigned count;
-		struct pmv_extent ext[PMV_MAX_EXTENTS];
-	} fscope[PMV_SLOTS];
-	uint64_t next_fseq;        /* next flush commit's number */
-	unsigned flush_busy;       /* flush commits in flight */
-	unsigned sends_busy;       /* send commits not acked yet */
+	pthread_mutex_t lock;      /* srx contexts only */
+	struct pmv_ini *ini;       /* initiator commit engine (initiator/) */
 	bool raw_ordered;          /* the core orders reads after writes */
 	uint64_t agent_seq;        /* next request our agent expects */
 	uint64_t agent_unacked;    /* served request whose ack is not sent */
 	int agent_status;          /* ... and its status */
 	uint8_t agent_profile;
 	uint32_t agent_gen;        /* registration generation it validated in */
+	struct pmv_agent_hist {    /* served requests: key and status by seq */
+		uint64_t seq, key;
+		int status;
+	} agent_hist[PMV_SLOTS];
 	bool in_agent;
 	struct pmv_ep *agent_next; /* domain agent list */
-	struct pmv_ep *cq_next;    /* tx CQ progress list */
+	struct pmv_cq_hook hook;   /* engine progress, run by the tx CQ */
 	struct fi_pmem_ep_counters counters;
-	int ictx_index;            /* row of internal contexts (pmv_commit.c) */
-	struct pmv_peer_profile peer_profiles[PMV_PEER_PROFILES];
-	unsigned peer_profiles_next;
-	uint32_t peer_gen;         /* registration generation of the profiles */
 };
 
-/* An entry pmemverbs itself raises (commit, FI_IMMED, error). */
+/* An entry in pmemverbs's own queue (commit, FI_IMMED, error). */
 struct pmv_cq_aux {
 	bool is_error;
 	struct fi_cq_err_entry entry;
+	fi_addr_t src_addr;
 };
 
-#define PMV_CQ_AUX_SIZE 1024
 struct pmv_cq {
 	struct fid_cq cq_fid;
 	struct fid_cq *core;
 	enum fi_cq_format format;
-	pthread_mutex_t lock;       /* aux queue */
-	pthread_mutex_t eps_lock;   /* pmem_eps; taken before ep and aux locks */
-	size_t aux_head, aux_count; /* aux_count read without the lock */
-	struct pmv_cq_aux aux[PMV_CQ_AUX_SIZE];
-	struct pmv_ep *pmem_eps;    /* endpoints whose commits complete here */
+	pthread_mutex_t lock;       /* reads of the core CQ */
+	pthread_mutex_t aux_lock;   /* the queue; taken after lock, ep locks */
+	size_t aux_head, aux_count, aux_cap; /* aux_count read without lock */
+	struct pmv_cq_aux *aux;     /* growable: nothing is ever dropped */
+	struct pmv_iop_pool iops;   /* internal ops completing here */
+	pthread_mutex_t hooks_lock;
+	struct pmv_cq_hook *hooks;  /* pmem endpoints' progress */
 	int pmem_refs;              /* pmem endpoints bound (either side) */
 	char errbuf[160];
 };
@@ -306,6 +273,7 @@ bool pmv_method_correct(enum fi_pmem_method method,
 enum fi_pmem_method pmv_method_fastest(const struct pmv_key_facts *k);
 enum fi_pmem_method pmv_method_select(const struct pmv_key_facts *k,
 				      uint64_t flags);
+bool pmv_method_may_send(void);
 
 /* pmv_scope.c */
 void pmv_scope_init(struct pmv_scope *scope, unsigned limit);
@@ -331,54 +299,28 @@ uint32_t pmv_ep_slot_bytes(const struct pmv_ep *ep);
 void pmv_domain_publish_gen(struct pmv_domain *dom);
 unsigned pmv_req_max_extents(uint32_t slot_size);
 
-/* pmv_commit.c: initiator side of FI_COMMIT_COMPLETE. */
+/* initiator/: the commit engine, as the pass-through objects use it. */
+int pmv_ini_open(struct pmv_ep *ep);
+void pmv_ini_close(struct pmv_ep *ep);
 ssize_t pmv_commit_writemsg(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 			    uint64_t flags);
 ssize_t pmv_commit_inject(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 			  uint64_t flags);
-void pmv_commit_progress(struct pmv_ep *ep);
-void pmv_commit_fail_all(struct pmv_ep *ep, int err);
+ssize_t pmv_ini_track(struct pmv_ep *ep, uint64_t key, uint64_t addr,
+		      uint64_t len);
+void pmv_ini_fail_all(struct pmv_ep *ep, int err);
 void pmv_ep_peer_connected(struct pmv_ep *ep, const struct pmv_peer *peer);
-int pmv_ictx_reserve(struct pmv_ep *ep);
-void pmv_ictx_release(struct pmv_ep *ep);
-bool pmv_ictx_is_internal(const void *context);
-bool pmv_commit_data_error(const struct fi_cq_err_entry *core_err,
-			   struct fi_cq_err_entry *out);
-struct fi_context2 *pmv_ictx_get(struct pmv_ep *ep, enum pmv_ictx_kind kind,
-				 unsigned slot);
-struct pmv_ep *pmv_ictx_decode(const void *context, enum pmv_ictx_kind *kind,
-			       unsigned *slot);
-ssize_t pmv_post_data(struct pmv_ep *ep, const struct fi_msg_rma *msg,
-		      uint64_t flags, void *context, uint64_t extra_flags);
-void pmv_commit_report(struct pmv_ep *ep, struct pmv_pending *pend,
-		       int prov_errno);
-bool pmv_commit_silent(const struct pmv_ep *ep,
-		       const struct pmv_pending *pend);
-enum fi_pmem_method pmv_ep_method(struct pmv_ep *ep, uint64_t key,
-				  uint64_t flags);
-void pmv_poll_acks(struct pmv_ep *ep);
-/* Milliseconds on CLOCK_MONOTONIC, for the bounded waits on a busy core. */
-uint64_t pmv_ms_now(void);
-
-/* pmv_flush.c: the read-flush and completion methods (initiator). */
-bool pmv_flush_can_post(const struct pmv_ep *ep, uint64_t flags);
-int pmv_flush_post(struct pmv_ep *ep, const struct fi_msg_rma *msg,
-		   uint64_t flags, bool silent, enum fi_pmem_method method);
-bool pmv_flush_op_done(const void *context, struct fi_cq_err_entry *out);
-void pmv_forget_profiles(struct pmv_ep *ep, uint32_t gen);
-bool pmv_commit_resend(struct pmv_ep *ep, const struct pmv_pending *pend,
-		       const struct pmv_extent *ext, unsigned count);
-void pmv_flush_fail_all(struct pmv_ep *ep);
-
-/* pmv_send.c: the send method (initiator). */
-unsigned pmv_send_scope_room(const struct pmv_ep *ep,
-			     const struct fi_msg_rma *msg);
-bool pmv_send_fits(const struct pmv_ep *ep, const struct fi_msg_rma *msg);
-void pmv_send_fill(struct pmv_req *req, const struct fi_msg_rma *msg);
-bool pmv_send_overlaps(const struct pmv_ep *ep, uint64_t key, uint64_t addr,
-		       uint64_t len);
+enum fi_pmem_method pmv_ini_method(struct pmv_ep *ep, uint64_t key);
+enum fi_pmem_profile pmv_ini_peer_profile(struct pmv_ep *ep, uint64_t key);
+void pmv_ini_counters(struct pmv_ep *ep, struct fi_pmem_ep_counters *out);
 bool pmv_send_conflict_locked(struct pmv_ep *ep, uint64_t key, uint64_t addr,
 			      uint64_t len);
+/* Send commits in flight on ep (one load; pmv_m_send.c). */
+unsigned pmv_ini_sends_busy(const struct pmv_ep *ep);
+/* fi_errno for one of pmemverbs's prov_errno values. */
+int pmv_err_to_fi(int prov_errno);
+/* Milliseconds on CLOCK_MONOTONIC. */
+uint64_t pmv_ms_now(void);
 
 /*
  * True if an operation on [addr, addr + len) of key (len 0: the whole key)
@@ -387,7 +329,7 @@ bool pmv_send_conflict_locked(struct pmv_ep *ep, uint64_t key, uint64_t addr,
 static inline bool pmv_send_conflict(struct pmv_ep *ep, uint64_t key,
 				     uint64_t addr, uint64_t len)
 {
-	return __atomic_load_n(&ep->sends_busy, __ATOMIC_ACQUIRE) &&
+	return ep->ini && pmv_ini_sends_busy(ep) &&
 	       pmv_send_conflict_locked(ep, key, addr, len);
 }
 
@@ -401,10 +343,11 @@ struct pmv_mr *pmv_domain_find_mr(struct pmv_domain *dom, uint64_t key);
 /* pmv_cq.c: entries pmemverbs raises itself. */
 void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
 		 bool is_error);
-void pmv_cq_add_pmem_ep(struct pmv_cq *cq, struct pmv_ep *ep);
+size_t pmv_cq_backlog(struct pmv_cq *cq);
+void pmv_cq_add_hook(struct pmv_cq *cq, struct pmv_cq_hook *hook);
+void pmv_cq_remove_hook(struct pmv_cq *cq, struct pmv_cq_hook *hook);
 void pmv_cq_ref_pmem(struct pmv_cq *cq, int delta);
 void pmv_cq_progress_core(struct pmv_ep *ep);
-void pmv_cq_remove_pmem_ep(struct pmv_cq *cq, struct pmv_ep *ep);
 const char *pmv_strerror(int prov_errno);
 
 /* prov_errno values of pmemverbs's own errors (fi_cq_strerror explains). */
@@ -418,6 +361,7 @@ enum {
 	PMV_ERR_FENCE,
 	PMV_ERR_METHOD,
 	PMV_ERR_REREGISTERED,
+	PMV_ERR_CLOSED,
 	PMV_ERR_LAST,
 };
 

@@ -3,10 +3,13 @@
  *
  * Ordinary completions come straight from the core CQ; their contexts are
  * the application's own.  pmemverbs raises some entries itself: commit
- * completions (once the target's ack arrives) and FI_IMMED target
- * completions (from the agent thread).  Those wait in a small queue of
- * their own, read before the core's.  Reading a CQ also progresses the
- * commits of the pmem endpoints that report to it.
+ * completions and FI_IMMED target completions.  Those wait in a queue of
+ * its own that grows as needed (nothing is ever dropped), read before the
+ * core's.  The completions of pmemverbs's internal operations (pmv_iop.h)
+ * are recognised by their context and handed to their owners, never shown
+ * to the application, errors included.  Reading a CQ first runs the
+ * progress hooks of the pmem endpoints bound to it (the commit engine's
+ * ack polling), so this file knows nothing of the engine itself.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,24 +36,56 @@ static size_t pmv_cq_entry_size(enum fi_cq_format format)
 	}
 }
 
-void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
-		 bool is_error)
+/* Makes room for one more queued entry; aux_lock held.  False: no memory. */
+static bool pmv_cq_aux_grow(struct pmv_cq *cq)
 {
-	size_t tail;
+	size_t cap = cq->aux_cap ? cq->aux_cap * 2 : 64, i;
+	struct pmv_cq_aux *aux;
 
-	pthread_mutex_lock(&cq->lock);
-	if (cq->aux_count == PMV_CQ_AUX_SIZE) {
-		PMV_WARN(FI_LOG_CQ, "completion queue overrun: %d pmemverbs "
-			 "completions are unread; read the CQ more often\n",
-			 PMV_CQ_AUX_SIZE);
+	if (cq->aux_count < cq->aux_cap)
+		return true;
+	aux = malloc(cap * sizeof(*aux));
+	if (!aux)
+		return false;
+	for (i = 0; i < cq->aux_count; i++)
+		aux[i] = cq->aux[(cq->aux_head + i) % cq->aux_cap];
+	free(cq->aux);
+	cq->aux = aux;
+	cq->aux_cap = cap;
+	cq->aux_head = 0;
+	return true;
+}
+
+/* Queues an entry pmemverbs raises, or one moved from the core's queue. */
+static void pmv_cq_queue(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
+			 bool is_error, fi_addr_t src_addr)
+{
+	struct pmv_cq_aux *a;
+
+	pthread_mutex_lock(&cq->aux_lock);
+	if (!pmv_cq_aux_grow(cq)) {
+		PMV_WARN(FI_LOG_CQ, "out of memory queueing a completion\n");
 	} else {
-		tail = (cq->aux_head + cq->aux_count) % PMV_CQ_AUX_SIZE;
-		cq->aux[tail].is_error = is_error;
-		cq->aux[tail].entry = *entry;
+		a = &cq->aux[(cq->aux_head + cq->aux_count) % cq->aux_cap];
+		a->is_error = is_error;
+		a->entry = *entry;
+		a->src_addr = src_addr;
 		__atomic_store_n(&cq->aux_count, cq->aux_count + 1,
 				 __ATOMIC_RELEASE);
 	}
-	pthread_mutex_unlock(&cq->lock);
+	pthread_mutex_unlock(&cq->aux_lock);
+}
+
+void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
+		 bool is_error)
+{
+	pmv_cq_queue(cq, entry, is_error, FI_ADDR_NOTAVAIL);
+}
+
+/* Entries pmemverbs holds for the application (an FI_IMMED flood's size). */
+size_t pmv_cq_backlog(struct pmv_cq *cq)
+{
+	return __atomic_load_n(&cq->aux_count, __ATOMIC_ACQUIRE);
 }
 
 /* Writes an entry in the CQ's format: the formats are prefixes of tagged. */
@@ -69,61 +104,63 @@ static void pmv_cq_copy_entry(struct pmv_cq *cq, void *dst,
 	memcpy(dst, &t, pmv_cq_entry_size(cq->format));
 }
 
-/* Pops pmemverbs's own entries; -FI_EAVAIL if an error is first. */
+/* Pops queued entries; -FI_EAVAIL if an error is first, -FI_EAGAIN none. */
 static ssize_t pmv_cq_pop_aux(struct pmv_cq *cq, void *buf, size_t count,
 			      fi_addr_t *src_addr)
 {
 	size_t size = pmv_cq_entry_size(cq->format), n = 0;
+	struct pmv_cq_aux *a;
 
-	pthread_mutex_lock(&cq->lock);
-	while (n < count && cq->aux_count && !cq->aux[cq->aux_head].is_error) {
-		pmv_cq_copy_entry(cq, (char *) buf + n * size,
-				  &cq->aux[cq->aux_head].entry);
+	pthread_mutex_lock(&cq->aux_lock);
+	while (n < count && cq->aux_count) {
+		a = &cq->aux[cq->aux_head];
+		if (a->is_error)
+			break;
+		pmv_cq_copy_entry(cq, (char *) buf + n * size, &a->entry);
 		if (src_addr)
-			src_addr[n] = FI_ADDR_NOTAVAIL;
-		cq->aux_head = (cq->aux_head + 1) % PMV_CQ_AUX_SIZE;
+			src_addr[n] = a->src_addr;
+		cq->aux_head = (cq->aux_head + 1) % cq->aux_cap;
 		cq->aux_count--;
 		n++;
 	}
 	if (!n && cq->aux_count)
 		n = (size_t) -FI_EAVAIL;
-	pthread_mutex_unlock(&cq->lock);
+	pthread_mutex_unlock(&cq->aux_lock);
 	return n ? (ssize_t) n : -FI_EAGAIN;
 }
 
-/* Finds the acks of every pmem endpoint that completes its commits here. */
-static void pmv_cq_progress(struct pmv_cq *cq)
+/* Runs the progress of every pmem endpoint that completes here. */
+static void pmv_cq_run_hooks(struct pmv_cq *cq)
 {
-	struct pmv_ep *ep;
+	struct pmv_cq_hook *h;
 
-	pthread_mutex_lock(&cq->eps_lock);
-	for (ep = cq->pmem_eps; ep; ep = ep->cq_next)
-		pmv_commit_progress(ep);
-	pthread_mutex_unlock(&cq->eps_lock);
+	if (!__atomic_load_n(&cq->hooks, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&cq->hooks_lock);
+	for (h = cq->hooks; h; h = h->next)
+		h->progress(h->arg);
+	pthread_mutex_unlock(&cq->hooks_lock);
 }
 
 /*
- * Turns what the core gave into what the application sees: a flush op's
- * entry becomes its commit's completion; other internal entries (data
- * writes, a silent commit's flush op) are dropped.
+ * Hands the internal entries among n core entries to their owners and
+ * keeps the application's, in order.  Returns how many are kept.
  */
 static ssize_t pmv_cq_filter_internal(struct pmv_cq *cq, void *buf,
 				      fi_addr_t *src_addr, ssize_t n)
 {
 	size_t size = pmv_cq_entry_size(cq->format);
-	struct fi_cq_err_entry commit;
+	struct pmv_iop *iop;
 	ssize_t i, kept = 0;
 	char *entry;
 
 	for (i = 0; i < n; i++) {
 		entry = (char *) buf + i * size;
-		if (pmv_ictx_is_internal(((struct fi_cq_entry *) entry)->op_context)) {
-			if (!pmv_flush_op_done(((struct fi_cq_entry *) entry)->op_context,
-					       &commit))
-				continue;
-			pmv_cq_copy_entry(cq, entry, &commit);
-			if (src_addr)
-				src_addr[i] = FI_ADDR_NOTAVAIL;
+		iop = pmv_iop_find(&cq->iops,
+				   ((struct fi_cq_entry *) entry)->op_context);
+		if (iop) {
+			pmv_iop_complete(&cq->iops, iop, NULL);
+			continue;
 		}
 		if (kept != i) {
 			memmove((char *) buf + kept * size, entry, size);
@@ -132,7 +169,60 @@ static ssize_t pmv_cq_filter_internal(struct pmv_cq *cq, void *buf,
 		}
 		kept++;
 	}
-	return kept ? kept : -FI_EAGAIN;
+	return kept;
+}
+
+/*
+ * The core has an error entry first: an internal one goes to its owner
+ * (true: read on), the application's is queued so that read reports
+ * -FI_EAVAIL and readerr returns it.  Lock held.
+ */
+static bool pmv_cq_take_core_error(struct pmv_cq *cq)
+{
+	struct fi_cq_err_entry err = { 0 };
+	struct pmv_iop *iop;
+	void *copy;
+
+	if (fi_cq_readerr(cq->core, &err, 0) != 1)
+		return false;
+	iop = pmv_iop_find(&cq->iops, err.op_context);
+	if (iop) {
+		pmv_iop_complete(&cq->iops, iop, &err);
+		return true;
+	}
+	if (err.err_data && err.err_data_size) {
+		copy = malloc(err.err_data_size);
+		if (copy)
+			memcpy(copy, err.err_data, err.err_data_size);
+		err.err_data = copy;
+		err.err_data_size = copy ? err.err_data_size : 0;
+	}
+	pmv_cq_queue(cq, &err, true, FI_ADDR_NOTAVAIL);
+	return false;
+}
+
+/* Reads the core CQ, keeping only the application's entries; lock held. */
+static ssize_t pmv_cq_read_core(struct pmv_cq *cq, void *buf, size_t count,
+				fi_addr_t *src_addr)
+{
+	ssize_t ret;
+	int rounds;
+
+	for (rounds = 0; rounds < 64; rounds++) {
+		ret = src_addr ? fi_cq_readfrom(cq->core, buf, count, src_addr) :
+				 fi_cq_read(cq->core, buf, count);
+		if (ret == -FI_EAVAIL) {
+			if (pmv_cq_take_core_error(cq))
+				continue;
+			return -FI_EAVAIL;
+		}
+		if (ret <= 0)
+			return ret;
+		ret = pmv_cq_filter_internal(cq, buf, src_addr, ret);
+		if (ret)
+			return ret;
+	}
+	return -FI_EAGAIN;
 }
 
 static ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
@@ -141,19 +231,21 @@ static ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	struct pmv_cq *cq = pmv_cq(cq_fid);
 	ssize_t ret;
 
-	if (!__atomic_load_n(&cq->pmem_eps, __ATOMIC_RELAXED) &&
+	if (!__atomic_load_n(&cq->pmem_refs, __ATOMIC_RELAXED) &&
 	    !__atomic_load_n(&cq->aux_count, __ATOMIC_RELAXED))
 		return src_addr ? fi_cq_readfrom(cq->core, buf, count, src_addr) :
 				  fi_cq_read(cq->core, buf, count);
-	pmv_cq_progress(cq);
-	if (__atomic_load_n(&cq->aux_count, __ATOMIC_ACQUIRE)) {
-		ret = pmv_cq_pop_aux(cq, buf, count, src_addr);
-		if (ret != -FI_EAGAIN)
-			return ret;
+	pmv_cq_run_hooks(cq);
+	pthread_mutex_lock(&cq->lock);
+	ret = pmv_cq_pop_aux(cq, buf, count, src_addr);
+	if (ret == -FI_EAGAIN) {
+		ret = pmv_cq_read_core(cq, buf, count, src_addr);
+		/* completing internal ops may have queued commits */
+		if (ret == -FI_EAGAIN)
+			ret = pmv_cq_pop_aux(cq, buf, count, src_addr);
 	}
-	ret = src_addr ? fi_cq_readfrom(cq->core, buf, count, src_addr) :
-			 fi_cq_read(cq->core, buf, count);
-	return ret > 0 ? pmv_cq_filter_internal(cq, buf, src_addr, ret) : ret;
+	pthread_mutex_unlock(&cq->lock);
+	return ret;
 }
 
 static ssize_t pmv_cq_read(struct fid_cq *cq, void *buf, size_t count)
@@ -161,28 +253,66 @@ static ssize_t pmv_cq_read(struct fid_cq *cq, void *buf, size_t count)
 	return pmv_cq_readfrom(cq, buf, count, NULL);
 }
 
+/* An internal op's error read by readerr goes to its owner: true. */
+static bool pmv_cq_take_internal(struct pmv_cq *cq,
+				 const struct fi_cq_err_entry *err)
+{
+	struct pmv_iop *iop = pmv_iop_find(&cq->iops, err->op_context);
+
+	if (!iop)
+		return false;
+	pmv_iop_complete(&cq->iops, iop, err);
+	return true;
+}
+
+/* Copies a queued error out, err_data as fi_cq_readerr(3) says. */
+static void pmv_cq_give_error(struct pmv_cq *cq, struct fi_cq_err_entry *buf,
+			      struct fi_cq_err_entry *e)
+{
+	void *app_data = buf->err_data;
+	size_t app_size = buf->err_data_size, n;
+
+	*buf = *e;
+	if (e->err_data && app_size && app_data) {
+		n = e->err_data_size < app_size ? e->err_data_size : app_size;
+		memcpy(app_data, e->err_data, n);
+		buf->err_data = app_data;
+		buf->err_data_size = n;
+	} else if (e->err_data) {
+		n = e->err_data_size < sizeof(cq->errbuf) ?
+		    e->err_data_size : sizeof(cq->errbuf);
+		memcpy(cq->errbuf, e->err_data, n);
+		buf->err_data = cq->errbuf;
+		buf->err_data_size = n;
+	}
+	free(e->err_data);
+}
+
 static ssize_t pmv_cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
 			      uint64_t flags)
 {
 	struct pmv_cq *cq = pmv_cq(cq_fid);
+	struct fi_cq_err_entry e;
 	ssize_t ret = 0;
 
-	if (__atomic_load_n(&cq->aux_count, __ATOMIC_ACQUIRE)) {
-		pthread_mutex_lock(&cq->lock);
-		if (cq->aux_count && cq->aux[cq->aux_head].is_error) {
-			*buf = cq->aux[cq->aux_head].entry;
-			cq->aux_head = (cq->aux_head + 1) % PMV_CQ_AUX_SIZE;
-			cq->aux_count--;
-			ret = 1;
-		}
-		pthread_mutex_unlock(&cq->lock);
+	pthread_mutex_lock(&cq->lock);
+	pthread_mutex_lock(&cq->aux_lock);
+	if (cq->aux_count && cq->aux[cq->aux_head].is_error) {
+		e = cq->aux[cq->aux_head].entry;
+		cq->aux_head = (cq->aux_head + 1) % cq->aux_cap;
+		cq->aux_count--;
+		ret = 1;
 	}
-	if (ret)
-		return ret;
-	ret = fi_cq_readerr(cq->core, buf, flags);
-	if (ret > 0 && pmv_ictx_is_internal(buf->op_context) &&
-	    !pmv_commit_data_error(buf, buf))
-		return -FI_EAGAIN; /* its commit has already completed */
+	pthread_mutex_unlock(&cq->aux_lock);
+	if (ret) {
+		pmv_cq_give_error(cq, buf, &e);
+	} else {
+		ret = fi_cq_readerr(cq->core, buf, flags);
+		if (ret > 0 && __atomic_load_n(&cq->pmem_refs, __ATOMIC_RELAXED) &&
+		    pmv_cq_take_internal(cq, buf))
+			ret = -FI_EAGAIN;
+	}
+	pthread_mutex_unlock(&cq->lock);
 	return ret;
 }
 
@@ -237,8 +367,8 @@ static ssize_t pmv_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 		if (left <= 0)
 			return -FI_EAGAIN;
 		ret = pmv_core_sread(cq, buf, count, src_addr, cond, 1);
-		if (ret > 0)
-			ret = pmv_cq_filter_internal(cq, buf, src_addr, ret);
+		if (ret > 0 && !pmv_cq_filter_internal(cq, buf, src_addr, ret))
+			ret = -FI_EAGAIN;
 		if (ret != -FI_EAGAIN)
 			return ret;
 	}
@@ -276,6 +406,9 @@ const char *pmv_strerror(int prov_errno)
 			"FI_PMEMVERBS_METHOD names a method that is not "
 			"correct for the profile the target reported for this "
 			"key; use auto",
+		[PMV_ERR_CLOSED - PMV_ERR_BASE] = "commit canceled: its "
+			"endpoint was closed before the target acknowledged "
+			"it; its durability is unknown",
 		[PMV_ERR_REREGISTERED - PMV_ERR_BASE] = "commit's durability "
 			"unknown: the target closed a memory region while it "
 			"was in flight (the key may name other memory now); "
@@ -335,26 +468,26 @@ void pmv_cq_ref_pmem(struct pmv_cq *cq, int delta)
 	__atomic_fetch_add(&cq->pmem_refs, delta, __ATOMIC_RELAXED);
 }
 
-void pmv_cq_add_pmem_ep(struct pmv_cq *cq, struct pmv_ep *ep)
+void pmv_cq_add_hook(struct pmv_cq *cq, struct pmv_cq_hook *hook)
 {
-	pthread_mutex_lock(&cq->eps_lock);
-	ep->cq_next = cq->pmem_eps;
-	__atomic_store_n(&cq->pmem_eps, ep, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&cq->eps_lock);
+	pthread_mutex_lock(&cq->hooks_lock);
+	hook->next = cq->hooks;
+	__atomic_store_n(&cq->hooks, hook, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&cq->hooks_lock);
 }
 
-void pmv_cq_remove_pmem_ep(struct pmv_cq *cq, struct pmv_ep *ep)
+void pmv_cq_remove_hook(struct pmv_cq *cq, struct pmv_cq_hook *hook)
 {
-	struct pmv_ep **pp;
+	struct pmv_cq_hook **pp;
 
-	pthread_mutex_lock(&cq->eps_lock);
-	for (pp = &cq->pmem_eps; *pp; pp = &(*pp)->cq_next) {
-		if (*pp == ep) {
-			*pp = ep->cq_next;
+	pthread_mutex_lock(&cq->hooks_lock);
+	for (pp = &cq->hooks; *pp; pp = &(*pp)->next) {
+		if (*pp == hook) {
+			*pp = hook->next;
 			break;
 		}
 	}
-	pthread_mutex_unlock(&cq->eps_lock);
+	pthread_mutex_unlock(&cq->hooks_lock);
 }
 
 static int pmv_cq_close(struct fid *fid)
@@ -364,8 +497,17 @@ static int pmv_cq_close(struct fid *fid)
 
 	if (ret)
 		return ret;
+	pmv_iop_pool_fini(&cq->iops);
+	while (cq->aux_count) {
+		if (cq->aux[cq->aux_head].is_error)
+			free(cq->aux[cq->aux_head].entry.err_data);
+		cq->aux_head = (cq->aux_head + 1) % cq->aux_cap;
+		cq->aux_count--;
+	}
+	free(cq->aux);
 	pthread_mutex_destroy(&cq->lock);
-	pthread_mutex_destroy(&cq->eps_lock);
+	pthread_mutex_destroy(&cq->aux_lock);
+	pthread_mutex_destroy(&cq->hooks_lock);
 	free(cq);
 	return 0;
 }
@@ -400,7 +542,9 @@ int pmv_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 		return ret;
 	}
 	pthread_mutex_init(&cq->lock, NULL);
-	pthread_mutex_init(&cq->eps_lock, NULL);
+	pthread_mutex_init(&cq->aux_lock, NULL);
+	pthread_mutex_init(&cq->hooks_lock, NULL);
+	pmv_iop_pool_init(&cq->iops);
 	cq->format = attr->format ? attr->format : FI_CQ_FORMAT_CONTEXT;
 	cq->cq_fid.fid.fclass = FI_CLASS_CQ;
 	cq->cq_fid.fid.context = context;

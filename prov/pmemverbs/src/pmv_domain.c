@@ -61,30 +61,15 @@ static enum fi_pmem_profile pmv_ext_peer_profile(struct fid_ep *ep_fid,
 						 uint64_t key)
 {
 	struct pmv_ep *ep = pmv_ext_ep(ep_fid);
-	enum fi_pmem_profile profile = FI_PMEM_PROFILE_UNKNOWN;
-	unsigned i;
 
-	if (!ep)
-		return profile;
-	pthread_mutex_lock(&ep->lock);
-	for (i = 0; i < PMV_PEER_PROFILES; i++)
-		if (ep->peer_profiles[i].known && ep->peer_profiles[i].key == key)
-			profile = ep->peer_profiles[i].profile;
-	pthread_mutex_unlock(&ep->lock);
-	return profile;
+	return ep ? pmv_ini_peer_profile(ep, key) : FI_PMEM_PROFILE_UNKNOWN;
 }
 
 static enum fi_pmem_method pmv_ext_method(struct fid_ep *ep_fid, uint64_t key)
 {
 	struct pmv_ep *ep = pmv_ext_ep(ep_fid);
-	enum fi_pmem_method method;
 
-	if (!ep || !ep->pmem || !ep->peer.has_inbox)
-		return FI_PMEM_METHOD_NONE;
-	pthread_mutex_lock(&ep->lock);
-	method = pmv_ep_method(ep, key, 0);
-	pthread_mutex_unlock(&ep->lock);
-	return method;
+	return ep ? pmv_ini_method(ep, key) : FI_PMEM_METHOD_NONE;
 }
 
 static size_t pmv_ext_atomicity_chunk(struct fid_domain *domain)
@@ -100,9 +85,7 @@ static int pmv_ext_ep_counters(struct fid_ep *ep_fid,
 
 	if (!ep || !out)
 		return -FI_EINVAL;
-	pthread_mutex_lock(&ep->lock);
-	*out = ep->counters;
-	pthread_mutex_unlock(&ep->lock);
+	pmv_ini_counters(ep, out);
 	return 0;
 }
 
@@ -209,10 +192,12 @@ static uint8_t pmv_transport_of(const char *core_name,
 
 /* Records what the durability engine needs to know about the core domain. */
 static void pmv_domain_init_pmem(struct pmv_domain *dom,
+				 const struct fi_info *info,
 				 const struct fi_info *core_info)
 {
 	pthread_mutex_init(&dom->lock, NULL);
 	dom->mr_mode = core_info->domain_attr->mr_mode;
+	dom->caps = info->caps | (info->domain_attr ? info->domain_attr->caps : 0);
 	dom->inject_size = core_info->tx_attr->inject_size;
 	dom->iov_limit = core_info->tx_attr->iov_limit;
 	dom->rma_iov_limit = core_info->tx_attr->rma_iov_limit;
@@ -238,7 +223,7 @@ int pmv_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		goto err;
 	}
 	dom->fabric = fab;
-	pmv_domain_init_pmem(dom, core_info);
+	pmv_domain_init_pmem(dom, info, core_info);
 	fi_freeinfo(core_info);
 	dom->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
 	dom->domain_fid.fid.context = context;

@@ -20,16 +20,18 @@ static int pmv_ep_close(struct fid *fid)
 
 	if (ep->pmem) {
 		pmv_agent_remove(ep->domain, ep);
-		if (ep->tx_cq) {
-			pmv_cq_remove_pmem_ep(ep->tx_cq, ep);
-			pmv_cq_ref_pmem(ep->tx_cq, -1);
-		}
-		if (ep->rx_cq)
-			pmv_cq_ref_pmem(ep->rx_cq, -1);
+		if (ep->tx_cq)
+			pmv_cq_remove_hook(ep->tx_cq, &ep->hook);
 	}
 	ret = pmv_close_core(&ep->core->fid, "endpoint");
 	if (ret)
 		return ret;
+	if (ep->pmem) {
+		if (ep->tx_cq)
+			pmv_cq_ref_pmem(ep->tx_cq, -1);
+		if (ep->rx_cq)
+			pmv_cq_ref_pmem(ep->rx_cq, -1);
+	}
 	pmv_ep_pmem_fini(ep);
 	free(ep);
 	return 0;
@@ -47,7 +49,7 @@ static int pmv_ep_bind_cq(struct pmv_ep *ep, struct fid *bfid, uint64_t flags)
 	if (flags & FI_TRANSMIT) {
 		__atomic_store_n(&ep->tx_cq, cq, __ATOMIC_RELEASE);
 		ep->tx_selective = flags & FI_SELECTIVE_COMPLETION;
-		pmv_cq_add_pmem_ep(cq, ep);
+		pmv_cq_add_hook(cq, &ep->hook);
 		pmv_cq_ref_pmem(cq, 1);
 	}
 	if (flags & FI_RECV) {
@@ -57,6 +59,9 @@ static int pmv_ep_bind_cq(struct pmv_ep *ep, struct fid *bfid, uint64_t flags)
 	return 0;
 }
 
+/* Counter events that would count pmemverbs's own writes and reads. */
+#define PMV_CNTR_INTERNAL (FI_WRITE | FI_READ | FI_REMOTE_WRITE | FI_REMOTE_READ)
+
 static int pmv_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct pmv_ep *ep = pmv_container_of(fid, struct pmv_ep, ep_fid.fid);
@@ -64,6 +69,16 @@ static int pmv_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	if (ep->pmem && bfid && bfid->fclass == FI_CLASS_CQ &&
 	    pmv_core_fid(bfid))
 		return pmv_ep_bind_cq(ep, bfid, flags);
+	if (ep->pmem && bfid && bfid->fclass == FI_CLASS_CNTR &&
+	    (flags & PMV_CNTR_INTERNAL)) {
+		PMV_WARN(FI_LOG_EP_CTRL, "fi_ep_bind: a counter of FI_WRITE, "
+			 "FI_READ or remote RMA events on an FI_RMA_PMEM "
+			 "endpoint would count pmemverbs's internal writes and "
+			 "reads, and a commit's data write before it is "
+			 "durable; use the CQ for RMA completions (FI_SEND and "
+			 "FI_RECV counters are fine)\n");
+		return -FI_EOPNOTSUPP;
+	}
 	return pmv_bind_core(&ep->core->fid, bfid, flags);
 }
 
@@ -285,9 +300,8 @@ static int pmv_check_core_order(const struct fi_info *core_info)
 /* Releases what pmv_ep_pmem_init set up (after the core endpoint closed). */
 static void pmv_ep_pmem_fini(struct pmv_ep *ep)
 {
+	pmv_ini_close(ep);
 	pmv_inbox_close(ep);
-	pmv_ictx_release(ep);
-	pmv_scope_fini(&ep->scope);
 	pthread_mutex_destroy(&ep->lock);
 }
 
@@ -296,18 +310,28 @@ static int pmv_ep_pmem_init(struct pmv_ep *ep, const struct fi_info *info,
 			    const struct fi_info *core_info)
 {
 	pthread_mutex_init(&ep->lock, NULL);
-	pmv_scope_init(&ep->scope, pmv_params.extent_limit);
-	ep->next_seq = 1;
-	ep->ictx_index = -1;
 	ep->pmem = info->caps & FI_RMA_PMEM;
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+	if (!ep->pmem && (ep->tx_op_flags & FI_COMMIT_COMPLETE)) {
+		PMV_WARN(FI_LOG_EP_CTRL, "FI_COMMIT_COMPLETE in op_flags of an "
+			 "endpoint opened without FI_RMA_PMEM: pmemverbs makes "
+			 "commits durable only on FI_RMA_PMEM endpoints; add "
+			 "FI_RMA_PMEM to the caps\n");
+		return -FI_EOPNOTSUPP;
+	}
 	if (!ep->pmem)
 		return 0;
 	if (pmv_check_core_order(core_info))
 		return -FI_EOPNOTSUPP;
 	ep->raw_ordered = core_info->tx_attr->msg_order &
 			  (FI_ORDER_RAW | FI_ORDER_RMA_RAW);
-	return pmv_ictx_reserve(ep) ? -FI_ENOSPC : pmv_inbox_open(ep);
+	if (!(ep->domain->caps & FI_RMA_PMEM)) {
+		PMV_WARN(FI_LOG_EP_CTRL, "FI_RMA_PMEM endpoint on a domain "
+			 "opened without FI_RMA_PMEM in its caps; open the "
+			 "domain from an fi_info that has it\n");
+		return -FI_EOPNOTSUPP;
+	}
+	return pmv_ini_open(ep) ? -FI_ENOMEM : pmv_inbox_open(ep);
 }
 
 int pmv_endpoint(struct fid_domain *domain, struct fi_info *info,

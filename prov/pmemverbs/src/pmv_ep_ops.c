@@ -213,17 +213,22 @@ static ssize_t pmv_writev(struct fid_ep *ep, const struct iovec *iov,
 			 context);
 }
 
-/* Flags only a pmem endpoint accepts: FI_IMMED and unknown provider bits. */
-#define PMV_PMEM_ONLY_FLAGS (FI_IMMED | PMV_UNKNOWN_PROV_BITS)
+/*
+ * Flags only a pmem endpoint accepts: FI_COMMIT_COMPLETE (pmemverbs makes
+ * commits durable only there; the core's own FI_COMMIT_COMPLETE knows
+ * nothing of the target's persistence), FI_IMMED and unknown provider bits.
+ */
+#define PMV_PMEM_ONLY_FLAGS (FI_COMMIT_COMPLETE | FI_IMMED | PMV_UNKNOWN_PROV_BITS)
 
 static ssize_t pmv_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 			    uint64_t flags)
 {
 	if (flags & PMV_PMEM_ONLY_FLAGS) {
-		PMV_WARN(FI_LOG_EP_DATA, "fi_writemsg: FI_IMMED and provider "
-			 "flag bits need an endpoint opened with FI_RMA_PMEM\n");
+		PMV_WARN(FI_LOG_EP_DATA, "fi_writemsg: FI_COMMIT_COMPLETE, "
+			 "FI_IMMED and provider flag bits need an endpoint "
+			 "opened with FI_RMA_PMEM in its caps\n");
 		return (flags & PMV_UNKNOWN_PROV_BITS) ? -FI_EBADFLAGS :
-							 -FI_EINVAL;
+		       (flags & FI_IMMED) ? -FI_EINVAL : -FI_EOPNOTSUPP;
 	}
 	return fi_writemsg(core_ep(ep), msg, flags);
 }
@@ -525,12 +530,7 @@ static ssize_t pmv_pmem_readmsg(struct fid_ep *ep_fid,
 static ssize_t pmv_track(struct pmv_ep *ep, ssize_t ret, uint64_t key,
 			 uint64_t addr, uint64_t len)
 {
-	if (ret)
-		return ret;
-	pthread_mutex_lock(&ep->lock);
-	ret = pmv_scope_add(&ep->scope, key, addr, len);
-	pthread_mutex_unlock(&ep->lock);
-	return ret;
+	return ret ? ret : pmv_ini_track(ep, key, addr, len);
 }
 
 /*

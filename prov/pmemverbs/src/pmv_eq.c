@@ -146,7 +146,7 @@ static ssize_t pmv_eq_translate(uint32_t event, void *buf, ssize_t len)
 	case FI_SHUTDOWN:
 		ep = pmv_event_ep(entry->fid);
 		if (ep && ep->pmem)
-			pmv_commit_fail_all(ep, -FI_ENOTCONN);
+			pmv_ini_fail_all(ep, -FI_ENOTCONN);
 		return len;
 	default:
 		return len;

@@ -79,6 +79,13 @@ static int pmv_mr_persistence(struct pmv_mr *mr, const struct fi_mr_attr *attr,
 		pmv_persistence_volatile(&mr->persistence);
 		return 0;
 	}
+	if (!(mr->domain->caps & FI_RMA_PMEM)) {
+		PMV_WARN(FI_LOG_MR, "fi_mr_reg(FI_RMA_PMEM) on a domain opened "
+			 "without FI_RMA_PMEM in its caps: no endpoint of it "
+			 "could make commits durable; ask for FI_RMA_PMEM in "
+			 "the hints' caps\n");
+		return -FI_EOPNOTSUPP;
+	}
 	if (attr->iov_count != 1) {
 		PMV_WARN(FI_LOG_MR, "FI_RMA_PMEM: register persistent memory "
 			 "as one range (iov_count %zu)\n", attr->iov_count);

@@ -98,3 +98,10 @@ enum fi_pmem_method pmv_method_select(const struct pmv_key_facts *k,
 		return m == FI_PMEM_METHOD_SEND ? m : FI_PMEM_METHOD_AGENT;
 	return pmv_method_correct(m, k) ? m : FI_PMEM_METHOD_NONE;
 }
+
+/* True unless an override keeps agent commits off the send method. */
+bool pmv_method_may_send(void)
+{
+	return pmv_params.method == FI_PMEM_METHOD_NONE ||
+	       pmv_params.method == FI_PMEM_METHOD_SEND;
+}

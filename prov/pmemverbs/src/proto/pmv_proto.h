@@ -68,6 +68,8 @@ struct pmv_extent {
 
 #define PMV_REQ_IMMED 0x1     /* raise an FI_REMOTE_CQ_DATA completion */
 #define PMV_REQ_INLINE 0x2    /* the data follows the extents (send) */
+#define PMV_REQ_FENCE 0x4     /* refuse if one of the fence_back requests
+				 before this one, to the same key, failed */
 #define PMV_ACK_DDIO_OFF 0x1  /* the target declared inbound DMA bypasses
 				 its CPU caches (FI_PMEMVERBS_DDIO=0) */
 
@@ -77,7 +79,7 @@ struct pmv_req {
 	uint64_t data;        /* FI_IMMED completion data */
 	uint32_t flags;       /* PMV_REQ_* */
 	uint16_t nextents;
-	uint16_t reserved;
+	uint16_t fence_back;  /* PMV_REQ_FENCE: requests back to check */
 	uint32_t checksum;    /* over the request with this field 0 */
 	uint32_t reserved2;
 	struct pmv_extent ext[];

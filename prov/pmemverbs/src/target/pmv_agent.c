@@ -251,6 +251,45 @@ static bool pmv_agent_read_req(struct pmv_ep *ep, uint64_t seq,
 	return out->seq == seq && pmv_checksum(out, size) == sum;
 }
 
+/* An ack's completion: nothing waits for it; a failure is logged. */
+static void pmv_agent_ack_done(struct pmv_iop *iop,
+			       const struct fi_cq_err_entry *err)
+{
+	if (err && err->err != FI_ECANCELED)
+		PMV_WARN(FI_LOG_DOMAIN, "agent: an ack failed: %s\n",
+			 fi_strerror((int) err->err));
+	(void) iop;
+}
+
+/*
+ * Posts an ack into the peer's inbox with an iop of the transmit CQ as its
+ * context, so that even its error never reaches the application's CQ.
+ */
+static ssize_t pmv_agent_post_ack(struct pmv_ep *ep, struct pmv_ack *ack)
+{
+	struct pmv_cq *cq = __atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE);
+	struct iovec iov = { .iov_base = ack, .iov_len = sizeof(*ack) };
+	struct fi_rma_iov rma = {
+		.addr = pmv_peer_ack_addr(&ep->peer, ack->seq),
+		.len = sizeof(*ack), .key = ep->peer.inbox_key,
+	};
+	struct fi_msg_rma msg = { .msg_iov = &iov, .iov_count = 1,
+				  .rma_iov = &rma, .rma_iov_count = 1 };
+	ssize_t ret;
+
+	if (!cq) /* no CQ to complete in: nothing can report an error */
+		return fi_inject_write(ep->core, ack, sizeof(*ack), 0,
+				       rma.addr, rma.key);
+	msg.context = pmv_iop_get(&cq->iops, pmv_agent_ack_done, NULL,
+				  PMV_IOP_ACK, ack->seq);
+	if (!msg.context)
+		return -FI_EAGAIN;
+	ret = fi_writemsg(ep->core, &msg, FI_INJECT | FI_COMPLETION);
+	if (ret)
+		pmv_iop_put(&cq->iops, msg.context);
+	return ret;
+}
+
 /* Writes the ack for the last served request; false if the core is busy. */
 static bool pmv_agent_send_ack(struct pmv_ep *ep)
 {
@@ -264,9 +303,7 @@ static bool pmv_agent_send_ack(struct pmv_ep *ep)
 	ssize_t ret;
 
 	ack.checksum = pmv_checksum(&ack, sizeof(ack));
-	ret = fi_inject_write(ep->core, &ack, sizeof(ack), 0,
-			      pmv_peer_ack_addr(&ep->peer, ack.seq),
-			      ep->peer.inbox_key);
+	ret = pmv_agent_post_ack(ep, &ack);
 	if (ret == -FI_EAGAIN)
 		return false;
 	if (ret)
@@ -274,6 +311,54 @@ static bool pmv_agent_send_ack(struct pmv_ep *ep)
 			 (unsigned long long) ack.seq, fi_strerror((int) -ret));
 	ep->agent_unacked = 0;
 	return true;
+}
+
+/*
+ * A fenced request names how many requests back to look: if one of them,
+ * to its key, failed, the fenced data must not be placed.
+ */
+static bool pmv_agent_fence_broken(const struct pmv_ep *ep,
+				   const struct pmv_req *req)
+{
+	const struct pmv_agent_hist *h;
+	uint64_t s;
+
+	if (!(req->flags & PMV_REQ_FENCE))
+		return false;
+	for (s = req->seq - req->fence_back; s < req->seq; s++) {
+		h = &ep->agent_hist[(s - 1) % PMV_SLOTS];
+		if (h->seq == s && h->key == req->key && h->status)
+			return true;
+	}
+	return false;
+}
+
+/* Serves one request and remembers its outcome for later fences. */
+static void pmv_agent_serve_req(struct pmv_domain *dom, struct pmv_ep *ep,
+				struct pmv_req *req)
+{
+	struct pmv_agent_hist *h = &ep->agent_hist[(req->seq - 1) % PMV_SLOTS];
+
+	ep->agent_status = pmv_agent_fence_broken(ep, req) ? PMV_ERR_FENCE :
+			   pmv_agent_commit(dom, ep, req);
+	*h = (struct pmv_agent_hist) { .seq = req->seq, .key = req->key,
+				       .status = ep->agent_status };
+	ep->agent_unacked = ep->agent_seq++;
+}
+
+/*
+ * FI_IMMED entries the target application has not read yet, past which
+ * the agent stops serving FI_IMMED requests (the initiators then see their
+ * rings fill: -FI_EAGAIN), so that a flood cannot grow memory for ever.
+ */
+#define PMV_IMMED_BACKLOG 65536
+
+static bool pmv_agent_immed_blocked(struct pmv_ep *ep, const struct pmv_req *req)
+{
+	struct pmv_cq *rx = __atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE);
+
+	return (req->flags & PMV_REQ_IMMED) && rx &&
+	       pmv_cq_backlog(rx) >= PMV_IMMED_BACKLOG;
 }
 
 /* Serves the requests waiting in one endpoint's inbox; returns how many. */
@@ -288,10 +373,10 @@ static int pmv_agent_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep)
 	while (served < PMV_SLOTS) {
 		if (ep->agent_unacked && !pmv_agent_send_ack(ep))
 			break;
-		if (!pmv_agent_read_req(ep, ep->agent_seq, req, sizeof(buf)))
+		if (!pmv_agent_read_req(ep, ep->agent_seq, req, sizeof(buf)) ||
+		    pmv_agent_immed_blocked(ep, req))
 			break;
-		ep->agent_status = pmv_agent_commit(dom, ep, req);
-		ep->agent_unacked = ep->agent_seq++;
+		pmv_agent_serve_req(dom, ep, req);
 		served++;
 	}
 	return served;

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * pmemverbs: the initiator's commit engine (internal to initiator/).
+ *
+ * One commit ring per endpoint, one sequence space for every method.  A
+ * commit records the method chosen for it and the registration generation
+ * of the profile that choice was made under.  Methods are objects behind
+ * one ops table (pmv_m_*.c).  The engine state (struct pmv_ini) is
+ * reference counted: the endpoint holds one reference, every internal
+ * operation in flight another, so a completion that arrives after the
+ * endpoint closed finds its engine and is dropped there.
+ */
+#ifndef PMV_INITIATOR_H
+#define PMV_INITIATOR_H
+
+#include "pmv.h"
+#include "pmv_iop.h"
+
+#define PMV_RING 64 /* commits in flight per endpoint */
+
+enum pmv_commit_state {
+	PMV_C_FREE,
+	PMV_C_POSTED,   /* its operations are with the core */
+	PMV_C_DEFERRED, /* data posted; the op that follows waits for room */
+	PMV_C_DONE,     /* reported (or internal and finished) */
+};
+
+struct pmv_method_ops;
+
+struct pmv_commit {
+	enum pmv_commit_state state;
+	uint64_t cseq;       /* its number in the ring */
+	const struct pmv_method_ops *m;
+	void *context;
+	uint64_t key, flags, len, data;
+	uint32_t gen;        /* registration generation of the method choice */
+	bool internal;       /* a fence's flush: reports nothing */
+	bool silent;         /* an inject call's: no completion on success */
+	unsigned iops;       /* internal operations not completed yet */
+	bool answered;       /* the ack, or the flush op's completion, came */
+	bool reported;       /* the application was told */
+	int status;          /* 0 or a PMV_ERR_* code */
+	int core_err;        /* an internal op's fi_errno, if one failed */
+	uint64_t req_seq;    /* its request (agent, send), 0: none */
+	struct pmv_extent inl; /* send: where the data goes */
+	unsigned next;       /* ranges it covers, for a fallback to the agent */
+	struct pmv_extent ext[PMV_MAX_EXTENTS];
+};
+
+/* What the peer reported for a key, and the generation it held in. */
+#define PMV_PEER_KEYS 16
+struct pmv_key_fact {
+	bool known;
+	uint8_t profile;
+	uint8_t target_flags;
+	uint32_t gen;
+	uint64_t key;
+};
+
+/* Per key: a commit failed since the key's last fenced commit. */
+#define PMV_FENCE_KEYS 16
+struct pmv_fence_fail {
+	uint64_t key;
+	bool failed;
+};
+
+struct pmv_ini {
+	pthread_mutex_t lock;
+	int refs;              /* the endpoint's, one per iop in flight */
+	struct pmv_ep *ep;     /* NULL once the endpoint closed */
+	int error;             /* sticky: peer gone */
+	struct pmv_scope scope;
+	uint64_t head, tail;   /* commits [head, tail) are in the ring */
+	struct pmv_commit ring[PMV_RING];
+	uint64_t next_req, acked_req; /* request seqs (from 1) */
+	uint64_t req_commit[PMV_SLOTS]; /* request seq -> commit seq */
+	unsigned deferred;     /* commits in PMV_C_DEFERRED */
+	unsigned sends_busy;   /* send commits not acked (read without lock) */
+	struct pmv_key_fact facts[PMV_PEER_KEYS];
+	unsigned facts_next;
+	struct pmv_fence_fail fence_fail[PMV_FENCE_KEYS];
+	unsigned fence_fail_next;
+};
+
+/* A commit method (librpma's flush object: one implementation each). */
+struct pmv_method_ops {
+	enum fi_pmem_method id;
+	/* 0 if the commit can be posted now, else -FI_EAGAIN; lock held */
+	int (*can_post)(struct pmv_ini *ini, const struct fi_msg_rma *msg,
+			uint64_t flags);
+	/* posts c's operations: 0, -FI_EAGAIN (nothing sent) or PMV_ERR_* */
+	int (*post)(struct pmv_ini *ini, struct pmv_commit *c,
+		    const struct fi_msg_rma *msg);
+	/* posts what waits behind posted data: 0 or -FI_EAGAIN */
+	int (*resume)(struct pmv_ini *ini, struct pmv_commit *c);
+	/* the flush op (read-flush, completion write) of c completed */
+	void (*op_done)(struct pmv_ini *ini, struct pmv_commit *c);
+};
+
+extern const struct pmv_method_ops pmv_m_agent;
+extern const struct pmv_method_ops pmv_m_send;
+extern const struct pmv_method_ops pmv_m_read_flush;
+extern const struct pmv_method_ops pmv_m_completion;
+
+/* pmv_engine.c */
+struct pmv_commit *pmv_ini_commit(struct pmv_ini *ini, uint64_t cseq);
+bool pmv_ini_ring_full(const struct pmv_ini *ini);
+struct pmv_commit *pmv_ini_commit_new(struct pmv_ini *ini,
+				      const struct fi_msg_rma *msg,
+				      uint64_t flags);
+void pmv_ini_commit_drop(struct pmv_ini *ini, struct pmv_commit *c);
+int pmv_ini_post_op(struct pmv_ini *ini, struct pmv_commit *c,
+		    enum pmv_iop_kind kind, const struct fi_msg_rma *msg,
+		    uint64_t flags, bool read);
+void pmv_ini_finish(struct pmv_ini *ini, struct pmv_commit *c, int status);
+void pmv_ini_take_scope(struct pmv_ini *ini, struct pmv_commit *c,
+			unsigned max);
+bool pmv_ini_key_busy(const struct pmv_ini *ini, uint64_t key,
+		      const struct pmv_commit *upto, bool agent_family);
+uint32_t pmv_ini_gen(const struct pmv_ini *ini, uint64_t key);
+void pmv_ini_forget_facts(struct pmv_ini *ini, uint32_t gen);
+bool pmv_ini_fence_failed(struct pmv_ini *ini, uint64_t key, bool clear);
+
+/* pmv_m_agent.c: requests, shared by agent and send */
+int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
+		 const struct fi_msg_rma *inl, uint32_t fence_back);
+bool pmv_req_room(const struct pmv_ini *ini);
+void pmv_ini_poll_acks(struct pmv_ini *ini);
+int pmv_agent_resend(struct pmv_ini *ini, struct pmv_commit *c);
+
+/* pmv_m_send.c */
+bool pmv_send_fits(const struct pmv_ini *ini, const struct fi_msg_rma *msg);
+unsigned pmv_send_scope_room(const struct pmv_ini *ini,
+			     const struct fi_msg_rma *msg);
+void pmv_send_fill(struct pmv_req *req, const struct fi_msg_rma *msg);
+uint32_t pmv_send_fence_back(struct pmv_ini *ini, uint64_t key);
+bool pmv_send_overlaps(const struct pmv_ini *ini, uint64_t key,
+		       uint64_t addr, uint64_t len);
+
+/* pmv_m_read_flush.c */
+ssize_t pmv_flush_read(struct pmv_ini *ini, struct pmv_commit *c,
+		       enum pmv_iop_kind kind, uint64_t flags);
+int pmv_flush_post_fence(struct pmv_ini *ini, uint64_t key);
+
+#endif /* PMV_INITIATOR_H */

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * pmemverbs: the read-flush and completion methods.
+ *
+ * read-flush   the commit's data goes as a plain write, then an 8-byte
+ *              fi_read from the peer's inbox follows on the same
+ *              connection at once (seed 004 H9: no wait for the write).
+ *              The core orders the read behind the writes (FI_ORDER_RAW),
+ *              so its completion proves every earlier write of the
+ *              connection placed in the target's memory hierarchy: over
+ *              RDMA the read flushes the NIC's posted writes, over tcp the
+ *              target's progress copied them before answering.  The word
+ *              read is the target's registration generation: if it is not
+ *              the one the commit's method was chosen under, the key may
+ *              name other memory now, and the commit goes to the agent
+ *              over the ranges it covered (a change of method).
+ * completion   (WSP on ib/roce) the data write's own completion: the
+ *              responder NIC has the data, and its buffers are durable.
+ *              A pure flush, having no write, reads instead.
+ *
+ * A fenced commit waits in no call: a read first (every earlier write
+ * placed), then the data with the core's FI_FENCE (started only once that
+ * read completed), then the commit's own read.
+ */
+#include "pmv_initiator.h"
+
+_Static_assert(PMV_RING <= PMV_SLOTS, "a landing word per commit in flight");
+
+/* Posts the 8-byte read of the peer's generation word for commit c. */
+ssize_t pmv_flush_read(struct pmv_ini *ini, struct pmv_commit *c,
+		       enum pmv_iop_kind kind, uint64_t flags)
+{
+	struct pmv_ep *ep = ini->ep;
+	struct iovec iov = {
+		.iov_base = &ep->inbox.flush_words[c->cseq % PMV_SLOTS],
+		.iov_len = 8,
+	};
+	void *desc = fi_mr_desc(ep->inbox.mr);
+	struct fi_rma_iov rma = {
+		.addr = pmv_peer_gen_addr(&ep->peer), .len = 8,
+		.key = ep->peer.inbox_key,
+	};
+	struct fi_msg_rma msg = {
+		.msg_iov = &iov, .desc = &desc, .iov_count = 1,
+		.rma_iov = &rma, .rma_iov_count = 1,
+	};
+	int ret = pmv_ini_post_op(ini, c, kind, &msg, flags, true);
+
+	if (!ret)
+		ep->counters.flush_ops++;
+	return ret;
+}
+
+/* -FI_EAGAIN stays (nothing of the commit sent); other errors: gone. */
+static int pmv_flush_status(ssize_t ret)
+{
+	return ret == -FI_EAGAIN ? -FI_EAGAIN : ret ? PMV_ERR_PEER_GONE : 0;
+}
+
+/* Adds msg's ranges to the key's scope, so the flush op covers them. */
+static void pmv_flush_scope_add(struct pmv_ini *ini,
+				const struct fi_msg_rma *msg)
+{
+	size_t i;
+
+	for (i = 0; i < msg->rma_iov_count; i++)
+		pmv_scope_add(&ini->scope, msg->rma_iov[i].key,
+			      msg->rma_iov[i].addr, msg->rma_iov[i].len);
+}
+
+/* A send commit to the key in flight: its data is not placed yet. */
+static int pmv_flush_can_post(struct pmv_ini *ini,
+			      const struct fi_msg_rma *msg, uint64_t flags)
+{
+	uint64_t key = msg->rma_iov[0].key;
+
+	if (pmv_send_overlaps(ini, key, 0, 0))
+		return -FI_EAGAIN;
+	if ((flags & FI_FENCE) && pmv_ini_key_busy(ini, key, NULL, true))
+		return -FI_EAGAIN; /* the agent still persists earlier ones */
+	return 0;
+}
+
+/*
+ * The fence's read (fenced commits), then the data; the data carries the
+ * core's FI_FENCE.  0, or a status with nothing of the data sent.
+ */
+static int pmv_flush_post_data(struct pmv_ini *ini, struct pmv_commit *c,
+			       const struct fi_msg_rma *msg,
+			       enum pmv_iop_kind data_kind)
+{
+	uint64_t flags = c->flags & FI_INJECT;
+	int ret;
+
+	if (c->flags & FI_FENCE) {
+		ret = pmv_flush_status(pmv_flush_read(ini, c, PMV_IOP_FENCE, 0));
+		if (ret)
+			return ret;
+		flags |= FI_FENCE;
+	}
+	if (!msg->iov_count)
+		return 0;
+	if (data_kind == PMV_IOP_DATA)
+		flags |= FI_MORE; /* the read follows at once */
+	ret = pmv_ini_post_op(ini, c, data_kind, msg, flags, false);
+	if (!ret)
+		pmv_flush_scope_add(ini, msg);
+	return pmv_flush_status(ret);
+}
+
+static int pmv_read_flush_post(struct pmv_ini *ini, struct pmv_commit *c,
+			       const struct fi_msg_rma *msg)
+{
+	int ret = pmv_flush_post_data(ini, c, msg, PMV_IOP_DATA);
+
+	if (ret)
+		return ret;
+	pmv_ini_take_scope(ini, c, PMV_MAX_EXTENTS);
+	ret = pmv_flush_status(pmv_flush_read(ini, c, PMV_IOP_FLUSH, 0));
+	if (ret == -FI_EAGAIN && msg->iov_count) {
+		c->state = PMV_C_DEFERRED; /* the read goes from progress */
+		ini->deferred++;
+		return 0;
+	}
+	return ret;
+}
+
+static int pmv_read_flush_resume(struct pmv_ini *ini, struct pmv_commit *c)
+{
+	ssize_t ret = pmv_flush_read(ini, c, PMV_IOP_FLUSH, 0);
+
+	if (ret && ret != -FI_EAGAIN)
+		pmv_ini_finish(ini, c, PMV_ERR_PEER_GONE);
+	return ret == -FI_EAGAIN ? -FI_EAGAIN : 0;
+}
+
+/*
+ * The read completed: durable, unless the target closed a region since
+ * the commit's method was chosen; then the agent persists its ranges.
+ */
+static void pmv_read_flush_op_done(struct pmv_ini *ini, struct pmv_commit *c)
+{
+	uint32_t gen = (uint32_t) __atomic_load_n(
+		&ini->ep->inbox.flush_words[c->cseq % PMV_SLOTS],
+		__ATOMIC_ACQUIRE);
+
+	if (gen == c->gen) {
+		pmv_ini_finish(ini, c, 0);
+		return;
+	}
+	PMV_INFO(FI_LOG_EP_DATA, "the target closed a region (generation %u, "
+		 "method chosen in %u): the commit goes to the agent\n",
+		 gen, c->gen);
+	pmv_ini_forget_facts(ini, gen);
+	pmv_agent_resend(ini, c);
+}
+
+const struct pmv_method_ops pmv_m_read_flush = {
+	.id = FI_PMEM_METHOD_READ_FLUSH,
+	.can_post = pmv_flush_can_post,
+	.post = pmv_read_flush_post,
+	.resume = pmv_read_flush_resume,
+	.op_done = pmv_read_flush_op_done,
+};
+
+/* The data write is the flush op; a pure flush reads. */
+static int pmv_completion_post(struct pmv_ini *ini, struct pmv_commit *c,
+			       const struct fi_msg_rma *msg)
+{
+	int ret = pmv_flush_post_data(ini, c, msg, PMV_IOP_FLUSH);
+
+	if (ret || msg->iov_count) {
+		if (!ret)
+			pmv_ini_take_scope(ini, c, PMV_MAX_EXTENTS);
+		return ret;
+	}
+	pmv_ini_take_scope(ini, c, PMV_MAX_EXTENTS);
+	return pmv_flush_status(pmv_flush_read(ini, c, PMV_IOP_FLUSH, 0));
+}
+
+static int pmv_completion_resume(struct pmv_ini *ini, struct pmv_commit *c)
+{
+	(void) ini;
+	(void) c;
+	return 0;
+}
+
+static void pmv_completion_op_done(struct pmv_ini *ini, struct pmv_commit *c)
+{
+	pmv_ini_finish(ini, c, 0);
+}
+
+const struct pmv_method_ops pmv_m_completion = {
+	.id = FI_PMEM_METHOD_COMPLETION,
+	.can_post = pmv_flush_can_post,
+	.post = pmv_completion_post,
+	.resume = pmv_completion_resume,
+	.op_done = pmv_completion_op_done,
+};

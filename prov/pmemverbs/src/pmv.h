@@ -61,6 +61,7 @@ struct pmv_params {
 	int agent_spin_us;    /* FI_PMEMVERBS_AGENT_SPIN_US */
 	char *oracle;         /* FI_PMEMVERBS_ORACLE (test only) */
 	int fault_skip;       /* FI_PMEMVERBS_FAULT_SKIP_EXTENT (test only) */
+	int fault_core;       /* FI_PMEMVERBS_FAULT_CORE_OP (test only) */
 };
 extern struct pmv_params pmv_params;
 
@@ -84,7 +85,8 @@ struct pmv_persistence {
 struct pmv_key_scope {
 	uint64_t key;
 	unsigned count;
-	struct pmv_extent ext[PMV_MAX_EXTENTS];
+	/* one more than the limit: an insert lands before the merge */
+	struct pmv_extent ext[PMV_MAX_EXTENTS + 1];
 };
 
 struct pmv_scope {

@@ -64,6 +64,12 @@ static void pmv_define_params(void)
 			"Test only: a shared file where the agent records "
 			"every range it persists (the persistence oracle). "
 			"Default: unset.");
+	fi_param_define(&pmv_prov, "fault_core_op", FI_PARAM_INT,
+			"Test only: the N-th operation the commit engine posts "
+			"to the core (a data write, flush read or request) "
+			"fails with FI_EIO as if the core had refused it; the "
+			"commit must end in an error return or completion, "
+			"never a hang or a false success (default: 0, off)");
 	fi_param_define(&pmv_prov, "fault_skip_extent", FI_PARAM_INT,
 			"Test only: the agent skips persisting its N-th extent "
 			"(0 = never), to show the persistence oracle catches "
@@ -107,6 +113,7 @@ static void pmv_read_params(void)
 	fi_param_get_int(&pmv_prov, "agent_spin_us", &pmv_params.agent_spin_us);
 	fi_param_get_str(&pmv_prov, "oracle", &pmv_params.oracle);
 	fi_param_get_int(&pmv_prov, "fault_skip_extent", &pmv_params.fault_skip);
+	fi_param_get_int(&pmv_prov, "fault_core_op", &pmv_params.fault_core);
 }
 
 FI_EXT_INI

@@ -145,3 +145,42 @@ Test(scope, a_small_request_still_covers_everything)
 	for (unsigned take_max = 1; take_max <= 5; take_max++)
 		check_coverage_property(PMV_MAX_EXTENTS, take_max, take_max);
 }
+
+/*
+ * Several keys at every limit up to PMV_MAX_EXTENTS: a key's scope never
+ * writes past its own extents (at limit 16 an insert once stored ext[16],
+ * the next key's scope), and each key keeps covering its own writes.
+ */
+Test(scope, full_limit_keeps_every_key_intact)
+{
+	struct pmv_extent out[PMV_MAX_EXTENTS];
+	struct pmv_scope s;
+	unsigned limit, n, i;
+	uint64_t key, off;
+
+	for (limit = 1; limit <= PMV_MAX_EXTENTS; limit++) {
+		pmv_scope_init(&s, limit);
+		for (i = 0; i < 40; i++)
+			for (key = 1; key <= 3; key++)
+				cr_assert_eq(pmv_scope_add(&s, key,
+					     key * 1000000 + i * 64, 8), 0);
+		for (key = 1; key <= 3; key++) {
+			n = pmv_scope_take(&s, key, out, PMV_MAX_EXTENTS);
+			cr_assert(n >= 1 && n <= limit, "limit %u key %lu: %u "
+				  "extents", limit, (unsigned long) key, n);
+			for (i = 0; i < 40; i++) {
+				off = key * 1000000 + i * 64;
+				bool covered = false;
+
+				for (unsigned e = 0; e < n; e++)
+					covered |= off >= out[e].addr &&
+						   off + 8 <= out[e].addr + out[e].len;
+				cr_assert(covered, "limit %u key %lu: a write "
+					  "at %lu left the scope", limit,
+					  (unsigned long) key,
+					  (unsigned long) off);
+			}
+		}
+		pmv_scope_fini(&s);
+	}
+}

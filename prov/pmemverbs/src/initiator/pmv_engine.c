@@ -244,6 +244,16 @@ static void pmv_ini_iop_done(struct pmv_iop *iop,
 	pmv_ini_unref(ini);
 }
 
+/* True when fault injection says the engine's next core call fails. */
+static bool pmv_ini_fault(void)
+{
+	static uint64_t calls;
+
+	return pmv_params.fault_core > 0 &&
+	       __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED) ==
+	       (uint64_t) pmv_params.fault_core;
+}
+
 /*
  * Posts one internal operation of commit c to the core (a write, or a read
  * if read is set) with an iop as its context and a completion requested.
@@ -258,6 +268,8 @@ int pmv_ini_post_op(struct pmv_ini *ini, struct pmv_commit *c,
 	struct pmv_iop *iop;
 	ssize_t ret;
 
+	if (pmv_ini_fault())
+		return -FI_EIO;
 	iop = pmv_iop_get(&ep->tx_cq->iops, pmv_ini_iop_done, ini, kind,
 			  c->cseq);
 	if (!iop)

@@ -140,6 +140,11 @@ bool pmv_send_overlaps(const struct pmv_ini *ini, uint64_t key,
 /* pmv_m_read_flush.c */
 ssize_t pmv_flush_read(struct pmv_ini *ini, struct pmv_commit *c,
 		       enum pmv_iop_kind kind, uint64_t flags);
-int pmv_flush_post_fence(struct pmv_ini *ini, uint64_t key);
+int pmv_flush_status(ssize_t ret);
+int pmv_flush_can_post(struct pmv_ini *ini, const struct fi_msg_rma *msg,
+		       uint64_t flags);
+int pmv_flush_post_data(struct pmv_ini *ini, struct pmv_commit *c,
+			const struct fi_msg_rma *msg,
+			enum pmv_iop_kind data_kind);
 
 #endif /* PMV_INITIATOR_H */

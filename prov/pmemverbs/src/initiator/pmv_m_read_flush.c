@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmemverbs: the read-flush and completion methods.
+ * pmemverbs: the read-flush method.
  *
  * read-flush   the commit's data goes as a plain write, then an 8-byte
  *              fi_read from the peer's inbox follows on the same
@@ -14,9 +14,7 @@
  *              the one the commit's method was chosen under, the key may
  *              name other memory now, and the commit goes to the agent
  *              over the ranges it covered (a change of method).
- * completion   (WSP on ib/roce) the data write's own completion: the
- *              responder NIC has the data, and its buffers are durable.
- *              A pure flush, having no write, reads instead.
+ * (The completion method, pmv_m_completion.c, shares the fenced data path.)
  *
  * A fenced commit waits in no call: a read first (every earlier write
  * placed), then the data with the core's FI_FENCE (started only once that
@@ -52,7 +50,7 @@ ssize_t pmv_flush_read(struct pmv_ini *ini, struct pmv_commit *c,
 }
 
 /* -FI_EAGAIN stays (nothing of the commit sent); other errors: gone. */
-static int pmv_flush_status(ssize_t ret)
+int pmv_flush_status(ssize_t ret)
 {
 	return ret == -FI_EAGAIN ? -FI_EAGAIN : ret ? PMV_ERR_PEER_GONE : 0;
 }
@@ -69,7 +67,7 @@ static void pmv_flush_scope_add(struct pmv_ini *ini,
 }
 
 /* A send commit to the key in flight: its data is not placed yet. */
-static int pmv_flush_can_post(struct pmv_ini *ini,
+int pmv_flush_can_post(struct pmv_ini *ini,
 			      const struct fi_msg_rma *msg, uint64_t flags)
 {
 	uint64_t key = msg->rma_iov[0].key;
@@ -85,7 +83,7 @@ static int pmv_flush_can_post(struct pmv_ini *ini,
  * The fence's read (fenced commits), then the data; the data carries the
  * core's FI_FENCE.  0, or a status with nothing of the data sent.
  */
-static int pmv_flush_post_data(struct pmv_ini *ini, struct pmv_commit *c,
+int pmv_flush_post_data(struct pmv_ini *ini, struct pmv_commit *c,
 			       const struct fi_msg_rma *msg,
 			       enum pmv_iop_kind data_kind)
 {
@@ -161,39 +159,4 @@ const struct pmv_method_ops pmv_m_read_flush = {
 	.post = pmv_read_flush_post,
 	.resume = pmv_read_flush_resume,
 	.op_done = pmv_read_flush_op_done,
-};
-
-/* The data write is the flush op; a pure flush reads. */
-static int pmv_completion_post(struct pmv_ini *ini, struct pmv_commit *c,
-			       const struct fi_msg_rma *msg)
-{
-	int ret = pmv_flush_post_data(ini, c, msg, PMV_IOP_FLUSH);
-
-	if (ret || msg->iov_count) {
-		if (!ret)
-			pmv_ini_take_scope(ini, c, PMV_MAX_EXTENTS);
-		return ret;
-	}
-	pmv_ini_take_scope(ini, c, PMV_MAX_EXTENTS);
-	return pmv_flush_status(pmv_flush_read(ini, c, PMV_IOP_FLUSH, 0));
-}
-
-static int pmv_completion_resume(struct pmv_ini *ini, struct pmv_commit *c)
-{
-	(void) ini;
-	(void) c;
-	return 0;
-}
-
-static void pmv_completion_op_done(struct pmv_ini *ini, struct pmv_commit *c)
-{
-	pmv_ini_finish(ini, c, 0);
-}
-
-const struct pmv_method_ops pmv_m_completion = {
-	.id = FI_PMEM_METHOD_COMPLETION,
-	.can_post = pmv_flush_can_post,
-	.post = pmv_completion_post,
-	.resume = pmv_completion_resume,
-	.op_done = pmv_completion_op_done,
 };

@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * Unit tests: the initiator's commit engine (initiator/) against a fake
+ * core endpoint that records what is posted and fails the N-th call on
+ * demand (librpma's fault-injection pattern).  Completions and acks are
+ * delivered by hand, so every path is driven without a network: a commit
+ * is reported once, never before its ack (or flush op), with its own
+ * context; a failure at any core call ends in an error return or an error
+ * completion; a closed endpoint's late completions are dropped.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "pmv.h"
+
+/* The fake core endpoint. */
+#define MAX_POSTS 64
+struct post {
+	bool read;
+	uint64_t flags;
+	uint64_t addr;
+	size_t len;
+	void *context;
+	uint8_t bytes[256];
+};
+static struct post g_posts[MAX_POSTS];
+static unsigned g_nposts;
+static unsigned g_calls, g_fail_at; /* fail the g_fail_at-th call */
+static ssize_t g_fail_ret = -FI_EIO;
+
+static ssize_t fake_post(const struct fi_msg_rma *msg, uint64_t flags,
+			 bool read)
+{
+	struct post *p;
+
+	if (++g_calls == g_fail_at)
+		return g_fail_ret;
+	cr_assert_lt(g_nposts, MAX_POSTS);
+	p = &g_posts[g_nposts++];
+	memset(p, 0, sizeof(*p));
+	p->read = read;
+	p->flags = flags;
+	p->addr = msg->rma_iov[0].addr;
+	p->len = msg->rma_iov[0].len;
+	p->context = msg->context;
+	if (!read && msg->iov_count && msg->msg_iov[0].iov_len <= sizeof(p->bytes))
+		memcpy(p->bytes, msg->msg_iov[0].iov_base, msg->msg_iov[0].iov_len);
+	return 0;
+}
+
+static ssize_t fake_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
+			     uint64_t flags)
+{
+	(void) ep;
+	return fake_post(msg, flags, false);
+}
+
+static ssize_t fake_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
+			    uint64_t flags)
+{
+	(void) ep;
+	return fake_post(msg, flags, true);
+}
+
+static struct fi_ops_rma g_fake_rma = {
+	.size = sizeof(struct fi_ops_rma),
+	.writemsg = fake_writemsg,
+	.readmsg = fake_readmsg,
+};
+static struct fid_ep g_core_ep = { .rma = &g_fake_rma };
+static struct fid_mr g_inbox_mr;
+
+/* The pmemverbs objects around it. */
+static struct pmv_domain g_dom;
+static struct pmv_cq *g_cq;
+static struct pmv_ep *g_ep;
+
+#define INBOX_KEY 0x77
+#define REGION_KEY 0x1234
+
+static struct pmv_ep *open_ep(void)
+{
+	struct pmv_ep *ep = calloc(1, sizeof(*ep));
+
+	ep->core = &g_core_ep;
+	ep->domain = &g_dom;
+	ep->pmem = true;
+	ep->tx_cq = g_cq;
+	ep->raw_ordered = true;
+	ep->inbox.slot_size = 128;
+	ep->inbox.size = 64 * sizeof(struct pmv_ack) + 64 * 128 + 64 + 64 * 8;
+	ep->inbox.mem = calloc(1, ep->inbox.size);
+	ep->inbox.gen_word = (uint64_t *) ((char *) ep->inbox.mem +
+					   64 * sizeof(struct pmv_ack) + 64 * 128);
+	ep->inbox.flush_words = ep->inbox.gen_word + 8;
+	ep->inbox.mr = &g_inbox_mr;
+	ep->peer = (struct pmv_peer) {
+		.known = true, .has_inbox = true, .inbox_key = INBOX_KEY,
+		.slots = PMV_SLOTS, .slot_size = 128,
+		.transport = PMV_TRANSPORT_TCP,
+	};
+	cr_assert_eq(pmv_ini_open(ep), 0);
+	pmv_cq_add_hook(g_cq, &ep->hook);
+	return ep;
+}
+
+static void close_ep(struct pmv_ep *ep)
+{
+	pmv_cq_remove_hook(g_cq, &ep->hook);
+	pmv_ini_close(ep);
+	free(ep->inbox.mem);
+	free(ep);
+}
+
+static void setup(void)
+{
+	memset(&g_dom, 0, sizeof(g_dom));
+	pthread_mutex_init(&g_dom.lock, NULL);
+	g_dom.inject_size = 128;
+	g_dom.caps = FI_RMA_PMEM;
+	pmv_params.extent_limit = 4;
+	pmv_params.method = FI_PMEM_METHOD_NONE;
+	g_cq = calloc(1, sizeof(*g_cq));
+	pthread_mutex_init(&g_cq->lock, NULL);
+	pthread_mutex_init(&g_cq->aux_lock, NULL);
+	pthread_mutex_init(&g_cq->hooks_lock, NULL);
+	pmv_iop_pool_init(&g_cq->iops);
+	g_nposts = g_calls = g_fail_at = 0;
+	g_fail_ret = -FI_EIO;
+	g_ep = open_ep();
+}
+
+static void teardown(void)
+{
+	if (g_ep)
+		close_ep(g_ep);
+	pmv_iop_pool_fini(&g_cq->iops);
+	free(g_cq->aux);
+	free(g_cq);
+}
+
+TestSuite(engine, .init = setup, .fini = teardown);
+
+/* Delivers the completion of post i (err 0: success). */
+static void complete_post(unsigned i, int err)
+{
+	struct fi_cq_err_entry e = { .op_context = g_posts[i].context,
+				     .err = err };
+	struct pmv_iop *iop = pmv_iop_find(&g_cq->iops, g_posts[i].context);
+
+	cr_assert_not_null(iop, "post %u has no internal context", i);
+	pmv_iop_complete(&g_cq->iops, iop, err ? &e : NULL);
+}
+
+/* Writes the ack of request seq into ep's inbox, as the agent would. */
+static void ack(struct pmv_ep *ep, uint64_t seq, int status, uint8_t profile,
+		uint32_t gen)
+{
+	struct pmv_ack a = { .seq = seq, .status = status, .profile = profile,
+			     .mr_gen = gen };
+
+	a.checksum = pmv_checksum(&a, sizeof(a));
+	memcpy(pmv_inbox_ack(&ep->inbox, seq), &a, sizeof(a));
+	ep->hook.progress(ep->hook.arg);
+}
+
+/* Pops one entry of the CQ's own queue; false if none. */
+static bool pop(struct fi_cq_err_entry *out, bool *is_error)
+{
+	struct pmv_cq_aux *a;
+
+	if (!g_cq->aux_count)
+		return false;
+	a = &g_cq->aux[g_cq->aux_head];
+	*out = a->entry;
+	*is_error = a->is_error;
+	g_cq->aux_head = (g_cq->aux_head + 1) % g_cq->aux_cap;
+	g_cq->aux_count--;
+	return true;
+}
+
+static ssize_t commit(struct pmv_ep *ep, uint64_t off, size_t len,
+		      uint64_t flags, void *ctx)
+{
+	static uint8_t buf[4096];
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct fi_rma_iov rma = { .addr = off, .len = len, .key = REGION_KEY };
+	struct fi_msg_rma msg = { .msg_iov = &iov, .iov_count = len ? 1 : 0,
+				  .rma_iov = &rma, .rma_iov_count = 1,
+				  .context = ctx };
+
+	return pmv_commit_writemsg(ep, &msg, FI_COMMIT_COMPLETE | flags);
+}
+
+Test(engine, agent_commit_completes_only_at_its_ack)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+	int ctx;
+
+	cr_assert_eq(commit(g_ep, 0, 1000, 0, &ctx), 0);
+	cr_assert_eq(g_nposts, 2, "data write and request");
+	cr_assert(!g_posts[0].read && g_posts[0].addr == 0);
+	cr_assert_eq(g_posts[1].flags & FI_INJECT, FI_INJECT);
+	complete_post(0, 0);
+	complete_post(1, 0);
+	g_ep->hook.progress(g_ep->hook.arg);
+	cr_assert(!pop(&e, &err), "completed before the target's ack");
+	ack(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 0);
+	cr_assert(pop(&e, &err));
+	cr_assert(!err);
+	cr_assert_eq(e.op_context, &ctx);
+	cr_assert(!pop(&e, &err), "reported twice");
+}
+
+Test(engine, ack_before_the_data_write_completes_waits_for_it)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+	int ctx;
+
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
+	ack(g_ep, 1, 0, FI_PMEM_PROFILE_DMP, 0);
+	cr_assert(!pop(&e, &err), "completed with its data write in flight");
+	complete_post(0, 0);
+	complete_post(1, 0);
+	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx);
+}
+
+/* Every core call of an agent commit, failed in turn. */
+Test(engine, a_failed_core_call_never_completes_a_commit)
+{
+	for (unsigned n = 1; n <= 2; n++) {
+		struct fi_cq_err_entry e;
+		bool err, reported = false;
+		ssize_t ret;
+		int ctx;
+
+		close_ep(g_ep);
+		g_nposts = g_calls = 0;
+		g_fail_at = g_calls + n;
+		g_ep = open_ep();
+		ret = commit(g_ep, 0, 64, 0, &ctx);
+		for (unsigned i = 0; i < g_nposts; i++)
+			complete_post(i, 0);
+		g_ep->hook.progress(g_ep->hook.arg);
+		while (pop(&e, &err))
+			if (e.op_context == &ctx) {
+				cr_assert(err, "call %u failed, yet the commit "
+					  "succeeded", n);
+				reported = true;
+			}
+		cr_assert(ret < 0 || reported, "call %u failed: neither an "
+			  "error return (%zd) nor an error completion", n, ret);
+		cr_assert(ret != -FI_EAGAIN || g_nposts == 0,
+			  "-FI_EAGAIN after something was sent");
+	}
+}
+
+Test(engine, a_request_the_core_cannot_take_waits_in_the_ring)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+	int ctx, ctx2;
+
+	g_fail_at = 2; /* the request after the data */
+	g_fail_ret = -FI_EAGAIN;
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0, "the data went");
+	cr_assert_eq(g_nposts, 1);
+	cr_assert_eq(commit(g_ep, 4096, 64, 0, &ctx2), -FI_EAGAIN,
+		     "a later commit must not overtake the waiting request");
+	g_ep->hook.progress(g_ep->hook.arg); /* the request goes now */
+	cr_assert_eq(g_nposts, 2);
+	cr_assert_eq(g_posts[1].addr, pmv_peer_req_addr(&g_ep->peer, 1));
+	complete_post(0, 0);
+	complete_post(1, 0);
+	ack(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 0);
+	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx);
+}
+
+Test(engine, an_internal_error_completes_the_commit_with_its_context)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+	int ctx;
+
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
+	complete_post(0, FI_ECONNRESET);
+	cr_assert(pop(&e, &err));
+	cr_assert(err);
+	cr_assert_eq(e.op_context, &ctx);
+	cr_assert_eq(e.err, FI_ECONNRESET);
+	complete_post(1, FI_ECONNRESET);
+	ack(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 0);
+	cr_assert(!pop(&e, &err), "reported twice");
+}
+
+/*
+ * A closed endpoint's commit is canceled, and its late completions go to
+ * its own engine: a new endpoint on the same CQ sees none of them.
+ */
+Test(engine, a_closed_endpoints_late_completions_are_dropped)
+{
+	struct fi_cq_err_entry e;
+	struct pmv_ep *next;
+	bool err;
+	int ctx_old, ctx_new;
+
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx_old), 0);
+	close_ep(g_ep);
+	g_ep = NULL;
+	cr_assert(pop(&e, &err) && err && e.op_context == &ctx_old);
+	cr_assert_eq(e.err, FI_ECANCELED);
+	next = open_ep();
+	cr_assert_eq(commit(next, 0, 64, 0, &ctx_new), 0);
+	complete_post(0, FI_ECANCELED); /* the old endpoint's, late */
+	complete_post(1, 0);
+	cr_assert(!pop(&e, &err), "a stale completion reached the new "
+		  "endpoint");
+	complete_post(2, 0);
+	complete_post(3, 0);
+	ack(next, 1, 0, FI_PMEM_PROFILE_PAGE, 0);
+	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx_new);
+	g_ep = next;
+}
+
+/* Learns a key's profile (MHP) through an agent commit. */
+static void learn_mhp(uint32_t gen)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+
+	cr_assert_eq(commit(g_ep, 0, 8, 0, NULL), 0);
+	complete_post(g_nposts - 2, 0);
+	complete_post(g_nposts - 1, 0);
+	ack(g_ep, 1, 0, FI_PMEM_PROFILE_MHP, gen);
+	cr_assert(pop(&e, &err) && !err);
+}
+
+Test(engine, read_flush_completes_at_its_read)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+	unsigned first;
+	int ctx;
+
+	learn_mhp(5);
+	first = g_nposts;
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
+	cr_assert_eq(g_nposts, first + 2);
+	cr_assert(g_posts[first + 1].read, "a read follows the data");
+	complete_post(first, 0);
+	cr_assert(!pop(&e, &err), "completed before its read");
+	g_ep->inbox.flush_words[(first / 2) % PMV_SLOTS] = 5;
+	for (unsigned i = 0; i < PMV_SLOTS; i++)
+		g_ep->inbox.flush_words[i] = 5;
+	complete_post(first + 1, 0);
+	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx);
+}
+
+/*
+ * The target re-registered (generation 5 -> 6) while an ack of another key
+ * arrived: the read-flush commit, decided in generation 5, goes to the
+ * agent instead of completing.
+ */
+Test(engine, a_new_generation_sends_the_commit_to_the_agent)
+{
+	struct fi_cq_err_entry e;
+	unsigned first;
+	bool err;
+	int ctx;
+
+	learn_mhp(5);
+	first = g_nposts;
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
+	for (unsigned i = 0; i < PMV_SLOTS; i++)
+		g_ep->inbox.flush_words[i] = 6;
+	complete_post(first, 0);
+	complete_post(first + 1, 0);
+	cr_assert(!pop(&e, &err), "completed on a stale profile");
+	cr_assert_eq(g_nposts, first + 3, "a request to the agent");
+	cr_assert_eq(g_posts[first + 2].addr,
+		     pmv_peer_req_addr(&g_ep->peer, 2));
+	complete_post(first + 2, 0);
+	ack(g_ep, 2, 0, FI_PMEM_PROFILE_PAGE, 6);
+	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx);
+}
+
+Test(engine, a_fence_after_a_failure_to_its_key_fails)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+
+	cr_assert_eq(commit(g_ep, 0, 64, 0, NULL), 0);
+	complete_post(0, 0);
+	complete_post(1, 0);
+	ack(g_ep, 1, PMV_ERR_RANGE, 0, 0);
+	cr_assert(pop(&e, &err) && err);
+	cr_assert_eq(commit(g_ep, 0, 8, FI_FENCE, NULL), -FI_EIO);
+}
+
+Test(engine, a_failure_to_another_key_leaves_the_fence_alone)
+{
+	struct fi_cq_err_entry e;
+	struct iovec iov = { .iov_base = &e, .iov_len = 8 };
+	struct fi_rma_iov rma = { .addr = 0, .len = 8, .key = REGION_KEY + 1 };
+	struct fi_msg_rma msg = { .msg_iov = &iov, .iov_count = 1,
+				  .rma_iov = &rma, .rma_iov_count = 1 };
+	bool err;
+
+	cr_assert_eq(pmv_commit_writemsg(g_ep, &msg, FI_COMMIT_COMPLETE), 0);
+	complete_post(0, 0);
+	complete_post(1, 0);
+	ack(g_ep, 1, PMV_ERR_NO_KEY, 0, 0);
+	cr_assert(pop(&e, &err) && err);
+	cr_assert_eq(commit(g_ep, 0, 8, FI_FENCE, NULL), 0);
+}
+
+Test(engine, a_null_msg_iov_is_refused)
+{
+	struct fi_rma_iov rma = { .addr = 0, .len = 8, .key = REGION_KEY };
+	struct fi_msg_rma msg = { .iov_count = 1, .rma_iov = &rma,
+				  .rma_iov_count = 1 };
+
+	cr_assert_eq(pmv_commit_writemsg(g_ep, &msg, FI_COMMIT_COMPLETE),
+		     -FI_EINVAL);
+	cr_assert_eq(g_nposts, 0);
+}

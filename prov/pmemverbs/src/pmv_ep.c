@@ -267,6 +267,15 @@ static void pmv_ep_init_fid(struct pmv_ep *ep, size_t fclass, void *context)
 	ep->ep_fid.collective = NULL;
 }
 
+/* The peer's CM header arrived: commits go to it, and its requests are served. */
+void pmv_ep_peer_connected(struct pmv_ep *ep, const struct pmv_peer *peer)
+{
+	ep->peer = *peer;
+	if (ep->pmem && ep->inbox.mem && pmv_agent_add(ep->domain, ep))
+		PMV_WARN(FI_LOG_EP_CTRL, "could not start the commit agent; "
+			 "this endpoint cannot serve commits\n");
+}
+
 /* Takes the peer's CM header from the connreq, then releases the connreq. */
 static void pmv_take_connreq(struct pmv_ep *ep, struct fi_info *info)
 {

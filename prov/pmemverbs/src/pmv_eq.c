@@ -241,20 +241,6 @@ static struct fi_ops pmv_eq_fi_ops = {
 	.ops_set = pmv_no_ops_set,
 };
 
-/* Maps a pmemverbs wait set named in an attribute to the core's. */
-int pmv_core_wait_set(struct fid_wait *wait_set, struct fid_wait **core_set)
-{
-	*core_set = NULL;
-	if (!wait_set)
-		return 0;
-	*core_set = (struct fid_wait *) pmv_core_fid(&wait_set->fid);
-	if (*core_set)
-		return 0;
-	PMV_WARN(FI_LOG_CORE, "wait_set was not opened with fi_wait_open on "
-		 "the pmemverbs fabric\n");
-	return -FI_EINVAL;
-}
-
 int pmv_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 		struct fid_eq **eq_fid, void *context)
 {

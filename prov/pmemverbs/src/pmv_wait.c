@@ -146,3 +146,17 @@ int pmv_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
 	*pollset = &poll->poll_fid;
 	return 0;
 }
+
+/* Maps a pmemverbs wait set named in an attribute to the core's. */
+int pmv_core_wait_set(struct fid_wait *wait_set, struct fid_wait **core_set)
+{
+	*core_set = NULL;
+	if (!wait_set)
+		return 0;
+	*core_set = (struct fid_wait *) pmv_core_fid(&wait_set->fid);
+	if (*core_set)
+		return 0;
+	PMV_WARN(FI_LOG_CORE, "wait_set was not opened with fi_wait_open on "
+		 "the pmemverbs fabric\n");
+	return -FI_EINVAL;
+}

@@ -375,11 +375,3 @@ enum fi_pmem_profile pmv_ini_peer_profile(struct pmv_ep *ep, uint64_t key)
 	pthread_mutex_unlock(&ep->ini->lock);
 	return profile;
 }
-
-void pmv_ep_peer_connected(struct pmv_ep *ep, const struct pmv_peer *peer)
-{
-	ep->peer = *peer;
-	if (ep->pmem && ep->inbox.mem && pmv_agent_add(ep->domain, ep))
-		PMV_WARN(FI_LOG_EP_CTRL, "could not start the commit agent; "
-			 "this endpoint cannot serve commits\n");
-}

@@ -102,7 +102,10 @@ extern const struct pmv_method_ops pmv_m_send;
 extern const struct pmv_method_ops pmv_m_read_flush;
 extern const struct pmv_method_ops pmv_m_completion;
 
-/* pmv_engine.c */
+/* pmv_ring.c */
+void pmv_ini_unref(struct pmv_ini *ini);
+void pmv_ini_report(struct pmv_ini *ini, struct pmv_commit *c);
+void pmv_ini_try_done(struct pmv_ini *ini, struct pmv_commit *c);
 struct pmv_commit *pmv_ini_commit(struct pmv_ini *ini, uint64_t cseq);
 bool pmv_ini_ring_full(const struct pmv_ini *ini);
 struct pmv_commit *pmv_ini_commit_new(struct pmv_ini *ini,
@@ -121,18 +124,21 @@ uint32_t pmv_ini_gen(const struct pmv_ini *ini, uint64_t key);
 void pmv_ini_forget_facts(struct pmv_ini *ini, uint32_t gen);
 bool pmv_ini_fence_failed(struct pmv_ini *ini, uint64_t key, bool clear);
 
-/* pmv_m_agent.c: requests, shared by agent and send */
+/* pmv_request.c: requests and acks */
+uint64_t pmv_send_bytes(const struct fi_msg_rma *msg);
+unsigned pmv_send_scope_room(const struct pmv_ini *ini,
+			     const struct fi_msg_rma *msg);
+void pmv_send_fill(struct pmv_req *req, const struct fi_msg_rma *msg);
 int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
 		 const struct fi_msg_rma *inl, uint32_t fence_back);
 bool pmv_req_room(const struct pmv_ini *ini);
 void pmv_ini_poll_acks(struct pmv_ini *ini);
+
+/* pmv_m_agent.c */
 int pmv_agent_resend(struct pmv_ini *ini, struct pmv_commit *c);
 
 /* pmv_m_send.c */
 bool pmv_send_fits(const struct pmv_ini *ini, const struct fi_msg_rma *msg);
-unsigned pmv_send_scope_room(const struct pmv_ini *ini,
-			     const struct fi_msg_rma *msg);
-void pmv_send_fill(struct pmv_req *req, const struct fi_msg_rma *msg);
 uint32_t pmv_send_fence_back(struct pmv_ini *ini, uint64_t key);
 bool pmv_send_overlaps(const struct pmv_ini *ini, uint64_t key,
 		       uint64_t addr, uint64_t len);

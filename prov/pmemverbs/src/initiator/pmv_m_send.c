@@ -22,39 +22,13 @@
 
 #include "pmv_initiator.h"
 
-/* Bytes of a send request without the scope's extents. */
-static uint64_t pmv_send_bytes(const struct fi_msg_rma *msg)
-{
-	return sizeof(struct pmv_req) + sizeof(struct pmv_extent) +
-	       msg->rma_iov[0].len;
-}
-
-static uint32_t pmv_send_slot(const struct pmv_ini *ini)
-{
-	const struct pmv_ep *ep = ini->ep;
-
-	return ep->peer.slot_size < ep->inbox.slot_size ?
-	       ep->peer.slot_size : ep->inbox.slot_size;
-}
-
-/* Extents of the key's scope that fit beside msg's data in one request. */
-unsigned pmv_send_scope_room(const struct pmv_ini *ini,
-			     const struct fi_msg_rma *msg)
-{
-	uint64_t used = pmv_send_bytes(msg);
-	uint32_t slot = pmv_send_slot(ini);
-
-	return used > slot ? 0 :
-	       (unsigned) ((slot - used) / sizeof(struct pmv_extent));
-}
-
 /*
  * True if msg can travel by send: one remote segment with data, which fits
  * a request with room for at least one extent of a non-empty scope.
  */
 bool pmv_send_fits(const struct pmv_ini *ini, const struct fi_msg_rma *msg)
 {
-	uint32_t slot = pmv_send_slot(ini);
+	uint32_t slot = pmv_ep_slot_bytes(ini->ep);
 
 	/* the length first: a huge one would wrap pmv_send_bytes */
 	if (msg->rma_iov_count != 1 || !msg->rma_iov[0].len ||
@@ -62,22 +36,6 @@ bool pmv_send_fits(const struct pmv_ini *ini, const struct fi_msg_rma *msg)
 		return false;
 	return pmv_scope_empty(&ini->scope, msg->rma_iov[0].key) ||
 	       pmv_send_scope_room(ini, msg) > 0;
-}
-
-/* Appends msg's destination and data to a request holding its extents. */
-void pmv_send_fill(struct pmv_req *req, const struct fi_msg_rma *msg)
-{
-	struct pmv_extent *inl = pmv_req_inline(req);
-	uint8_t *data = pmv_req_inline_data(req);
-	size_t i;
-
-	req->flags |= PMV_REQ_INLINE;
-	inl->addr = msg->rma_iov[0].addr;
-	inl->len = msg->rma_iov[0].len;
-	for (i = 0; i < msg->iov_count; i++) {
-		memcpy(data, msg->msg_iov[i].iov_base, msg->msg_iov[i].iov_len);
-		data += msg->msg_iov[i].iov_len;
-	}
 }
 
 /*

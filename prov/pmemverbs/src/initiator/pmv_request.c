@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * pmemverbs: commit requests and their acks, the initiator's half of the
+ * control channel (proto/ has the wire format).
+ *
+ * A request names the key's scope (and, for the send method, carries the
+ * data) and is written into the peer's inbox on the same connection as the
+ * writes it covers, so the core places it behind them (FI_ORDER_WAW).  Its
+ * ack comes back into this endpoint's inbox, in request order; an ack
+ * carries the key's profile and the registration generation it holds in.
+ */
+#include <string.h>
+
+#include "pmv_initiator.h"
+
+bool pmv_req_room(const struct pmv_ini *ini)
+{
+	return ini->next_req - ini->acked_req <= PMV_SLOTS;
+}
+
+/* Bytes of a send request without the scope's extents. */
+uint64_t pmv_send_bytes(const struct fi_msg_rma *msg)
+{
+	return sizeof(struct pmv_req) + sizeof(struct pmv_extent) +
+	       msg->rma_iov[0].len;
+}
+
+/* Extents of the key's scope that fit beside msg's data in one request. */
+unsigned pmv_send_scope_room(const struct pmv_ini *ini,
+			     const struct fi_msg_rma *msg)
+{
+	uint64_t used = pmv_send_bytes(msg);
+	uint32_t slot = pmv_ep_slot_bytes(ini->ep);
+
+	return used > slot ? 0 :
+	       (unsigned) ((slot - used) / sizeof(struct pmv_extent));
+}
+
+/* Appends msg's destination and data to a request holding its extents. */
+void pmv_send_fill(struct pmv_req *req, const struct fi_msg_rma *msg)
+{
+	struct pmv_extent *inl = pmv_req_inline(req);
+	uint8_t *data = pmv_req_inline_data(req);
+	size_t i;
+
+	req->flags |= PMV_REQ_INLINE;
+	inl->addr = msg->rma_iov[0].addr;
+	inl->len = msg->rma_iov[0].len;
+	for (i = 0; i < msg->iov_count; i++) {
+		memcpy(data, msg->msg_iov[i].iov_base, msg->msg_iov[i].iov_len);
+		data += msg->msg_iov[i].iov_len;
+	}
+}
+
+/*
+ * Sends commit c's request as the next request seq, naming the key's scope
+ * (and, for a send commit, inl's data).  fence_back > 0 asks the agent to
+ * refuse it if one of the fence_back requests before it, to the same key,
+ * failed.  0, or the core's error with nothing sent (scope kept).
+ */
+int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
+		 const struct fi_msg_rma *inl, uint32_t fence_back)
+{
+	struct pmv_ep *ep = ini->ep;
+	uint64_t buf[256 / sizeof(uint64_t)];
+	struct pmv_req *req = (struct pmv_req *) buf;
+	uint32_t slot = pmv_ep_slot_bytes(ep);
+	struct iovec iov = { .iov_base = buf };
+	struct fi_rma_iov rma = { .key = ep->peer.inbox_key };
+	struct fi_msg_rma msg = { .msg_iov = &iov, .iov_count = 1,
+				  .rma_iov = &rma, .rma_iov_count = 1 };
+	unsigned i;
+	int ret;
+
+	memset(buf, 0, sizeof(buf));
+	req->seq = ini->next_req;
+	req->key = c->key;
+	req->data = c->data;
+	req->flags = (c->flags & FI_IMMED) ? PMV_REQ_IMMED : 0;
+	if (fence_back) {
+		req->flags |= PMV_REQ_FENCE;
+		req->fence_back = fence_back;
+	}
+	req->nextents = pmv_scope_take(&ini->scope, c->key, req->ext,
+				       inl ? pmv_send_scope_room(ini, inl) :
+					     pmv_req_max_extents(slot));
+	if (inl)
+		pmv_send_fill(req, inl);
+	iov.iov_len = pmv_req_size(req, sizeof(buf));
+	req->checksum = pmv_checksum(req, iov.iov_len);
+	rma.addr = pmv_peer_req_addr(&ep->peer, req->seq);
+	rma.len = iov.iov_len;
+	ret = pmv_ini_post_op(ini, c, PMV_IOP_REQ, &msg, FI_INJECT, false);
+	if (ret) {
+		for (i = 0; i < req->nextents; i++)
+			pmv_scope_add(&ini->scope, c->key, req->ext[i].addr,
+				      req->ext[i].len);
+		return ret;
+	}
+	c->req_seq = ini->next_req++;
+	c->answered = false;
+	ini->req_commit[(c->req_seq - 1) % PMV_SLOTS] = c->cseq;
+	ep->counters.requests_sent++;
+	return 0;
+}
+
+/* Copies an ack out of the inbox; false if it is not (yet) seq's ack. */
+static bool pmv_read_ack(struct pmv_ep *ep, uint64_t seq, struct pmv_ack *out)
+{
+	struct pmv_ack *slot = pmv_inbox_ack(&ep->inbox, seq);
+	uint32_t sum;
+
+	if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != seq)
+		return false;
+	memcpy(out, slot, sizeof(*out));
+	sum = out->checksum;
+	out->checksum = 0;
+	return out->seq == seq && pmv_checksum(out, sizeof(*out)) == sum;
+}
+
+/* Remembers the profile the peer reported for a key, with its generation. */
+static void pmv_remember_fact(struct pmv_ini *ini, uint64_t key,
+			      const struct pmv_ack *ack)
+{
+	unsigned i, slot = ini->facts_next % PMV_PEER_KEYS;
+
+	for (i = 0; i < PMV_PEER_KEYS; i++) {
+		if (ini->facts[i].known && ini->facts[i].key == key) {
+			slot = i;
+			break;
+		}
+	}
+	if (i == PMV_PEER_KEYS)
+		ini->facts_next++;
+	ini->facts[slot] = (struct pmv_key_fact) {
+		.known = true, .key = key, .profile = ack->profile,
+		.target_flags = ack->target_flags, .gen = ack->mr_gen,
+	};
+	/* what was learned in an older generation may name other memory */
+	pmv_ini_forget_facts(ini, ack->mr_gen);
+}
+
+/* Reads every ack that has arrived, in request order; lock held. */
+void pmv_ini_poll_acks(struct pmv_ini *ini)
+{
+	struct pmv_commit *c;
+	struct pmv_ack ack;
+	uint64_t seq;
+
+	while (ini->acked_req + 1 < ini->next_req) {
+		seq = ini->acked_req + 1;
+		if (!pmv_read_ack(ini->ep, seq, &ack))
+			return;
+		ini->acked_req = seq;
+		c = pmv_ini_commit(ini, ini->req_commit[(seq - 1) % PMV_SLOTS]);
+		if (!c)
+			continue;
+		if (c->inl.len)
+			__atomic_fetch_sub(&ini->sends_busy, 1, __ATOMIC_RELEASE);
+		if (!ack.status)
+			pmv_remember_fact(ini, c->key, &ack);
+		pmv_ini_finish(ini, c, ack.status);
+	}
+}

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * pmemverbs: the commit ring of an endpoint, and what happens when the
+ * operations of its commits complete (the engine's lowest layer).
+ *
+ * A commit takes the next slot of the ring and keeps it until nothing more
+ * can happen to it: every internal operation it posted has completed and,
+ * if it sent a request, its ack has come (the request's inbox slot is in
+ * use until then).  It is reported to the application once, when it is
+ * durable or has failed; slots are reused in ring order.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pmv_initiator.h"
+
+uint64_t pmv_ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int pmv_err_to_fi(int prov_errno)
+{
+	switch (prov_errno) {
+	case PMV_ERR_NO_KEY:
+		return FI_ENOKEY;
+	case PMV_ERR_ACCESS:
+		return FI_EACCES;
+	case PMV_ERR_MULTI_IOV:
+	case PMV_ERR_METHOD:
+		return FI_EOPNOTSUPP;
+	case PMV_ERR_PEER_GONE:
+		return FI_ENOTCONN;
+	case PMV_ERR_REREGISTERED:
+	case PMV_ERR_CLOSED:
+		return FI_ECANCELED;
+	case PMV_ERR_FENCE:
+		return FI_EIO;
+	default:
+		return FI_EINVAL;
+	}
+}
+
+struct pmv_commit *pmv_ini_commit(struct pmv_ini *ini, uint64_t cseq)
+{
+	struct pmv_commit *c = &ini->ring[cseq % PMV_RING];
+
+	return c->state != PMV_C_FREE && c->cseq == cseq ? c : NULL;
+}
+
+bool pmv_ini_ring_full(const struct pmv_ini *ini)
+{
+	return ini->tail - ini->head >= PMV_RING;
+}
+
+/* Takes the next ring slot for a commit of msg (lock held, room checked). */
+struct pmv_commit *pmv_ini_commit_new(struct pmv_ini *ini,
+				      const struct fi_msg_rma *msg,
+				      uint64_t flags)
+{
+	uint64_t cseq = ini->tail++;
+	struct pmv_commit *c = &ini->ring[cseq % PMV_RING];
+	size_t i;
+
+	memset(c, 0, offsetof(struct pmv_commit, ext));
+	c->state = PMV_C_POSTED;
+	c->cseq = cseq;
+	c->flags = flags;
+	if (msg) {
+		c->context = msg->context;
+		c->key = msg->rma_iov[0].key;
+		c->data = msg->data;
+		for (i = 0; i < msg->rma_iov_count; i++)
+			c->len += msg->rma_iov[i].len;
+	}
+	return c;
+}
+
+/* Frees the ring's oldest slots whose commits are over. */
+static void pmv_ini_retire(struct pmv_ini *ini)
+{
+	struct pmv_commit *c;
+
+	while (ini->head < ini->tail) {
+		c = &ini->ring[ini->head % PMV_RING];
+		if (c->state != PMV_C_DONE)
+			return;
+		c->state = PMV_C_FREE;
+		ini->head++;
+	}
+}
+
+/*
+ * A commit that could not be posted: its slot goes back if nothing of it
+ * reached the core, else it lives on as an internal one until its
+ * operations complete.
+ */
+void pmv_ini_commit_drop(struct pmv_ini *ini, struct pmv_commit *c)
+{
+	if (!c->iops && !c->req_seq && c->cseq + 1 == ini->tail) {
+		c->state = PMV_C_FREE;
+		ini->tail--;
+		return;
+	}
+	c->internal = true;
+	c->reported = true;
+	if (!c->iops && (!c->req_seq || c->answered))
+		c->state = PMV_C_DONE;
+}
+
+/* Remembers that a commit to key failed, for the key's next fence. */
+static void pmv_ini_note_failure(struct pmv_ini *ini, uint64_t key)
+{
+	unsigned i;
+
+	for (i = 0; i < PMV_FENCE_KEYS; i++)
+		if (ini->fence_fail[i].failed && ini->fence_fail[i].key == key)
+			return;
+	i = ini->fence_fail_next++ % PMV_FENCE_KEYS;
+	ini->fence_fail[i] = (struct pmv_fence_fail) { .key = key,
+						       .failed = true };
+}
+
+/*
+ * True if a commit to key failed since the key's last fenced commit (a
+ * fence then cannot hold); clear forgets it, as the fence reports it.
+ * A key pushed out of the small table counts as failed: never a false
+ * success.
+ */
+bool pmv_ini_fence_failed(struct pmv_ini *ini, uint64_t key, bool clear)
+{
+	bool failed = false;
+	unsigned i;
+
+	for (i = 0; i < PMV_FENCE_KEYS; i++) {
+		if (ini->fence_fail[i].failed && ini->fence_fail[i].key == key) {
+			failed = true;
+			if (clear)
+				ini->fence_fail[i].failed = false;
+		}
+	}
+	return failed;
+}
+
+/* True if a successful commit raises no completion. */
+static bool pmv_ini_silent(const struct pmv_ep *ep, const struct pmv_commit *c)
+{
+	return c->silent || (ep->tx_selective && !(c->flags & FI_COMPLETION));
+}
+
+/* Tells the application a commit's outcome, once; lock held. */
+void pmv_ini_report(struct pmv_ini *ini, struct pmv_commit *c)
+{
+	struct pmv_ep *ep = ini->ep;
+	struct fi_cq_err_entry e = {
+		.op_context = c->context,
+		.flags = FI_RMA | FI_WRITE,
+		.len = c->len,
+	};
+
+	if (c->reported)
+		return;
+	c->reported = true;
+	if (c->status)
+		pmv_ini_note_failure(ini, c->key);
+	if (c->internal || !ep)
+		return;
+	if (c->status)
+		ep->counters.commit_errors++;
+	else
+		ep->counters.commits++;
+	if (!ep->tx_cq || (!c->status && pmv_ini_silent(ep, c)))
+		return;
+	if (c->status) {
+		e.err = c->core_err ? c->core_err : pmv_err_to_fi(c->status);
+		e.prov_errno = c->status;
+	}
+	pmv_cq_push(ep->tx_cq, &e, c->status != 0);
+}
+
+/* Completes c when nothing of it is outstanding; lock held. */
+void pmv_ini_try_done(struct pmv_ini *ini, struct pmv_commit *c)
+{
+	bool waits_ack = c->req_seq && !c->answered;
+
+	if (c->state == PMV_C_DEFERRED)
+		return;
+	if (c->status && !c->reported)
+		pmv_ini_report(ini, c); /* an error need not wait */
+	if (c->iops || waits_ack || (!c->answered && !c->status))
+		return;
+	pmv_ini_report(ini, c);
+	c->state = PMV_C_DONE;
+	pmv_ini_retire(ini);
+}
+
+/* Ends a commit with a status (the first error sticks); lock held. */
+void pmv_ini_finish(struct pmv_ini *ini, struct pmv_commit *c, int status)
+{
+	if (status && !c->status)
+		c->status = status;
+	c->answered = true;
+	pmv_ini_try_done(ini, c);
+}
+
+/* Drops a reference; the last one frees the engine.  Lock not held. */
+void pmv_ini_unref(struct pmv_ini *ini)
+{
+	if (__atomic_sub_fetch(&ini->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	pmv_scope_fini(&ini->scope);
+	pthread_mutex_destroy(&ini->lock);
+	free(ini);
+}
+
+/*
+ * The completion of an internal operation (pmv_iop.h): the data write,
+ * flush op or request of a commit.  A closed endpoint's is dropped.
+ */
+static void pmv_ini_iop_done(struct pmv_iop *iop,
+			     const struct fi_cq_err_entry *err)
+{
+	struct pmv_ini *ini = iop->owner;
+	struct pmv_commit *c;
+
+	pthread_mutex_lock(&ini->lock);
+	c = pmv_ini_commit(ini, iop->cseq);
+	if (c && ini->ep) {
+		c->iops--;
+		if (err) {
+			c->core_err = c->core_err ? c->core_err : (int) err->err;
+			pmv_ini_finish(ini, c, PMV_ERR_PEER_GONE);
+		} else if (iop->kind == PMV_IOP_FLUSH) {
+			c->m->op_done(ini, c);
+		} else {
+			pmv_ini_try_done(ini, c);
+		}
+	}
+	pthread_mutex_unlock(&ini->lock);
+	pmv_ini_unref(ini);
+}
+
+/* True when fault injection says the engine's next core call fails. */
+static bool pmv_ini_fault(void)
+{
+	static uint64_t calls;
+
+	return pmv_params.fault_core > 0 &&
+	       __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED) ==
+	       (uint64_t) pmv_params.fault_core;
+}
+
+/*
+ * Posts one internal operation of commit c to the core (a write, or a read
+ * if read is set) with an iop as its context and a completion requested.
+ * Returns the core's answer (-FI_EAGAIN: nothing sent).
+ */
+int pmv_ini_post_op(struct pmv_ini *ini, struct pmv_commit *c,
+		    enum pmv_iop_kind kind, const struct fi_msg_rma *msg,
+		    uint64_t flags, bool read)
+{
+	struct pmv_ep *ep = ini->ep;
+	struct fi_msg_rma core_msg = *msg;
+	struct pmv_iop *iop;
+	ssize_t ret;
+
+	if (pmv_ini_fault())
+		return -FI_EIO;
+	iop = pmv_iop_get(&ep->tx_cq->iops, pmv_ini_iop_done, ini, kind,
+			  c->cseq);
+	if (!iop)
+		return -FI_EAGAIN;
+	core_msg.context = iop;
+	flags |= FI_COMPLETION;
+	ret = read ? fi_readmsg(ep->core, &core_msg, flags) :
+		     fi_writemsg(ep->core, &core_msg, flags);
+	if (ret) {
+		pmv_iop_put(&ep->tx_cq->iops, iop);
+		return (int) ret;
+	}
+	__atomic_add_fetch(&ini->refs, 1, __ATOMIC_ACQ_REL);
+	c->iops++;
+	return 0;
+}
+
+/* Moves the key's scope into the commit (max extents at most). */
+void pmv_ini_take_scope(struct pmv_ini *ini, struct pmv_commit *c,
+			unsigned max)
+{
+	c->next = pmv_scope_take(&ini->scope, c->key, c->ext,
+				 max < PMV_MAX_EXTENTS ? max : PMV_MAX_EXTENTS);
+}
+
+/*
+ * True if a commit to key older than upto (NULL: any) is in flight whose
+ * method is of the agent family (agent_family) or of the flush family.
+ */
+bool pmv_ini_key_busy(const struct pmv_ini *ini, uint64_t key,
+		      const struct pmv_commit *upto, bool agent_family)
+{
+	const struct pmv_commit *c;
+	bool agent;
+	uint64_t s;
+
+	for (s = ini->head; s < ini->tail; s++) {
+		c = &ini->ring[s % PMV_RING];
+		if (c == upto)
+			break;
+		if (c->state == PMV_C_DONE || c->key != key || !c->m)
+			continue;
+		agent = c->m == &pmv_m_agent || c->m == &pmv_m_send;
+		if (agent == agent_family)
+			return true;
+	}
+	return false;
+}
+
+/* The generation of what the peer reported for key (0: nothing known). */
+uint32_t pmv_ini_gen(const struct pmv_ini *ini, uint64_t key)
+{
+	unsigned i;
+
+	for (i = 0; i < PMV_PEER_KEYS; i++)
+		if (ini->facts[i].known && ini->facts[i].key == key)
+			return ini->facts[i].gen;
+	return 0;
+}
+
+/* Forgets what the peer reported before generation gen. */
+void pmv_ini_forget_facts(struct pmv_ini *ini, uint32_t gen)
+{
+	unsigned i;
+
+	for (i = 0; i < PMV_PEER_KEYS; i++)
+		if (ini->facts[i].gen != gen)
+			ini->facts[i].known = false;
+}

@@ -1,4 +1,8 @@
-# Function-call graph between the provider's source files (from nm), and its cycles.
+#!/usr/bin/env python3
+# Function-call graph between the provider's source files (from nm on a
+# build tree's objects): no file cycle, and initiator/ and target/ never
+# call each other (DESIGN.md section 3).
+# usage: check_cycles.py BUILD_DIR; prints one PASS or FAIL line.
 import subprocess, glob, os, sys
 objs = glob.glob(sys.argv[1] + '/prov/pmemverbs/src/**/.libs/*.o', recursive=True)
 defs, uses = {}, {}
@@ -23,10 +27,17 @@ def strong(v):
         if len(comp)>1: sccs.append(sorted(comp))
 for v in graph:
     if v not in index: strong(v)
-print("cycles:", sccs or "none")
+cross = []
 for f in sorted(graph):
     side = f.split('/')[0]
     other = {'initiator':'target','target':'initiator'}.get(side)
     if other:
-        bad = sorted(x for x in graph[f] if x.startswith(other))
-        if bad: print("cross:", f, '->', bad)
+        cross += ['%s -> %s' % (f, x) for x in sorted(graph[f]) if x.startswith(other)]
+if not objs:
+    print("FAIL layout: no objects under %s" % sys.argv[1])
+    sys.exit(1)
+if sccs or cross:
+    print("FAIL layout: call cycles %s; initiator/target calls %s" % (sccs, cross))
+    sys.exit(1)
+print("PASS layout: %d source files, no call cycle, initiator/ and target/ "
+      "never call each other" % len(objs))

@@ -4,6 +4,7 @@
 # verbs stack) and optionally persistent memory on an emulated NVDIMM:
 #
 #   test/verbs/vm.sh [--devdax | --fsdax] [--timeout S] -- COMMAND [ARGS...]
+#   test/verbs/vm.sh --install   (only install what the guest needs, as root)
 #
 # --devdax: /dev/dax0.0, a device-DAX character device RDMA can register.
 # --fsdax:  an ext4 filesystem mounted with -o dax at /mnt/pmem (Linux will
@@ -16,16 +17,18 @@ set -euo pipefail
 
 nvdimm=none
 timeout_s=900
+install_only=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--devdax) nvdimm=devdax; shift ;;
 	--fsdax) nvdimm=fsdax; shift ;;
 	--timeout) timeout_s=$2; shift 2 ;;
+	--install) install_only=yes; shift ;;
 	--) shift; break ;;
 	*) echo "usage: vm.sh [--devdax|--fsdax] [--timeout S] -- CMD..." >&2; exit 2 ;;
 	esac
 done
-[ $# -gt 0 ] || { echo "vm.sh: no command" >&2; exit 2; }
+[ $# -gt 0 ] || [ -n "$install_only" ] || { echo "vm.sh: no command" >&2; exit 2; }
 
 GUEST_PKGS=(qemu-system-x86 busybox-static linux-image-amd64 iproute2
 	    ibverbs-providers rdma-core ndctl e2fsprogs cpio)
@@ -38,6 +41,7 @@ install_guest_packages() {
 			grep -q 'install ok installed' || missing+=("$pkg")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
+	echo "vm.sh: installing ${missing[*]}" >&2
 	apt-get update -qq >/dev/null 2>&1 || true
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
@@ -110,6 +114,7 @@ write_guest_script() {
 }
 
 install_guest_packages
+[ -z "$install_only" ] || exit 0
 kver=$(ls /boot/vmlinuz-* | sort -V | tail -n 1 | sed 's|/boot/vmlinuz-||')
 cache=${PMV_VM_CACHE:-/var/tmp/pmemverbs-vm}/$kver
 work=$(mktemp -d /var/tmp/pmemverbs-vm.XXXXXX)

@@ -154,6 +154,22 @@ static ssize_t pmv_eq_translate(uint32_t event, void *buf, ssize_t len)
 }
 
 /*
+ * The length to deliver an event that does not fit the application's
+ * buffer: it has been read from the core already, so a CM event keeps its
+ * entry and loses the CM data that does not fit (as the core truncates);
+ * only a buffer too small for the entry itself gets -FI_ETOOSMALL.
+ */
+static ssize_t pmv_eq_fit(uint32_t event, size_t len)
+{
+	if (pmv_event_from_core(event) && len >= sizeof(struct fi_eq_cm_entry))
+		return (ssize_t) len;
+	PMV_WARN(FI_LOG_EQ, "an EQ event does not fit the %zu-byte buffer "
+		 "and is lost; read the EQ with room for a struct "
+		 "fi_eq_cm_entry and the CM data\n", len);
+	return -FI_ETOOSMALL;
+}
+
+/*
  * Reads one event from the core into a buffer with room for the peer's
  * pmemverbs CM header, translates it, and hands it to the application.
  */
@@ -173,7 +189,7 @@ static ssize_t pmv_eq_read_event(struct fid_eq *core, uint32_t *event,
 	if (ret > 0)
 		ret = pmv_eq_translate(*event, tmp, ret);
 	if (ret > (ssize_t) len)
-		ret = -FI_ETOOSMALL;
+		ret = pmv_eq_fit(*event, len);
 	if (ret > 0)
 		memcpy(buf, tmp, ret);
 	free(tmp);

@@ -4,6 +4,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -203,4 +204,106 @@ Test(objects, cm_events_name_pmemverbs_fids_and_info)
 	cr_assert_eq(fi_close(&server->fid), 0);
 	cr_assert_eq(fi_close(&pep->fid), 0);
 	cr_assert_eq(fi_close(&cq->fid), 0);
+}
+
+/* A plain tcp-core client (no pmemverbs CM header) connecting to pep. */
+struct foreign_client {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_eq *eq;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+};
+
+static void foreign_connect(struct foreign_client *fc, const void *addr,
+			    const void *data, size_t len)
+{
+	struct fi_info *hints = fi_allocinfo();
+	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT };
+
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->caps = FI_MSG;
+	hints->fabric_attr->prov_name = strdup("tcp");
+	cr_assert_eq(fi_getinfo(PMV_FI_VERSION, "127.0.0.1", NULL, 0, hints,
+				&fc->info), 0);
+	fi_freeinfo(hints);
+	cr_assert_eq(fi_fabric(fc->info->fabric_attr, &fc->fabric, NULL), 0);
+	cr_assert_eq(fi_domain(fc->fabric, fc->info, &fc->domain, NULL), 0);
+	cr_assert_eq(fi_eq_open(fc->fabric, &eq_attr, &fc->eq, NULL), 0);
+	cr_assert_eq(fi_cq_open(fc->domain, &cq_attr, &fc->cq, NULL), 0);
+	cr_assert_eq(fi_endpoint(fc->domain, fc->info, &fc->ep, NULL), 0);
+	cr_assert_eq(fi_ep_bind(fc->ep, &fc->eq->fid, 0), 0);
+	cr_assert_eq(fi_ep_bind(fc->ep, &fc->cq->fid, FI_TRANSMIT | FI_RECV), 0);
+	cr_assert_eq(fi_enable(fc->ep), 0);
+	cr_assert_eq(fi_connect(fc->ep, addr, data, len), 0);
+}
+
+static void foreign_close(struct foreign_client *fc)
+{
+	cr_assert_eq(fi_close(&fc->ep->fid), 0);
+	cr_assert_eq(fi_close(&fc->cq->fid), 0);
+	cr_assert_eq(fi_close(&fc->eq->fid), 0);
+	cr_assert_eq(fi_close(&fc->domain->fid), 0);
+	cr_assert_eq(fi_close(&fc->fabric->fid), 0);
+	fi_freeinfo(fc->info);
+}
+
+/*
+ * Reads the fixture's EQ with a buffer of exactly one CM entry (no room
+ * for CM data) while progressing the client's EQ; at most about 5 s.
+ */
+static ssize_t read_bare_cm_event(struct foreign_client *fc,
+				  struct fi_eq_cm_entry *entry, uint32_t *event)
+{
+	struct fi_eq_cm_entry client_entry;
+	uint32_t client_event;
+	ssize_t ret = -FI_EAGAIN;
+	int i;
+
+	for (i = 0; i < 5000 && ret == -FI_EAGAIN; i++) {
+		(void) fi_eq_read(fc->eq, &client_event, &client_entry,
+				  sizeof(client_entry), 0);
+		ret = fi_eq_read(fx.eq, event, entry, sizeof(*entry), 0);
+		if (ret == -FI_EAGAIN)
+			usleep(1000);
+	}
+	return ret;
+}
+
+/* Issue 13 #1: the CM data of a peer that is not pmemverbs does not fit a
+ * bare CM entry; the request must still be delivered (data truncated, as
+ * the core does), never consumed and lost. */
+Test(objects, connreq_from_a_foreign_peer_is_delivered)
+{
+	static const char junk[20] = "not a pmemverbs hdr";
+	struct fi_eq_cm_entry entry;
+	struct foreign_client fc;
+	struct fi_info *pep_info;
+	struct fid_pep *pep;
+	uint32_t event = 0;
+	char addr[128];
+	size_t addrlen = sizeof(addr);
+	ssize_t ret;
+
+	cr_assert_eq(pmv_getinfo(PMV_FI_VERSION, "127.0.0.1", NULL, FI_SOURCE,
+				 NULL, &pep_info), 0);
+	pep_info->fabric_attr->prov_name = strdup(PMV_PROV_NAME);
+	cr_assert_eq(fi_passive_ep(fx.fabric, pep_info, &pep, NULL), 0);
+	fi_freeinfo(pep_info);
+	cr_assert_eq(fi_pep_bind(pep, &fx.eq->fid, 0), 0);
+	cr_assert_eq(fi_listen(pep), 0);
+	cr_assert_eq(fi_getname(&pep->fid, addr, &addrlen), 0);
+
+	foreign_connect(&fc, addr, junk, sizeof(junk));
+	ret = read_bare_cm_event(&fc, &entry, &event);
+	cr_assert_eq(ret, (ssize_t) sizeof(entry), "fi_eq_read: %zd (%s)", ret,
+		     fi_strerror((int) -ret));
+	cr_assert_eq(event, FI_CONNREQ);
+	cr_assert_eq(entry.fid, &pep->fid);
+	cr_assert_eq(fi_reject(pep, entry.info->handle, NULL, 0), 0);
+	fi_freeinfo(entry.info);
+	foreign_close(&fc);
+	cr_assert_eq(fi_close(&pep->fid), 0);
 }

@@ -200,6 +200,15 @@ if [[ -n $VERBS_ONLY ]]; then
 	exit
 fi
 
+# The source layout (DESIGN.md section 3): no call cycle between files,
+# initiator/ and target/ never call each other (from the build's objects).
+run_layout() {
+	local out
+	out=$(python3 "$ROOT/test/layout/check_cycles.py" "$BUILD" 2>&1)
+	echo "$out"
+	if [[ $out == PASS* ]]; then add 1 0; else add 0 1; fi
+}
+
 # fi_info through libfabric: FI_RMA_PMEM on MSG entries, never on RDM ones
 # (ofi_rxm layered on pmemverbs does not carry commits yet).
 run_advertisement() {
@@ -227,6 +236,8 @@ run_fabtest_commit() {
 }
 
 run_unit normal "$BUILD"
+echo "== layout"
+run_layout
 echo "== fi_info and fi_pmem_probe"
 run_advertisement
 run_probe

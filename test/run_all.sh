@@ -53,14 +53,31 @@ run_unit() {
 
 # Runs the two-process integration tests through pmemverbs on one build.
 run_integration() {
-	local label=$1 dir=$2 port_base=$3 out last
+	local label=$1 dir=$2 port_base=$3 out
 	echo "== two-process integration tests through pmemverbs ($label)"
 	out=$(FI_PROVIDER_PATH=$dir/.libs PMV_PROV=pmemverbs PMV_PROV_RDM=pmemverbs \
 	      PMV_PORT_BASE=$port_base \
 	      bash "$ROOT/test/integration/run_itests.sh" \
 	      "$dir/test/integration/pmv_itest" pmemverbs 2>&1)
 	printf '%s\n' "$out"
-	last=$(printf '%s\n' "$out" | tail -1)
+	count_result "$out"
+}
+
+# Runs the durability tests (oracle, contents, fault, bad input, exit).
+run_pmem() {
+	local label=$1 dir=$2 port_base=$3 out
+	echo "== durability tests through pmemverbs ($label)"
+	out=$(FI_PROVIDER_PATH=$dir/.libs PMV_PORT_BASE=$port_base \
+	      bash "$ROOT/test/pmem/run_pmem_tests.sh" \
+	      "$dir/test/pmem/pmv_commit_test" 2>&1)
+	printf '%s\n' "$out" | grep -v '^PASS'
+	count_result "$out"
+}
+
+# Counts a suite's last line ("N passed, N failed"); none is a failure.
+count_result() {
+	local last
+	last=$(printf '%s\n' "$1" | tail -1)
 	if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
 		add "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
 	else
@@ -68,20 +85,14 @@ run_integration() {
 	fi
 }
 
-# Runs the durability tests (oracle, contents, fault, bad input, exit).
-run_pmem() {
-	local label=$1 dir=$2 port_base=$3 out last
-	echo "== durability tests through pmemverbs ($label)"
-	out=$(FI_PROVIDER_PATH=$dir/.libs PMV_PORT_BASE=$port_base \
-	      bash "$ROOT/test/pmem/run_pmem_tests.sh" \
-	      "$dir/test/pmem/pmv_commit_test" 2>&1)
-	printf '%s\n' "$out" | grep -v '^PASS'
-	last=$(printf '%s\n' "$out" | tail -1)
-	if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
-		add "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
-	else
-		add 0 1
-	fi
+# Dead and frozen targets: commits end, the endpoint closes, a new
+# connection works (test/failure/run_peerfail.sh).
+run_failure() {
+	local label=$1 dir=$2 port_base=$3 out
+	echo "== dead and frozen targets ($label)"
+	out=$(bash "$ROOT/test/failure/run_peerfail.sh" "$dir" "$port_base" 2>&1)
+	printf '%s\n' "$out" | grep -E '^(PASS|FAIL)|passed'
+	count_result "$out"
 }
 
 # Runs a server in the background, then its client; PASS NAME when both
@@ -246,6 +257,7 @@ run_fabtest_commit 9360 cache_line
 run_fabtest_commit 9361 byte
 run_integration normal "$BUILD" 9230
 run_pmem normal "$BUILD" 9800
+run_failure normal "$BUILD" 9380
 echo "== fi_pingpong through pmemverbs"
 export FI_PROVIDER_PATH=$BUILD/.libs
 port=9330
@@ -264,6 +276,7 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_unit sanitizers "$ASAN_BUILD"
 run_integration sanitizers "$ASAN_BUILD" 9530
 run_pmem sanitizers "$ASAN_BUILD" 10100
+run_failure sanitizers "$ASAN_BUILD" 9400
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
 # The verbs core, in a QEMU guest (soft-RoCE, emulated NVDIMM): about ten

@@ -62,6 +62,8 @@ struct pmv_params {
 	char *oracle;         /* FI_PMEMVERBS_ORACLE (test only) */
 	int fault_skip;       /* FI_PMEMVERBS_FAULT_SKIP_EXTENT (test only) */
 	int fault_core;       /* FI_PMEMVERBS_FAULT_CORE_OP (test only) */
+	int peer_timeout_ms;  /* FI_PMEMVERBS_PEER_TIMEOUT_MS */
+	int peer_probe_ms;    /* FI_PMEMVERBS_PEER_PROBE_MS */
 };
 extern struct pmv_params pmv_params;
 
@@ -103,6 +105,7 @@ struct pmv_inbox {
 	uint64_t rma_addr; /* address the peer names it by */
 	uint64_t *gen_word;   /* our domain's registration generation */
 	uint64_t *flush_words; /* where read-flush reads land, one per slot */
+	uint64_t *probe_word;  /* where the peer probe's read lands */
 	uint32_t slot_size;
 };
 
@@ -364,6 +367,7 @@ enum {
 	PMV_ERR_METHOD,
 	PMV_ERR_REREGISTERED,
 	PMV_ERR_CLOSED,
+	PMV_ERR_PEER_TIMEOUT,
 	PMV_ERR_LAST,
 };
 

@@ -409,6 +409,11 @@ const char *pmv_strerror(int prov_errno)
 		[PMV_ERR_CLOSED - PMV_ERR_BASE] = "commit canceled: its "
 			"endpoint was closed before the target acknowledged "
 			"it; its durability is unknown",
+		[PMV_ERR_PEER_TIMEOUT - PMV_ERR_BASE] = "commit failed: the "
+			"target did not answer within "
+			"FI_PMEMVERBS_PEER_TIMEOUT_MS (frozen or unreachable); "
+			"its durability is unknown: close the endpoint and "
+			"connect again",
 		[PMV_ERR_REREGISTERED - PMV_ERR_BASE] = "commit's durability "
 			"unknown: the target closed a memory region while it "
 			"was in flight (the key may name other memory now); "

@@ -46,10 +46,11 @@ int pmv_inbox_open(struct pmv_ep *ep)
 			 dom->inject_size);
 		return -FI_EOPNOTSUPP;
 	}
-	/* acks, requests, the generation line, the read-flush landing words */
+	/* acks, requests, the generation line, the read-flush landing words,
+	 * the probe's landing word */
 	inbox->size = PMV_ACKS_SIZE(PMV_SLOTS) +
 		      (size_t) PMV_SLOTS * inbox->slot_size + 64 +
-		      PMV_SLOTS * sizeof(uint64_t);
+		      (PMV_SLOTS + 1) * sizeof(uint64_t);
 	if (posix_memalign(&inbox->mem, 4096, inbox->size))
 		return -FI_ENOMEM;
 	memset(inbox->mem, 0, inbox->size);
@@ -57,6 +58,7 @@ int pmv_inbox_open(struct pmv_ep *ep)
 					PMV_ACKS_SIZE(PMV_SLOTS) +
 					(size_t) PMV_SLOTS * inbox->slot_size);
 	inbox->flush_words = inbox->gen_word + 8;
+	inbox->probe_word = inbox->flush_words + PMV_SLOTS;
 	key = __atomic_fetch_add(&dom->next_internal_key, 1, __ATOMIC_RELAXED);
 	ret = fi_mr_reg(dom->core, inbox->mem, inbox->size,
 			FI_REMOTE_WRITE | FI_REMOTE_READ | FI_WRITE | FI_READ,

@@ -70,6 +70,20 @@ static void pmv_define_params(void)
 			"fails with FI_EIO as if the core had refused it; the "
 			"commit must end in an error return or completion, "
 			"never a hang or a false success (default: 0, off)");
+	fi_param_define(&pmv_prov, "peer_timeout_ms", FI_PARAM_INT,
+			"Milliseconds an initiator waits for any answer from "
+			"the target while commits are in flight; then every "
+			"commit of the endpoint fails with FI_ETIMEDOUT and "
+			"the endpoint takes no more (a frozen or unreachable "
+			"target). A dead connection is found sooner, by the "
+			"probe. Default 10000.");
+	fi_param_define(&pmv_prov, "peer_probe_ms", FI_PARAM_INT,
+			"Milliseconds without an answer from the target, "
+			"while commits are in flight, after which the "
+			"initiator reads one word of the target's inbox to "
+			"learn whether the connection still carries anything "
+			"(a dead connection fails every commit at once). "
+			"Default 100.");
 	fi_param_define(&pmv_prov, "fault_skip_extent", FI_PARAM_INT,
 			"Test only: the agent skips persisting its N-th extent "
 			"(0 = never), to show the persistence oracle catches "
@@ -105,6 +119,8 @@ static void pmv_read_params(void)
 	pmv_params.extent_limit = 4;
 	pmv_params.agent_spin_us = 200;
 	pmv_params.ddio = 1;
+	pmv_params.peer_timeout_ms = 10000;
+	pmv_params.peer_probe_ms = 100;
 	fi_param_get_bool(&pmv_prov, "wsp", &pmv_params.wsp);
 	fi_param_get_bool(&pmv_prov, "ddio", &pmv_params.ddio);
 	fi_param_get_str(&pmv_prov, "method", &method);
@@ -114,6 +130,9 @@ static void pmv_read_params(void)
 	fi_param_get_str(&pmv_prov, "oracle", &pmv_params.oracle);
 	fi_param_get_int(&pmv_prov, "fault_skip_extent", &pmv_params.fault_skip);
 	fi_param_get_int(&pmv_prov, "fault_core_op", &pmv_params.fault_core);
+	fi_param_get_int(&pmv_prov, "peer_timeout_ms",
+			 &pmv_params.peer_timeout_ms);
+	fi_param_get_int(&pmv_prov, "peer_probe_ms", &pmv_params.peer_probe_ms);
 }
 
 FI_EXT_INI

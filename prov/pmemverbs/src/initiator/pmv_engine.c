@@ -5,9 +5,48 @@
  * CQ runs before every read: acks are read, and the operations that wait
  * for room in the core are posted, in ring order.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 
 #include "pmv_initiator.h"
+
+/*
+ * Watches a peer while commits wait on it: after FI_PMEMVERBS_PEER_PROBE_MS
+ * without any answer (ack or completion) a probe read goes out (a dead
+ * connection fails it at once); after FI_PMEMVERBS_PEER_TIMEOUT_MS every
+ * commit fails with FI_ETIMEDOUT and the endpoint takes no more (a frozen
+ * or unreachable peer).  Lock held.
+ */
+static void pmv_ini_watch_peer(struct pmv_ini *ini)
+{
+	uint64_t now, quiet;
+	int ret;
+
+	if (ini->head == ini->tail || ini->error) {
+		ini->quiet_since = 0;
+		return;
+	}
+	now = pmv_ms_now();
+	if (!ini->quiet_since) {
+		ini->quiet_since = now;
+		return;
+	}
+	quiet = now - ini->quiet_since;
+	if (quiet >= (uint64_t) pmv_params.peer_timeout_ms) {
+		PMV_WARN(FI_LOG_EP_DATA, "the target has not answered for "
+			 "%" PRIu64 " ms (frozen or unreachable): every commit "
+			 "in flight on this endpoint fails; close it and "
+			 "connect again (FI_PMEMVERBS_PEER_TIMEOUT_MS sets "
+			 "the limit)\n", quiet);
+		ini->error = -FI_ETIMEDOUT;
+		pmv_ini_fail_ring(ini, PMV_ERR_PEER_TIMEOUT, FI_ETIMEDOUT);
+	} else if (!ini->probing &&
+		   quiet >= (uint64_t) pmv_params.peer_probe_ms) {
+		ret = pmv_ini_probe(ini); /* -FI_EAGAIN: next pass */
+		if (ret && ret != -FI_EAGAIN)
+			pmv_ini_conn_failed(ini, -ret);
+	}
+}
 
 /* Runs the engine: acks, then the ops that wait for room, in ring order. */
 static void pmv_ini_progress_locked(struct pmv_ini *ini)
@@ -18,6 +57,7 @@ static void pmv_ini_progress_locked(struct pmv_ini *ini)
 	if (!ini->ep)
 		return;
 	pmv_ini_poll_acks(ini);
+	pmv_ini_watch_peer(ini);
 	for (s = ini->head; ini->deferred && s < ini->tail; s++) {
 		c = &ini->ring[s % PMV_RING];
 		if (c->state != PMV_C_DEFERRED)
@@ -57,26 +97,6 @@ int pmv_ini_open(struct pmv_ep *ep)
 	return 0;
 }
 
-/* Fails every unreported commit with status; lock held. */
-static void pmv_ini_fail_locked(struct pmv_ini *ini, int status)
-{
-	struct pmv_commit *c;
-	uint64_t s;
-
-	for (s = ini->head; s < ini->tail; s++) {
-		c = &ini->ring[s % PMV_RING];
-		if (c->state == PMV_C_DONE)
-			continue;
-		if (c->state == PMV_C_DEFERRED) {
-			c->state = PMV_C_POSTED;
-			ini->deferred--;
-		}
-		if (!c->status)
-			c->status = status;
-		pmv_ini_report(ini, c);
-	}
-}
-
 /*
  * The endpoint is closing (its core endpoint is closed): unreported
  * commits complete as canceled, what arrives later is dropped, and the
@@ -89,7 +109,7 @@ void pmv_ini_close(struct pmv_ep *ep)
 	if (!ini)
 		return;
 	pthread_mutex_lock(&ini->lock);
-	pmv_ini_fail_locked(ini, PMV_ERR_CLOSED);
+	pmv_ini_fail_ring(ini, PMV_ERR_CLOSED, 0);
 	ini->ep = NULL;
 	pthread_mutex_unlock(&ini->lock);
 	ep->ini = NULL;
@@ -104,7 +124,7 @@ void pmv_ini_fail_all(struct pmv_ep *ep, int err)
 		return;
 	pthread_mutex_lock(&ini->lock);
 	ini->error = err;
-	pmv_ini_fail_locked(ini, PMV_ERR_PEER_GONE);
+	pmv_ini_fail_ring(ini, PMV_ERR_PEER_GONE, 0);
 	pthread_mutex_unlock(&ini->lock);
 }
 

@@ -68,7 +68,9 @@ struct pmv_ini {
 	pthread_mutex_t lock;
 	int refs;              /* the endpoint's, one per iop in flight */
 	struct pmv_ep *ep;     /* NULL once the endpoint closed */
-	int error;             /* sticky: peer gone */
+	int error;             /* sticky: peer gone (-FI_ENOTCONN, -FI_ETIMEDOUT) */
+	uint64_t quiet_since;  /* ms: commits wait and the peer said nothing */
+	bool probing;          /* a probe read is with the core */
 	struct pmv_scope scope;
 	uint64_t head, tail;   /* commits [head, tail) are in the ring */
 	struct pmv_commit ring[PMV_RING];
@@ -116,6 +118,9 @@ int pmv_ini_post_op(struct pmv_ini *ini, struct pmv_commit *c,
 		    enum pmv_iop_kind kind, const struct fi_msg_rma *msg,
 		    uint64_t flags, bool read);
 void pmv_ini_finish(struct pmv_ini *ini, struct pmv_commit *c, int status);
+void pmv_ini_fail_ring(struct pmv_ini *ini, int status, int core_err);
+int pmv_ini_probe(struct pmv_ini *ini);
+void pmv_ini_conn_failed(struct pmv_ini *ini, int err);
 void pmv_ini_take_scope(struct pmv_ini *ini, struct pmv_commit *c,
 			unsigned max);
 bool pmv_ini_key_busy(const struct pmv_ini *ini, uint64_t key,

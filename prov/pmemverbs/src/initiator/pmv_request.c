@@ -152,6 +152,7 @@ void pmv_ini_poll_acks(struct pmv_ini *ini)
 		if (!pmv_read_ack(ini->ep, seq, &ack))
 			return;
 		ini->acked_req = seq;
+		ini->quiet_since = 0; /* the peer answered */
 		c = pmv_ini_commit(ini, ini->req_commit[(seq - 1) % PMV_SLOTS]);
 		if (!c)
 			continue;

@@ -40,6 +40,8 @@ int pmv_err_to_fi(int prov_errno)
 		return FI_ECANCELED;
 	case PMV_ERR_FENCE:
 		return FI_EIO;
+	case PMV_ERR_PEER_TIMEOUT:
+		return FI_ETIMEDOUT;
 	default:
 		return FI_EINVAL;
 	}
@@ -218,8 +220,82 @@ void pmv_ini_unref(struct pmv_ini *ini)
 }
 
 /*
+ * Fails every unreported commit of the ring with status (core_err, if not
+ * 0, as the completion's err); lock held.
+ */
+void pmv_ini_fail_ring(struct pmv_ini *ini, int status, int core_err)
+{
+	struct pmv_commit *c;
+	uint64_t s;
+
+	for (s = ini->head; s < ini->tail; s++) {
+		c = &ini->ring[s % PMV_RING];
+		if (c->state == PMV_C_DONE)
+			continue;
+		if (c->state == PMV_C_DEFERRED) {
+			c->state = PMV_C_POSTED;
+			ini->deferred--;
+		}
+		if (!c->status) {
+			c->status = status;
+			c->core_err = c->core_err ? c->core_err : core_err;
+		}
+		pmv_ini_report(ini, c);
+	}
+}
+
+/* True for a core error that means the connection itself is gone. */
+static bool pmv_conn_lost(int err)
+{
+	switch (err) {
+	case FI_ECONNRESET:
+	case FI_ECONNABORTED:
+	case FI_ECONNREFUSED:
+	case FI_ENOTCONN:
+	case FI_ESHUTDOWN:
+	case FI_ETIMEDOUT:
+	case FI_EHOSTUNREACH:
+	case FI_ENETDOWN:
+	case EPIPE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * A core error completion of one of the engine's operations: its commit
+ * fails; if the error says the connection is gone, every commit waiting
+ * on the connection fails now too (their acks will never come) and new
+ * ones are refused.  Lock held.
+ */
+static void pmv_ini_op_failed(struct pmv_ini *ini, struct pmv_commit *c,
+			      int err)
+{
+	if (c) {
+		c->core_err = c->core_err ? c->core_err : err;
+		pmv_ini_finish(ini, c, PMV_ERR_PEER_GONE);
+	}
+	if (pmv_conn_lost(err))
+		pmv_ini_conn_failed(ini, err);
+}
+
+/* The connection is gone (core error err): every commit fails; lock held. */
+void pmv_ini_conn_failed(struct pmv_ini *ini, int err)
+{
+	if (ini->error)
+		return;
+	PMV_WARN(FI_LOG_EP_DATA, "the connection to the target is gone (%s); "
+		 "every commit in flight on this endpoint fails\n",
+		 fi_strerror(err));
+	ini->error = -FI_ENOTCONN;
+	pmv_ini_fail_ring(ini, PMV_ERR_PEER_GONE, err);
+}
+
+/*
  * The completion of an internal operation (pmv_iop.h): the data write,
- * flush op or request of a commit.  A closed endpoint's is dropped.
+ * flush op or request of a commit, or a probe of the peer (no commit).
+ * A closed endpoint's is dropped.
  */
 static void pmv_ini_iop_done(struct pmv_iop *iop,
 			     const struct fi_cq_err_entry *err)
@@ -228,12 +304,20 @@ static void pmv_ini_iop_done(struct pmv_iop *iop,
 	struct pmv_commit *c;
 
 	pthread_mutex_lock(&ini->lock);
+	ini->quiet_since = 0; /* the peer answered */
+	if (iop->kind == PMV_IOP_PROBE) {
+		ini->probing = false;
+		if (err && ini->ep) /* the peer cannot answer: gone */
+			pmv_ini_conn_failed(ini, (int) err->err);
+		pthread_mutex_unlock(&ini->lock);
+		pmv_ini_unref(ini);
+		return;
+	}
 	c = pmv_ini_commit(ini, iop->cseq);
 	if (c && ini->ep) {
 		c->iops--;
 		if (err) {
-			c->core_err = c->core_err ? c->core_err : (int) err->err;
-			pmv_ini_finish(ini, c, PMV_ERR_PEER_GONE);
+			pmv_ini_op_failed(ini, c, (int) err->err);
 		} else if (iop->kind == PMV_IOP_FLUSH) {
 			c->m->op_done(ini, c);
 		} else {
@@ -255,13 +339,14 @@ static bool pmv_ini_fault(void)
 }
 
 /*
- * Posts one internal operation of commit c to the core (a write, or a read
- * if read is set) with an iop as its context and a completion requested.
- * Returns the core's answer (-FI_EAGAIN: nothing sent).
+ * Posts one internal operation to the core (a write, or a read if read is
+ * set) with an iop as its context and a completion requested.  Returns
+ * the core's answer (-FI_EAGAIN: nothing sent).
  */
-int pmv_ini_post_op(struct pmv_ini *ini, struct pmv_commit *c,
-		    enum pmv_iop_kind kind, const struct fi_msg_rma *msg,
-		    uint64_t flags, bool read)
+static int pmv_ini_post_iop(struct pmv_ini *ini, uint64_t cseq,
+			    enum pmv_iop_kind kind,
+			    const struct fi_msg_rma *msg, uint64_t flags,
+			    bool read)
 {
 	struct pmv_ep *ep = ini->ep;
 	struct fi_msg_rma core_msg = *msg;
@@ -270,8 +355,7 @@ int pmv_ini_post_op(struct pmv_ini *ini, struct pmv_commit *c,
 
 	if (pmv_ini_fault())
 		return -FI_EIO;
-	iop = pmv_iop_get(&ep->tx_cq->iops, pmv_ini_iop_done, ini, kind,
-			  c->cseq);
+	iop = pmv_iop_get(&ep->tx_cq->iops, pmv_ini_iop_done, ini, kind, cseq);
 	if (!iop)
 		return -FI_EAGAIN;
 	core_msg.context = iop;
@@ -283,8 +367,44 @@ int pmv_ini_post_op(struct pmv_ini *ini, struct pmv_commit *c,
 		return (int) ret;
 	}
 	__atomic_add_fetch(&ini->refs, 1, __ATOMIC_ACQ_REL);
-	c->iops++;
 	return 0;
+}
+
+/* Posts one internal operation of commit c (see pmv_ini_post_iop). */
+int pmv_ini_post_op(struct pmv_ini *ini, struct pmv_commit *c,
+		    enum pmv_iop_kind kind, const struct fi_msg_rma *msg,
+		    uint64_t flags, bool read)
+{
+	int ret = pmv_ini_post_iop(ini, c->cseq, kind, msg, flags, read);
+
+	if (!ret)
+		c->iops++;
+	return ret;
+}
+
+/*
+ * Asks the peer whether the connection still carries anything: an 8-byte
+ * read of its generation word.  A dead connection fails it at once (every
+ * commit then fails); its completion proves the peer's transport answers.
+ */
+int pmv_ini_probe(struct pmv_ini *ini)
+{
+	struct pmv_ep *ep = ini->ep;
+	struct iovec iov = { .iov_base = ep->inbox.probe_word, .iov_len = 8 };
+	void *desc = fi_mr_desc(ep->inbox.mr);
+	struct fi_rma_iov rma = {
+		.addr = pmv_peer_gen_addr(&ep->peer), .len = 8,
+		.key = ep->peer.inbox_key,
+	};
+	struct fi_msg_rma msg = {
+		.msg_iov = &iov, .desc = &desc, .iov_count = 1,
+		.rma_iov = &rma, .rma_iov_count = 1,
+	};
+	int ret = pmv_ini_post_iop(ini, 0, PMV_IOP_PROBE, &msg, 0, true);
+
+	if (!ret)
+		ini->probing = true;
+	return ret;
 }
 
 /* Moves the key's scope into the commit (max extents at most). */

@@ -16,12 +16,15 @@
  * completion; once one failed, no more are posted, and a new commit must
  * be refused with an error return.  Then the endpoint closes, and with
  * -R the initiator connects to a second target at PORT2 and one commit
- * there must succeed.  Prints the time from PEERFAIL-NOW to the first
+ * there must succeed.  No entry in the CQ may carry a context that is not
+ * one of the commits' (pmemverbs's internal traffic must never surface,
+ * errors included).  Prints the time from PEERFAIL-NOW to the first
  * error (information, not a check) and exits 0 only if nothing hung.
  * Every wait is bounded (HANG_CAP_NS: a commit that never ends is a
  * failure, not a wait).
  */
 #include <getopt.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +54,7 @@ struct run {
 	struct pm_region region;
 	struct fi_context2 ctx[MAX_DEPTH];
 	long in_flight, posted, done_ok, done_err;
+	long stray; /* entries whose context is none of ctx[] */
 	int first_err;
 	char errstr[160];
 };
@@ -76,20 +80,38 @@ static ssize_t post_commit(struct run *r, long i)
 			   off, &r->ctx[i]);
 }
 
-/* Reads one completion, success or error, if there is one. */
+/* True if ctx is one of the application's commit contexts. */
+static bool ours(const struct run *r, const void *ctx)
+{
+	const struct fi_context2 *c = ctx;
+
+	return c >= r->ctx && c < r->ctx + MAX_DEPTH;
+}
+
+/*
+ * Reads one completion, success or error, if there is one.  An entry that
+ * is not one of our commits' (pmemverbs's internal traffic surfacing, a
+ * NULL context) is counted as stray.
+ */
 static void read_one(struct run *r)
 {
 	struct fi_cq_err_entry err = { 0 };
 	struct fi_cq_data_entry e;
 	ssize_t ret = fi_cq_read(r->conn.tx_cq, &e, 1);
 
-	if (ret == 1) {
+	if (ret == 1 && !ours(r, e.op_context)) {
+		r->stray++;
+	} else if (ret == 1) {
 		r->in_flight--;
 		r->done_ok++;
 		return;
 	}
 	if (ret != -FI_EAVAIL || fi_cq_readerr(r->conn.tx_cq, &err, 0) != 1)
 		return;
+	if (!ours(r, err.op_context)) {
+		r->stray++;
+		return;
+	}
 	r->in_flight--;
 	if (!r->done_err++) {
 		r->first_err = err.err;
@@ -240,6 +262,11 @@ static int run_initiator(const struct options *o)
 		       "PEERFAIL-NOW: %s (%s)", r.done_ok, r.done_err, err_ms,
 		       fi_strerror(r.first_err), r.errstr);
 		ret = expect_refused(&r);
+	}
+	if (r.stray) {
+		pm_complain("%ld completions with a context that is no "
+			    "commit's (internal traffic in the CQ)", r.stray);
+		ret = ret ? ret : -FI_EINVAL;
 	}
 	detach(&res, &r);
 	if (!ret)

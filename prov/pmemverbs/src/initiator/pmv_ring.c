@@ -244,10 +244,15 @@ void pmv_ini_fail_ring(struct pmv_ini *ini, int status, int core_err)
 	}
 }
 
-/* True for a core error that means the connection itself is gone. */
+/*
+ * True for a core error that means the connection itself is gone (the
+ * core cancels what was in flight when its connection breaks; the
+ * engine's own endpoint is still open when this is asked).
+ */
 static bool pmv_conn_lost(int err)
 {
 	switch (err) {
+	case FI_ECANCELED:
 	case FI_ECONNRESET:
 	case FI_ECONNABORTED:
 	case FI_ECONNREFUSED:

@@ -887,7 +887,7 @@ static struct op g_ops[MAX_OPS];
 
 /* The first stray completion, and how many there were. */
 static unsigned g_unexpected;
-static char g_unexpected_what[200];
+static char g_unexpected_what[256];
 
 /* Called for an FI_REMOTE_CQ_DATA entry (target only). */
 static void (*g_on_immed)(const struct fi_cq_data_entry *e);
@@ -927,15 +927,21 @@ static struct op *op_of(void *context)
 
 static void note_unexpected(const char *fmt, ...) PRINTF_LIKE(1, 2);
 
+static const char *g_case = "-"; /* the bad-input case running */
+
 /* Records a completion nobody asked for (the first one is kept). */
 static void note_unexpected(const char *fmt, ...)
 {
 	va_list ap;
+	int n;
 
 	if (g_unexpected++)
 		return;
+	n = snprintf(g_unexpected_what, sizeof(g_unexpected_what),
+		     "during %s: ", g_case);
 	va_start(ap, fmt);
-	vsnprintf(g_unexpected_what, sizeof(g_unexpected_what), fmt, ap);
+	vsnprintf(g_unexpected_what + n, sizeof(g_unexpected_what) - (size_t) n,
+		  fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "unexpected completion: %s\n", g_unexpected_what);
 }
@@ -4183,8 +4189,11 @@ static void run_badinput(void)
 	if (gran_auto())
 		check_profiles();
 	for (size_t i = 0; i < ARRAY_LEN(k_bad_cases); i++)
-		if (!g_opt.only || !strcmp(g_opt.only, k_bad_cases[i].name))
+		if (!g_opt.only || !strcmp(g_opt.only, k_bad_cases[i].name)) {
+			g_case = k_bad_cases[i].name;
 			k_bad_cases[i].run(k_bad_cases[i].name);
+		}
+	g_case = "the final drain";
 	drain_cqs();
 	verdict(!g_unexpected, check_name("no-stray-completions"), "%s%u%s%s",
 		g_unexpected ? "expected 0 got " : "", g_unexpected,

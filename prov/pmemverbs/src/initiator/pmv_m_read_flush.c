@@ -103,6 +103,8 @@ int pmv_flush_post_data(struct pmv_ini *ini, struct pmv_commit *c,
 	ret = pmv_ini_post_op(ini, c, data_kind, msg, flags, false);
 	if (!ret)
 		pmv_flush_scope_add(ini, msg);
+	if (!ret && data_kind == PMV_IOP_FLUSH)
+		ini->ep->counters.flush_ops++; /* the completion method's */
 	return pmv_flush_status(ret);
 }
 

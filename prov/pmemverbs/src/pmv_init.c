@@ -76,14 +76,14 @@ static void pmv_define_params(void)
 			"commit of the endpoint fails with FI_ETIMEDOUT and "
 			"the endpoint takes no more (a frozen or unreachable "
 			"target). A dead connection is found sooner, by the "
-			"probe. Default 10000.");
+			"probe. 0: never. Default 10000.");
 	fi_param_define(&pmv_prov, "peer_probe_ms", FI_PARAM_INT,
 			"Milliseconds without an answer from the target, "
 			"while commits are in flight, after which the "
 			"initiator reads one word of the target's inbox to "
 			"learn whether the connection still carries anything "
 			"(a dead connection fails every commit at once). "
-			"Default 100.");
+			"0: never. Default 100.");
 	fi_param_define(&pmv_prov, "fault_skip_extent", FI_PARAM_INT,
 			"Test only: the agent skips persisting its N-th extent "
 			"(0 = never), to show the persistence oracle catches "

@@ -10,6 +10,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -90,11 +91,12 @@ static struct pmv_ep *open_ep(void)
 	ep->tx_cq = g_cq;
 	ep->raw_ordered = true;
 	ep->inbox.slot_size = 128;
-	ep->inbox.size = 64 * sizeof(struct pmv_ack) + 64 * 128 + 64 + 64 * 8;
+	ep->inbox.size = 64 * sizeof(struct pmv_ack) + 64 * 128 + 64 + 65 * 8;
 	ep->inbox.mem = calloc(1, ep->inbox.size);
 	ep->inbox.gen_word = (uint64_t *) ((char *) ep->inbox.mem +
 					   64 * sizeof(struct pmv_ack) + 64 * 128);
 	ep->inbox.flush_words = ep->inbox.gen_word + 8;
+	ep->inbox.probe_word = ep->inbox.flush_words + 64;
 	ep->inbox.mr = &g_inbox_mr;
 	ep->peer = (struct pmv_peer) {
 		.known = true, .has_inbox = true, .inbox_key = INBOX_KEY,
@@ -122,6 +124,8 @@ static void setup(void)
 	g_dom.caps = FI_RMA_PMEM;
 	pmv_params.extent_limit = 4;
 	pmv_params.method = FI_PMEM_METHOD_NONE;
+	pmv_params.peer_timeout_ms = 10000;
+	pmv_params.peer_probe_ms = 100;
 	g_cq = calloc(1, sizeof(*g_cq));
 	pthread_mutex_init(&g_cq->lock, NULL);
 	pthread_mutex_init(&g_cq->aux_lock, NULL);
@@ -427,4 +431,100 @@ Test(engine, a_null_msg_iov_is_refused)
 	cr_assert_eq(pmv_commit_writemsg(g_ep, &msg, FI_COMMIT_COMPLETE),
 		     -FI_EINVAL);
 	cr_assert_eq(g_nposts, 0);
+}
+
+/* Runs the engine's progress for at least ms milliseconds. */
+static void progress_for(int ms)
+{
+	uint64_t end = pmv_ms_now() + (uint64_t) ms;
+
+	do {
+		g_ep->hook.progress(g_ep->hook.arg);
+		usleep(1000);
+	} while (pmv_ms_now() < end);
+}
+
+/* Index of the first read posted at or after post from, or g_nposts. */
+static unsigned find_read(unsigned from)
+{
+	while (from < g_nposts && !g_posts[from].read)
+		from++;
+	return from;
+}
+
+/*
+ * A frozen target: commits wait, the probe read is never answered; after
+ * FI_PMEMVERBS_PEER_TIMEOUT_MS the commit fails with FI_ETIMEDOUT and the
+ * endpoint takes no more.
+ */
+Test(engine, a_silent_peer_fails_commits_after_the_timeout)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+	int ctx, ctx2;
+
+	pmv_params.peer_timeout_ms = 60;
+	pmv_params.peer_probe_ms = 10;
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
+	complete_post(0, 0);
+	complete_post(1, 0);
+	progress_for(30);
+	cr_assert_lt(find_read(2), g_nposts, "no probe after the probe time");
+	cr_assert_eq(g_posts[find_read(2)].addr, pmv_peer_gen_addr(&g_ep->peer));
+	cr_assert(!pop(&e, &err), "failed before the timeout");
+	progress_for(80);
+	cr_assert(pop(&e, &err) && err && e.op_context == &ctx);
+	cr_assert_eq(e.err, FI_ETIMEDOUT);
+	cr_assert_eq(commit(g_ep, 4096, 64, 0, &ctx2), -FI_ETIMEDOUT);
+	ack(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 0); /* too late */
+	cr_assert(!pop(&e, &err), "reported twice");
+}
+
+/* A dead connection: the probe fails, every waiting commit fails now. */
+Test(engine, a_failed_probe_fails_every_waiting_commit)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+	int ctx[2], ctx3;
+	unsigned probe;
+
+	pmv_params.peer_probe_ms = 5;
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx[0]), 0);
+	cr_assert_eq(commit(g_ep, 4096, 64, 0, &ctx[1]), 0);
+	progress_for(20);
+	probe = find_read(0);
+	cr_assert_lt(probe, g_nposts, "no probe");
+	complete_post(probe, FI_EIO);
+	for (int i = 0; i < 2; i++) {
+		cr_assert(pop(&e, &err) && err, "commit %d not failed", i);
+		cr_assert_eq(e.op_context, &ctx[i]);
+	}
+	cr_assert_eq(commit(g_ep, 8192, 64, 0, &ctx3), -FI_ENOTCONN);
+}
+
+/* A probe that is answered keeps the commits waiting: no false failure. */
+Test(engine, an_answered_probe_keeps_the_commit_waiting)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+	int ctx;
+	unsigned probe;
+
+	pmv_params.peer_timeout_ms = 40;
+	pmv_params.peer_probe_ms = 5;
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
+	complete_post(0, 0);
+	complete_post(1, 0);
+	for (int round = 0; round < 8; round++) { /* 8 x 10 ms > timeout */
+		progress_for(10);
+		probe = find_read(2);
+		while (probe < g_nposts) {
+			complete_post(probe, 0);
+			g_posts[probe].read = false; /* answered */
+			probe = find_read(probe + 1);
+		}
+	}
+	cr_assert(!pop(&e, &err), "a peer that answers was declared gone");
+	ack(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 0);
+	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx);
 }

@@ -32,7 +32,8 @@ static void pmv_ini_watch_peer(struct pmv_ini *ini)
 		return;
 	}
 	quiet = now - ini->quiet_since;
-	if (quiet >= (uint64_t) pmv_params.peer_timeout_ms) {
+	if (pmv_params.peer_timeout_ms > 0 &&
+	    quiet >= (uint64_t) pmv_params.peer_timeout_ms) {
 		PMV_WARN(FI_LOG_EP_DATA, "the target has not answered for "
 			 "%" PRIu64 " ms (frozen or unreachable): every commit "
 			 "in flight on this endpoint fails; close it and "
@@ -40,7 +41,7 @@ static void pmv_ini_watch_peer(struct pmv_ini *ini)
 			 "the limit)\n", quiet);
 		ini->error = -FI_ETIMEDOUT;
 		pmv_ini_fail_ring(ini, PMV_ERR_PEER_TIMEOUT, FI_ETIMEDOUT);
-	} else if (!ini->probing &&
+	} else if (!ini->probing && pmv_params.peer_probe_ms > 0 &&
 		   quiet >= (uint64_t) pmv_params.peer_probe_ms) {
 		ret = pmv_ini_probe(ini); /* -FI_EAGAIN: next pass */
 		if (ret && ret != -FI_EAGAIN)

@@ -161,16 +161,11 @@ static uint32_t read_cm_event(struct fi_eq_cm_entry *entry, size_t len)
 	return event;
 }
 
-Test(objects, cm_events_name_pmemverbs_fids_and_info)
+/* A pmemverbs passive endpoint listening on 127.0.0.1; its name in addr. */
+static struct fid_pep *listen_on_loopback(char *addr, size_t *addrlen)
 {
-	struct { struct fi_eq_cm_entry e; char data[64]; } entry;
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT };
 	struct fi_info *pep_info;
-	struct fid_cq *cq;
 	struct fid_pep *pep;
-	struct fid_ep *client, *server;
-	char addr[128];
-	size_t addrlen = sizeof(addr);
 
 	cr_assert_eq(pmv_getinfo(PMV_FI_VERSION, "127.0.0.1", NULL, FI_SOURCE,
 				 NULL, &pep_info), 0);
@@ -179,7 +174,21 @@ Test(objects, cm_events_name_pmemverbs_fids_and_info)
 	fi_freeinfo(pep_info);
 	cr_assert_eq(fi_pep_bind(pep, &fx.eq->fid, 0), 0);
 	cr_assert_eq(fi_listen(pep), 0);
-	cr_assert_eq(fi_getname(&pep->fid, addr, &addrlen), 0);
+	cr_assert_eq(fi_getname(&pep->fid, addr, addrlen), 0);
+	return pep;
+}
+
+Test(objects, cm_events_name_pmemverbs_fids_and_info)
+{
+	struct { struct fi_eq_cm_entry e; char data[64]; } entry;
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT };
+	struct fid_cq *cq;
+	struct fid_pep *pep;
+	struct fid_ep *client, *server;
+	char addr[128];
+	size_t addrlen = sizeof(addr);
+
+	pep = listen_on_loopback(addr, &addrlen);
 
 	cr_assert_eq(fi_cq_open(fx.domain, &cq_attr, &cq, NULL), 0);
 	client = open_bound_ep(fx.info, cq);
@@ -280,21 +289,13 @@ Test(objects, connreq_from_a_foreign_peer_is_delivered)
 	static const char junk[20] = "not a pmemverbs hdr";
 	struct fi_eq_cm_entry entry;
 	struct foreign_client fc;
-	struct fi_info *pep_info;
 	struct fid_pep *pep;
 	uint32_t event = 0;
 	char addr[128];
 	size_t addrlen = sizeof(addr);
 	ssize_t ret;
 
-	cr_assert_eq(pmv_getinfo(PMV_FI_VERSION, "127.0.0.1", NULL, FI_SOURCE,
-				 NULL, &pep_info), 0);
-	pep_info->fabric_attr->prov_name = strdup(PMV_PROV_NAME);
-	cr_assert_eq(fi_passive_ep(fx.fabric, pep_info, &pep, NULL), 0);
-	fi_freeinfo(pep_info);
-	cr_assert_eq(fi_pep_bind(pep, &fx.eq->fid, 0), 0);
-	cr_assert_eq(fi_listen(pep), 0);
-	cr_assert_eq(fi_getname(&pep->fid, addr, &addrlen), 0);
+	pep = listen_on_loopback(addr, &addrlen);
 
 	foreign_connect(&fc, addr, junk, sizeof(junk));
 	ret = read_bare_cm_event(&fc, &entry, &event);

@@ -119,6 +119,8 @@ int pmv_ini_post_op(struct pmv_ini *ini, struct pmv_commit *c,
 		    uint64_t flags, bool read);
 void pmv_ini_finish(struct pmv_ini *ini, struct pmv_commit *c, int status);
 void pmv_ini_fail_ring(struct pmv_ini *ini, int status, int core_err);
+int pmv_ini_read_gen(struct pmv_ini *ini, struct pmv_commit *c,
+		     enum pmv_iop_kind kind, uint64_t *landing, uint64_t flags);
 int pmv_ini_probe(struct pmv_ini *ini);
 void pmv_ini_conn_failed(struct pmv_ini *ini, int err);
 void pmv_ini_take_scope(struct pmv_ini *ini, struct pmv_commit *c,

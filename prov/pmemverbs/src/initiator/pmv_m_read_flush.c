@@ -28,24 +28,13 @@ _Static_assert(PMV_RING <= PMV_SLOTS, "a landing word per commit in flight");
 ssize_t pmv_flush_read(struct pmv_ini *ini, struct pmv_commit *c,
 		       enum pmv_iop_kind kind, uint64_t flags)
 {
-	struct pmv_ep *ep = ini->ep;
-	struct iovec iov = {
-		.iov_base = &ep->inbox.flush_words[c->cseq % PMV_SLOTS],
-		.iov_len = 8,
-	};
-	void *desc = fi_mr_desc(ep->inbox.mr);
-	struct fi_rma_iov rma = {
-		.addr = pmv_peer_gen_addr(&ep->peer), .len = 8,
-		.key = ep->peer.inbox_key,
-	};
-	struct fi_msg_rma msg = {
-		.msg_iov = &iov, .desc = &desc, .iov_count = 1,
-		.rma_iov = &rma, .rma_iov_count = 1,
-	};
-	int ret = pmv_ini_post_op(ini, c, kind, &msg, flags, true);
+	int ret = pmv_ini_read_gen(ini, c, kind,
+				   &ini->ep->inbox.flush_words[c->cseq %
+							       PMV_SLOTS],
+				   flags);
 
 	if (!ret)
-		ep->counters.flush_ops++;
+		ini->ep->counters.flush_ops++;
 	return ret;
 }
 

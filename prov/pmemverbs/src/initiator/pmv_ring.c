@@ -388,14 +388,14 @@ int pmv_ini_post_op(struct pmv_ini *ini, struct pmv_commit *c,
 }
 
 /*
- * Asks the peer whether the connection still carries anything: an 8-byte
- * read of its generation word.  A dead connection fails it at once (every
- * commit then fails); its completion proves the peer's transport answers.
+ * Posts an 8-byte read of the peer's generation word into landing, as an
+ * operation of commit c, or with c NULL as a probe of the peer.
  */
-int pmv_ini_probe(struct pmv_ini *ini)
+int pmv_ini_read_gen(struct pmv_ini *ini, struct pmv_commit *c,
+		     enum pmv_iop_kind kind, uint64_t *landing, uint64_t flags)
 {
 	struct pmv_ep *ep = ini->ep;
-	struct iovec iov = { .iov_base = ep->inbox.probe_word, .iov_len = 8 };
+	struct iovec iov = { .iov_base = landing, .iov_len = 8 };
 	void *desc = fi_mr_desc(ep->inbox.mr);
 	struct fi_rma_iov rma = {
 		.addr = pmv_peer_gen_addr(&ep->peer), .len = 8,
@@ -405,7 +405,20 @@ int pmv_ini_probe(struct pmv_ini *ini)
 		.msg_iov = &iov, .desc = &desc, .iov_count = 1,
 		.rma_iov = &rma, .rma_iov_count = 1,
 	};
-	int ret = pmv_ini_post_iop(ini, 0, PMV_IOP_PROBE, &msg, 0, true);
+
+	return c ? pmv_ini_post_op(ini, c, kind, &msg, flags, true) :
+		   pmv_ini_post_iop(ini, 0, kind, &msg, flags, true);
+}
+
+/*
+ * Asks the peer whether the connection still carries anything: a read of
+ * its generation word.  A dead connection fails it at once (every commit
+ * then fails); its completion proves the peer's transport answers.
+ */
+int pmv_ini_probe(struct pmv_ini *ini)
+{
+	int ret = pmv_ini_read_gen(ini, NULL, PMV_IOP_PROBE,
+				   ini->ep->inbox.probe_word, 0);
 
 	if (!ret)
 		ini->probing = true;

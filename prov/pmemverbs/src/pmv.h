@@ -20,6 +20,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
+#include <errno.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
@@ -326,6 +327,30 @@ unsigned pmv_ini_sends_busy(const struct pmv_ep *ep);
 int pmv_err_to_fi(int prov_errno);
 /* Milliseconds on CLOCK_MONOTONIC. */
 uint64_t pmv_ms_now(void);
+
+/*
+ * True for a core error that means the connection itself is gone (the
+ * core cancels what was in flight when its connection breaks; asked only
+ * while the endpoint is open).
+ */
+static inline bool pmv_err_conn_lost(int err)
+{
+	switch (err) {
+	case FI_ECANCELED:
+	case FI_ECONNRESET:
+	case FI_ECONNABORTED:
+	case FI_ECONNREFUSED:
+	case FI_ENOTCONN:
+	case FI_ESHUTDOWN:
+	case FI_ETIMEDOUT:
+	case FI_EHOSTUNREACH:
+	case FI_ENETDOWN:
+	case EPIPE:
+		return true;
+	default:
+		return false;
+	}
+}
 
 /*
  * True if an operation on [addr, addr + len) of key (len 0: the whole key)

@@ -173,6 +173,24 @@ static ssize_t pmv_cq_filter_internal(struct pmv_cq *cq, void *buf,
 }
 
 /*
+ * The error of a context-less inject write on a broken connection: on a
+ * CQ with pmem endpoints, a failed commit acknowledgement (the agent's
+ * fi_inject_write).  It is not the application's to read; the broken
+ * connection shows in the commits of both sides and in FI_SHUTDOWN.
+ */
+static bool pmv_cq_internal_inject_error(struct pmv_cq *cq,
+					 const struct fi_cq_err_entry *err)
+{
+	if (err->op_context || !pmv_err_conn_lost(err->err) ||
+	    !__atomic_load_n(&cq->pmem_refs, __ATOMIC_RELAXED))
+		return false;
+	PMV_INFO(FI_LOG_CQ, "a context-less write failed (%s): an "
+		 "acknowledgement to a peer whose connection broke; not "
+		 "reported\n", fi_strerror(err->err));
+	return true;
+}
+
+/*
  * The core has an error entry first: an internal one goes to its owner
  * (true: read on), the application's is queued so that read reports
  * -FI_EAVAIL and readerr returns it.  Lock held.
@@ -190,6 +208,8 @@ static bool pmv_cq_take_core_error(struct pmv_cq *cq)
 		pmv_iop_complete(&cq->iops, iop, &err);
 		return true;
 	}
+	if (pmv_cq_internal_inject_error(cq, &err))
+		return true;
 	if (err.err_data && err.err_data_size) {
 		copy = malloc(err.err_data_size);
 		if (copy)
@@ -309,7 +329,8 @@ static ssize_t pmv_cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf
 	} else {
 		ret = fi_cq_readerr(cq->core, buf, flags);
 		if (ret > 0 && __atomic_load_n(&cq->pmem_refs, __ATOMIC_RELAXED) &&
-		    pmv_cq_take_internal(cq, buf))
+		    (pmv_cq_take_internal(cq, buf) ||
+		     pmv_cq_internal_inject_error(cq, buf)))
 			ret = -FI_EAGAIN;
 	}
 	pthread_mutex_unlock(&cq->lock);

@@ -32,7 +32,6 @@ enum pmv_iop_kind {
 	PMV_IOP_FLUSH, /* a read-flush read, or a completion-method write */
 	PMV_IOP_FENCE, /* the read in front of a fenced flush commit */
 	PMV_IOP_REQ,   /* a commit request into the peer's inbox */
-	PMV_IOP_ACK,   /* an ack into the peer's inbox (target) */
 	PMV_IOP_PROBE, /* a read asking whether the peer still answers */
 };
 

@@ -245,30 +245,6 @@ void pmv_ini_fail_ring(struct pmv_ini *ini, int status, int core_err)
 }
 
 /*
- * True for a core error that means the connection itself is gone (the
- * core cancels what was in flight when its connection breaks; the
- * engine's own endpoint is still open when this is asked).
- */
-static bool pmv_conn_lost(int err)
-{
-	switch (err) {
-	case FI_ECANCELED:
-	case FI_ECONNRESET:
-	case FI_ECONNABORTED:
-	case FI_ECONNREFUSED:
-	case FI_ENOTCONN:
-	case FI_ESHUTDOWN:
-	case FI_ETIMEDOUT:
-	case FI_EHOSTUNREACH:
-	case FI_ENETDOWN:
-	case EPIPE:
-		return true;
-	default:
-		return false;
-	}
-}
-
-/*
  * A core error completion of one of the engine's operations: its commit
  * fails; if the error says the connection is gone, every commit waiting
  * on the connection fails now too (their acks will never come) and new
@@ -281,7 +257,7 @@ static void pmv_ini_op_failed(struct pmv_ini *ini, struct pmv_commit *c,
 		c->core_err = c->core_err ? c->core_err : err;
 		pmv_ini_finish(ini, c, PMV_ERR_PEER_GONE);
 	}
-	if (pmv_conn_lost(err))
+	if (pmv_err_conn_lost(err))
 		pmv_ini_conn_failed(ini, err);
 }
 

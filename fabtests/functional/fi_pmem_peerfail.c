@@ -8,8 +8,9 @@
  *                               [-d DEPTH] [-n WARM] [-R PORT2]
  *
  * The target maps a file, registers it and serves it (pm_serve_region).
- * The initiator keeps DEPTH 64-byte commits in flight, reading only its
- * transmit CQ (never the EQ).  After WARM commits completed it prints a
+ * The initiator keeps DEPTH 64-byte commits in flight (every fourth with
+ * FI_FENCE), reading only its transmit CQ (never the EQ); no call may
+ * block (CALL_CAP_S: a call still inside after that is a hang).  After WARM commits completed it prints a
  * line "PEERFAIL-NOW" on stdout: the driving script then kills (SIGKILL)
  * or freezes (SIGSTOP) the target.  From then on every commit must end,
  * in success (it was durable before the failure) or in an error
@@ -24,6 +25,7 @@
  * failure, not a wait).
  */
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -36,8 +38,11 @@
 #define DEFAULT_PORT "9370"
 #define REGION_LEN (1UL << 20)
 #define COMMIT_LEN 64
-#define MAX_DEPTH 64
+#define MAX_DEPTH 63 /* and one more context for the extra commit */
 #define HANG_CAP_NS (60 * PM_NS_PER_S)
+#define CALL_CAP_S 10 /* a call that takes longer is hung, not slow */
+#define CALL_CAP_TEXT "10"
+#define EXTRA_AFTER_NS (500 * PM_NS_PER_MS)
 
 struct options {
 	const char *prov;
@@ -52,7 +57,7 @@ struct options {
 struct run {
 	struct pm_conn conn;
 	struct pm_region region;
-	struct fi_context2 ctx[MAX_DEPTH];
+	struct fi_context2 ctx[MAX_DEPTH + 1];
 	long in_flight, posted, done_ok, done_err;
 	long stray; /* entries whose context is none of ctx[] */
 	int first_err;
@@ -69,15 +74,36 @@ static int serve(const void *arg, const struct pm_fabric *res,
 	return ret ? ret : pm_serve_region(res, conn, file);
 }
 
-/* Posts one commit in slot i; the core's answer. */
+/* A libfabric call that does not return within CALL_CAP_S hangs. */
+static void call_hung(int sig)
+{
+	static const char msg[] = "initiator error: a commit call did not "
+				  "return within " CALL_CAP_TEXT " s\n";
+
+	(void) sig;
+	(void) !write(2, msg, sizeof(msg) - 1);
+	_exit(PM_EXIT_FAIL);
+}
+
+/*
+ * Posts one commit in slot i (every fourth with FI_FENCE, which must not
+ * wait in the call either); the core's answer.
+ */
 static ssize_t post_commit(struct run *r, long i)
 {
 	uint64_t off = (uint64_t) (r->posted % (REGION_LEN / COMMIT_LEN)) *
 		       COMMIT_LEN;
+	uint64_t fence = r->posted % 4 == 3 ? FI_FENCE : 0;
+	ssize_t ret;
 
 	memset(r->conn.src, (int) (r->posted & 0xff), COMMIT_LEN);
-	return pm_post_rma(&r->conn, &r->region, PM_RMA_COMMIT, COMMIT_LEN,
-			   off, &r->ctx[i]);
+	alarm(CALL_CAP_S);
+	ret = pm_writemsg(&r->conn, r->conn.src, COMMIT_LEN,
+			  r->region.addr + off, r->region.key, 0,
+			  FI_COMMIT_COMPLETE | FI_COMPLETION | fence,
+			  &r->ctx[i]);
+	alarm(0);
+	return ret;
 }
 
 /* True if ctx is one of the application's commit contexts. */
@@ -85,7 +111,7 @@ static bool ours(const struct run *r, const void *ctx)
 {
 	const struct fi_context2 *c = ctx;
 
-	return c >= r->ctx && c < r->ctx + MAX_DEPTH;
+	return c >= r->ctx && c <= r->ctx + MAX_DEPTH;
 }
 
 /*
@@ -144,12 +170,38 @@ static int warm_up(struct run *r, const struct options *o)
 }
 
 /*
+ * Once the target surely failed (EXTRA_AFTER_NS after PEERFAIL-NOW), one
+ * more commit with FI_FENCE, beyond the window, behind the ones in
+ * flight: the call must return at once (0 or an error), never wait for
+ * them.  True: done.
+ */
+static bool post_extra_fenced(struct run *r, const struct options *o)
+{
+	uint64_t off = (uint64_t) (r->posted % (REGION_LEN / COMMIT_LEN)) *
+		       COMMIT_LEN;
+	ssize_t ret;
+
+	alarm(CALL_CAP_S);
+	ret = pm_writemsg(&r->conn, r->conn.src, COMMIT_LEN,
+			  r->region.addr + off, r->region.key, 0,
+			  FI_COMMIT_COMPLETE | FI_COMPLETION | FI_FENCE,
+			  &r->ctx[o->depth]);
+	alarm(0);
+	if (!ret) {
+		r->posted++;
+		r->in_flight++;
+	}
+	return true;
+}
+
+/*
  * After PEERFAIL-NOW: posts while nothing failed, reads only the CQ, until
  * every posted commit ended.  0 if so, -FI_ETIMEDOUT if one never did.
  */
 static int ride_out(struct run *r, const struct options *o, int64_t *err_ms)
 {
 	int64_t start = pm_now_ns(), deadline = start + HANG_CAP_NS;
+	bool extra = false;
 	ssize_t ret;
 
 	while (!r->done_err || r->in_flight) {
@@ -167,6 +219,9 @@ static int ride_out(struct run *r, const struct options *o, int64_t *err_ms)
 				r->in_flight++;
 			}
 		}
+		if (!extra && !r->done_err &&
+		    pm_now_ns() - start > EXTRA_AFTER_NS)
+			extra = post_extra_fenced(r, o);
 		read_one(r);
 		if (r->done_err && *err_ms < 0)
 			*err_ms = (pm_now_ns() - start) / PM_NS_PER_MS;
@@ -315,6 +370,7 @@ int main(int argc, char **argv)
 
 	parse(argc, argv, &o);
 	pm_role = o.server ? "initiator" : "target";
+	signal(SIGALRM, call_hung);
 	if (!o.server)
 		return pm_run_target(o.prov, o.port, 16, serve, &o) ?
 		       PM_EXIT_FAIL : PM_EXIT_PASS;

@@ -380,22 +380,6 @@ void pmv_cq_ref_pmem(struct pmv_cq *cq, int delta);
 void pmv_cq_progress_core(struct pmv_ep *ep);
 const char *pmv_strerror(int prov_errno);
 
-/* prov_errno values of pmemverbs's own errors (fi_cq_strerror explains). */
-enum {
-	PMV_ERR_BASE = 0x504d0000,
-	PMV_ERR_NO_KEY,
-	PMV_ERR_RANGE,
-	PMV_ERR_ACCESS,
-	PMV_ERR_MULTI_IOV,
-	PMV_ERR_PEER_GONE,
-	PMV_ERR_FENCE,
-	PMV_ERR_METHOD,
-	PMV_ERR_REREGISTERED,
-	PMV_ERR_CLOSED,
-	PMV_ERR_PEER_TIMEOUT,
-	PMV_ERR_LAST,
-};
-
 /* pmv_info.c: fi_info translation between pmemverbs and its core. */
 const char *pmv_core_name(void);
 int pmv_getinfo(uint32_t version, const char *node, const char *service,

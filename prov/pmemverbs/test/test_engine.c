@@ -165,7 +165,7 @@ static void ack(struct pmv_ep *ep, uint64_t seq, int status, uint8_t profile,
 	struct pmv_ack a = { .seq = seq, .status = status, .profile = profile,
 			     .mr_gen = gen };
 
-	a.checksum = pmv_checksum(&a, sizeof(a));
+	pmv_ack_encode(&a);
 	memcpy(pmv_inbox_ack(&ep->inbox, seq), &a, sizeof(a));
 	ep->hook.progress(ep->hook.arg);
 }

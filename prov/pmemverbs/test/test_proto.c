@@ -1,5 +1,7 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * Unit tests: the wire format of the CM header and of request checksums.
+ * Unit tests: the wire format (proto/pmv_proto.c): the CM header, requests
+ * and acks through their encoder and decoder, and the request validator.
  */
 #include <criterion/criterion.h>
 
@@ -32,20 +34,115 @@ Test(proto, other_cm_data_is_not_a_header)
 	cr_assert_not(pmv_cm_hdr_decode((const uint8_t *) "PV", 2, &out));
 }
 
-Test(proto, a_torn_request_fails_its_checksum)
+/* A host-order request of seq 5 to key 9 with one extent. */
+static struct pmv_req *one_extent_req(uint64_t *buf)
 {
-	uint64_t buf[8] = { 0 };
 	struct pmv_req *req = (struct pmv_req *) buf;
-	uint32_t sum;
 
 	req->seq = 5;
 	req->key = 9;
+	req->data = 0x1234;
+	req->flags = PMV_REQ_IMMED;
 	req->nextents = 1;
 	req->ext[0].addr = 4096;
 	req->ext[0].len = 64;
-	sum = pmv_checksum(req, sizeof(*req) + sizeof(req->ext[0]));
+	return req;
+}
+
+Test(proto, a_request_round_trips_through_the_wire)
+{
+	uint64_t buf[16] = { 0 }, out[16];
+	struct pmv_req *req = one_extent_req(buf), *got = (struct pmv_req *) out;
+	size_t size = pmv_req_encode(req, sizeof(buf));
+
+	cr_assert_eq(size, 40 + 16);
+	cr_assert_eq(pmv_req_decode(buf, sizeof(buf), 5, got), (int) size);
+	cr_assert_eq(got->seq, 5);
+	cr_assert_eq(got->key, 9);
+	cr_assert_eq(got->data, 0x1234);
+	cr_assert_eq(got->flags, PMV_REQ_IMMED);
+	cr_assert_eq(got->nextents, 1);
+	cr_assert_eq(got->ext[0].addr, 4096);
+	cr_assert_eq(got->ext[0].len, 64);
+	/* the next request's seq is not this one */
+	cr_assert_eq(pmv_req_decode(buf, sizeof(buf), 6, got), 0);
+}
+
+Test(proto, a_torn_request_fails_its_checksum)
+{
+	uint64_t buf[16] = { 0 }, out[16];
+	struct pmv_req *req = one_extent_req(buf);
+
+	pmv_req_encode(req, sizeof(buf));
 	req->ext[0].len = 0; /* the extent has not landed yet */
-	cr_assert_neq(pmv_checksum(req, sizeof(*req) + sizeof(req->ext[0])), sum);
+	cr_assert_eq(pmv_req_decode(buf, sizeof(buf), 5,
+				    (struct pmv_req *) out), 0);
+}
+
+Test(proto, an_ack_round_trips_and_a_torn_one_is_not_read)
+{
+	struct pmv_ack a = { .seq = 77, .status = -22, .profile = 3,
+			     .target_flags = PMV_ACK_DDIO_OFF, .mr_gen = 9 }, b;
+
+	pmv_ack_encode(&a);
+	cr_assert(pmv_ack_decode(&a, 77, &b));
+	cr_assert_eq(b.seq, 77);
+	cr_assert_eq(b.status, -22);
+	cr_assert_eq(b.profile, 3);
+	cr_assert_eq(b.target_flags, PMV_ACK_DDIO_OFF);
+	cr_assert_eq(b.mr_gen, 9);
+	cr_assert_not(pmv_ack_decode(&a, 78, &b));
+	a.mr_gen ^= 1;
+	cr_assert_not(pmv_ack_decode(&a, 77, &b));
+}
+
+Test(proto, the_validator_refuses_before_memory_is_touched)
+{
+	uint64_t buf[16] = { 0 };
+	struct pmv_req *req = one_extent_req(buf);
+	struct pmv_region r = { .rma_base = 4096, .len = 64,
+				.remote_write = true, .single_iov = true };
+
+	cr_assert_eq(pmv_req_check(req, &r), 0);
+	cr_assert_eq(pmv_req_check(req, NULL), PMV_ERR_NO_KEY);
+	r.len = 63;
+	cr_assert_eq(pmv_req_check(req, &r), PMV_ERR_RANGE);
+	r.len = 64;
+	r.rma_base = 4097;
+	cr_assert_eq(pmv_req_check(req, &r), PMV_ERR_RANGE);
+	r.rma_base = 4096;
+	req->ext[0].addr = UINT64_MAX - 8; /* would wrap */
+	cr_assert_eq(pmv_req_check(req, &r), PMV_ERR_RANGE);
+	req->ext[0].addr = 4096;
+	r.remote_write = false;
+	cr_assert_eq(pmv_req_check(req, &r), PMV_ERR_ACCESS);
+	r.remote_write = true;
+	r.single_iov = false;
+	cr_assert_eq(pmv_req_check(req, &r), PMV_ERR_MULTI_IOV);
+	r.single_iov = true;
+	req->flags |= 0x80; /* a flag this version does not know */
+	cr_assert_eq(pmv_req_check(req, &r), PMV_ERR_BAD_REQUEST);
+	req->flags = PMV_REQ_FENCE;
+	req->fence_back = PMV_SLOTS + 1;
+	cr_assert_eq(pmv_req_check(req, &r), PMV_ERR_BAD_REQUEST);
+	req->flags = 0;
+	req->fence_back = 1; /* a fence count without the fence flag */
+	cr_assert_eq(pmv_req_check(req, &r), PMV_ERR_BAD_REQUEST);
+}
+
+Test(proto, a_send_requests_data_range_is_validated_too)
+{
+	uint64_t buf[16] = { 0 };
+	struct pmv_req *req = one_extent_req(buf);
+	struct pmv_region r = { .rma_base = 4096, .len = 128,
+				.remote_write = true, .single_iov = true };
+
+	req->flags = PMV_REQ_INLINE;
+	pmv_req_inline(req)->addr = 4096 + 120;
+	pmv_req_inline(req)->len = 8;
+	cr_assert_eq(pmv_req_check(req, &r), 0);
+	pmv_req_inline(req)->len = 9;
+	cr_assert_eq(pmv_req_check(req, &r), PMV_ERR_RANGE);
 }
 
 Test(proto, a_send_request_holds_its_data_after_the_extents)

@@ -69,7 +69,8 @@ int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
 	struct fi_rma_iov rma = { .key = ep->peer.inbox_key };
 	struct fi_msg_rma msg = { .msg_iov = &iov, .iov_count = 1,
 				  .rma_iov = &rma, .rma_iov_count = 1 };
-	unsigned i;
+	struct pmv_extent taken[PMV_MAX_EXTENTS];
+	unsigned i, nextents;
 	int ret;
 
 	memset(buf, 0, sizeof(buf));
@@ -86,15 +87,15 @@ int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
 					     pmv_req_max_extents(slot));
 	if (inl)
 		pmv_send_fill(req, inl);
-	iov.iov_len = pmv_req_size(req, sizeof(buf));
-	req->checksum = pmv_checksum(req, iov.iov_len);
+	nextents = req->nextents;
+	memcpy(taken, req->ext, nextents * sizeof(taken[0]));
 	rma.addr = pmv_peer_req_addr(&ep->peer, req->seq);
-	rma.len = iov.iov_len;
+	iov.iov_len = rma.len = pmv_req_encode(req, sizeof(buf));
 	ret = pmv_ini_post_op(ini, c, PMV_IOP_REQ, &msg, FI_INJECT, false);
 	if (ret) {
-		for (i = 0; i < req->nextents; i++)
-			pmv_scope_add(&ini->scope, c->key, req->ext[i].addr,
-				      req->ext[i].len);
+		for (i = 0; i < nextents; i++)
+			pmv_scope_add(&ini->scope, c->key, taken[i].addr,
+				      taken[i].len);
 		return ret;
 	}
 	c->req_seq = ini->next_req++;
@@ -107,15 +108,7 @@ int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
 /* Copies an ack out of the inbox; false if it is not (yet) seq's ack. */
 static bool pmv_read_ack(struct pmv_ep *ep, uint64_t seq, struct pmv_ack *out)
 {
-	struct pmv_ack *slot = pmv_inbox_ack(&ep->inbox, seq);
-	uint32_t sum;
-
-	if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != seq)
-		return false;
-	memcpy(out, slot, sizeof(*out));
-	sum = out->checksum;
-	out->checksum = 0;
-	return out->seq == seq && pmv_checksum(out, sizeof(*out)) == sum;
+	return pmv_ack_decode(pmv_inbox_ack(&ep->inbox, seq), seq, out);
 }
 
 /* Remembers the profile the peer reported for a key, with its generation. */

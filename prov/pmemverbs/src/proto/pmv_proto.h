@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * pmemverbs: wire protocol between two pmemverbs endpoints.
  *
@@ -20,9 +21,10 @@
  * first, then places the data and persists it.
  * The registration generation counts the regions the target closed: a
  * profile the initiator cached for a key is valid for one generation.
- * A slot is valid when its checksum matches and its seq is the next one
- * expected; a partly written slot fails the checksum and is read again.
- * All fields are little-endian (both ends are x86-64 or aarch64 hosts).
+ * A slot is valid when its checksum (CRC-32 of the slot with the checksum
+ * field 0) matches and its seq is the next one expected; a partly written
+ * slot fails the checksum and is read again.  All fields are little-endian
+ * on the wire; pmv_proto.c converts with <endian.h>.
  */
 #ifndef PMV_PROTO_H
 #define PMV_PROTO_H
@@ -97,6 +99,35 @@ struct pmv_ack {
 
 #define PMV_SLOTS 64
 
+/*
+ * Error codes of commits (a request's ack status and a commit's
+ * prov_errno); fi_cq_strerror explains each.
+ */
+enum {
+	PMV_ERR_BASE = 0x504d0000,
+	PMV_ERR_NO_KEY,
+	PMV_ERR_RANGE,
+	PMV_ERR_ACCESS,
+	PMV_ERR_MULTI_IOV,
+	PMV_ERR_PEER_GONE,
+	PMV_ERR_FENCE,
+	PMV_ERR_METHOD,
+	PMV_ERR_REREGISTERED,
+	PMV_ERR_CLOSED,
+	PMV_ERR_PEER_TIMEOUT,
+	PMV_ERR_PERSIST,
+	PMV_ERR_BAD_REQUEST,
+	PMV_ERR_LAST,
+};
+
+/* What the validator needs to know of the region a request names. */
+struct pmv_region {
+	uint64_t rma_base;    /* RMA address of its first byte */
+	uint64_t len;
+	bool remote_write;    /* registered with FI_REMOTE_WRITE */
+	bool single_iov;      /* one contiguous range */
+};
+
 /* Where a send request's data goes: the extent after the scope's. */
 static inline struct pmv_extent *pmv_req_inline(struct pmv_req *req)
 {
@@ -109,80 +140,17 @@ static inline uint8_t *pmv_req_inline_data(struct pmv_req *req)
 	return (uint8_t *) (pmv_req_inline(req) + 1);
 }
 
-/*
- * Bytes a request occupies, from its header and (for a send) its inline
- * extent; 0 if that is more than avail, the bytes of it readable.
- */
-static inline size_t pmv_req_size(const struct pmv_req *req, size_t avail)
-{
-	size_t size = sizeof(*req) + (size_t) req->nextents *
-					sizeof(struct pmv_extent);
-
-	if (size > avail)
-		return 0;
-	if (!(req->flags & PMV_REQ_INLINE))
-		return size;
-	size += sizeof(struct pmv_extent);
-	if (size > avail || req->ext[req->nextents].len > avail - size)
-		return 0;
-	return size + (size_t) req->ext[req->nextents].len;
-}
-
-static inline void pmv_put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t) (v >> (8 * i));
-}
-
-static inline uint64_t pmv_get_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-/* Writes the CM header's 20 bytes. */
-static inline void pmv_cm_hdr_encode(const struct pmv_cm_hdr *hdr,
-				     uint8_t out[PMV_CM_HDR_SIZE])
-{
-	out[0] = 'P';
-	out[1] = 'V';
-	out[2] = PMV_PROTO_VERSION;
-	out[3] = (uint8_t) ((hdr->has_inbox ? 1 : 0) | (hdr->transport & 3) << 1 |
-			    ((hdr->slot_size / 16) & 31) << 3);
-	pmv_put_le64(out + 4, hdr->inbox_addr);
-	pmv_put_le64(out + 12, hdr->inbox_key);
-}
-
-/* Reads a CM header; false if the bytes are not one. */
-static inline bool pmv_cm_hdr_decode(const uint8_t *in, size_t len,
-				     struct pmv_cm_hdr *hdr)
-{
-	if (len < PMV_CM_HDR_SIZE || in[0] != 'P' || in[1] != 'V' ||
-	    in[2] != PMV_PROTO_VERSION)
-		return false;
-	hdr->has_inbox = in[3] & 1;
-	hdr->transport = (in[3] >> 1) & 3;
-	hdr->slot_size = (uint32_t) (in[3] >> 3) * 16;
-	hdr->inbox_addr = pmv_get_le64(in + 4);
-	hdr->inbox_key = pmv_get_le64(in + 12);
-	return true;
-}
-
-/* Fletcher-style checksum of a slot, computed with its checksum field 0. */
-static inline uint32_t pmv_checksum(const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-	uint32_t a = 1, b = 0;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		a = (a + p[i]) % 65521;
-		b = (b + a) % 65521;
-	}
-	return (b << 16) | a;
-}
+/* pmv_proto.c: pure functions, no libfabric calls (fuzzed). */
+uint32_t pmv_checksum(const void *buf, size_t len);
+size_t pmv_req_size(const struct pmv_req *req, size_t avail);
+size_t pmv_req_encode(struct pmv_req *req, size_t cap);
+int pmv_req_decode(const void *slot, size_t avail, uint64_t seq,
+		   struct pmv_req *out);
+int pmv_req_check(const struct pmv_req *req, const struct pmv_region *r);
+void pmv_ack_encode(struct pmv_ack *ack);
+bool pmv_ack_decode(const void *slot, uint64_t seq, struct pmv_ack *out);
+void pmv_cm_hdr_encode(const struct pmv_cm_hdr *hdr,
+		       uint8_t out[PMV_CM_HDR_SIZE]);
+bool pmv_cm_hdr_decode(const uint8_t *in, size_t len, struct pmv_cm_hdr *hdr);
 
 #endif /* PMV_PROTO_H */

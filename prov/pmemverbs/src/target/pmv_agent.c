@@ -17,6 +17,7 @@
  * FI_PMEMVERBS_FAULT_SKIP_EXTENT=N skips the N-th persisted extent, to show
  * that such a test can fail.
  */
+#include <endian.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -107,32 +108,18 @@ struct pmv_mr *pmv_domain_find_mr(struct pmv_domain *dom, uint64_t key)
 	return NULL;
 }
 
-/* Checks one extent against its region: inside it, without overflow. */
-static bool pmv_extent_inside(const struct pmv_mr *mr,
-			      const struct pmv_extent *e)
+/* What the validator needs of a region (NULL: no region). */
+static const struct pmv_region *pmv_region_of(const struct pmv_mr *mr,
+					      struct pmv_region *r)
 {
-	return e->addr >= mr->rma_base && e->len <= mr->len &&
-	       e->addr - mr->rma_base <= mr->len - e->len;
-}
-
-/* Validates a request against the MR table; 0 or a PMV_ERR_* code. */
-static int pmv_agent_validate(const struct pmv_mr *mr, const struct pmv_req *req)
-{
-	unsigned i;
-
 	if (!mr)
-		return PMV_ERR_NO_KEY;
-	if (!(mr->access & FI_REMOTE_WRITE))
-		return PMV_ERR_ACCESS;
-	if (mr->iov_count != 1)
-		return PMV_ERR_MULTI_IOV;
-	for (i = 0; i < req->nextents; i++)
-		if (!pmv_extent_inside(mr, &req->ext[i]))
-			return PMV_ERR_RANGE;
-	if ((req->flags & PMV_REQ_INLINE) &&
-	    !pmv_extent_inside(mr, &req->ext[req->nextents]))
-		return PMV_ERR_RANGE;
-	return 0;
+		return NULL;
+	*r = (struct pmv_region) {
+		.rma_base = mr->rma_base, .len = mr->len,
+		.remote_write = mr->access & FI_REMOTE_WRITE,
+		.single_iov = mr->iov_count == 1,
+	};
+	return r;
 }
 
 /*
@@ -206,7 +193,8 @@ static int pmv_agent_commit(struct pmv_domain *dom, struct pmv_ep *ep,
 	uint64_t bytes;
 	uint32_t gen = (uint32_t) __atomic_load_n(&dom->mr_gen, __ATOMIC_ACQUIRE);
 	struct pmv_mr *mr = pmv_domain_find_mr(dom, req->key);
-	int status = pmv_agent_validate(mr, req);
+	struct pmv_region region;
+	int status = pmv_req_check(req, pmv_region_of(mr, &region));
 
 	/* read before the lookup: a region closed after it shows a newer one */
 	ep->agent_gen = gen;
@@ -236,19 +224,13 @@ static bool pmv_agent_read_req(struct pmv_ep *ep, uint64_t seq,
 			       struct pmv_req *out, size_t out_size)
 {
 	struct pmv_req *slot = pmv_inbox_req(&ep->inbox, seq);
-	size_t size, avail = ep->inbox.slot_size < out_size ?
-			     ep->inbox.slot_size : out_size;
-	uint32_t sum;
+	size_t avail = ep->inbox.slot_size < out_size ?
+		       ep->inbox.slot_size : out_size;
 
-	if (__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) != seq)
+	/* one load while nothing has come: the slot's seq, little-endian */
+	if (le64toh(__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE)) != seq)
 		return false;
-	memcpy(out, slot, avail);
-	size = pmv_req_size(out, avail);
-	if (!size)
-		return false;
-	sum = out->checksum;
-	out->checksum = 0;
-	return out->seq == seq && pmv_checksum(out, size) == sum;
+	return pmv_req_decode(slot, avail, seq, out) > 0;
 }
 
 /*
@@ -278,13 +260,14 @@ static bool pmv_agent_send_ack(struct pmv_ep *ep)
 	};
 	ssize_t ret;
 
-	ack.checksum = pmv_checksum(&ack, sizeof(ack));
+	pmv_ack_encode(&ack);
 	ret = pmv_agent_post_ack(ep, &ack);
 	if (ret == -FI_EAGAIN)
 		return false;
 	if (ret)
 		PMV_WARN(FI_LOG_DOMAIN, "agent: sending ack %llu: %s\n",
-			 (unsigned long long) ack.seq, fi_strerror((int) -ret));
+			 (unsigned long long) ep->agent_unacked,
+			 fi_strerror((int) -ret));
 	ep->agent_unacked = 0;
 	return true;
 }

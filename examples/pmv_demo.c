@@ -570,8 +570,12 @@ static int map_region_file(const char *path, struct mapped_file *file)
 		complain("preparing %s: %s", file->path, strerror(errno));
 		return -FI_EIO;
 	}
-	file->map = mmap(NULL, REGION_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
-			 file->fd, 0);
+	/* MAP_SYNC where the file takes it (fsdax): CPU flushes then suffice */
+	file->map = mmap(NULL, REGION_SIZE, PROT_READ | PROT_WRITE,
+			 MAP_SHARED_VALIDATE | MAP_SYNC, file->fd, 0);
+	if (file->map == MAP_FAILED)
+		file->map = mmap(NULL, REGION_SIZE, PROT_READ | PROT_WRITE,
+				 MAP_SHARED, file->fd, 0);
 	if (file->map == MAP_FAILED) {
 		file->map = NULL;
 		complain("mmap of %s: %s", file->path, strerror(errno));

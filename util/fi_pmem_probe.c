@@ -1,11 +1,13 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fi_pmem_probe: prints the persistence profile pmemverbs would find for a
  * file registered with FI_RMA_PMEM, and how a peer's commits to it would be
- * made durable.  Usage: fi_pmem_probe FILE
+ * made durable.  Usage: fi_pmem_probe [-n] FILE
  *
- * It maps the file exactly as a target application would (MAP_SHARED, read
- * and write) and runs the provider's own detection on that mapping, so
- * PMEM2_FORCE_GRANULARITY and FI_PMEMVERBS_WSP apply as they would there.
+ * It maps the file as a target application would (shared, read and write,
+ * with MAP_SYNC where the file takes it; -n: without MAP_SYNC) and runs the
+ * provider's own detection on that mapping, so PMEM2_FORCE_GRANULARITY and
+ * FI_PMEMVERBS_WSP apply as they would there.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -41,7 +43,7 @@ static const char *pmv_agent_action(enum fi_pmem_profile profile)
 }
 
 /* Maps len bytes of the file shared, as a target application would. */
-static void *pmv_map_file(const char *path, size_t *len)
+static void *pmv_map_file(const char *path, size_t *len, bool *sync)
 {
 	struct stat st;
 	void *map;
@@ -53,7 +55,11 @@ static void *pmv_map_file(const char *path, size_t *len)
 	}
 	*len = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t) st.st_size :
 						       2 * 1024 * 1024;
-	map = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	map = *sync ? mmap(NULL, *len, PROT_READ | PROT_WRITE,
+			   MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0) : MAP_FAILED;
+	*sync = map != MAP_FAILED;
+	if (map == MAP_FAILED)
+		map = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (map == MAP_FAILED) {
 		perror("mmap");
@@ -65,25 +71,29 @@ static void *pmv_map_file(const char *path, size_t *len)
 int main(int argc, char **argv)
 {
 	struct pmv_persistence p;
+	bool sync = !(argc == 3 && !strcmp(argv[1], "-n"));
+	const char *path = argv[argc - 1];
 	size_t len;
 	void *map;
 	int ret;
 
-	if (argc != 2 || !strcmp(argv[1], "-h")) {
-		fprintf(stderr, "usage: %s FILE\n", argv[0]);
+	if ((argc != 2 && sync) || !strcmp(path, "-h")) {
+		fprintf(stderr, "usage: %s [-n] FILE\n"
+			"  -n  map without MAP_SYNC\n", argv[0]);
 		return 2;
 	}
 	fi_prov_ini(); /* reads FI_PMEMVERBS_* parameters */
-	map = pmv_map_file(argv[1], &len);
+	map = pmv_map_file(path, &len, &sync);
 	if (!map)
 		return 1;
 	ret = pmv_persistence_detect(map, len, &p);
 	if (ret) {
-		fprintf(stderr, "%s: detection failed: %s\n", argv[1],
+		fprintf(stderr, "%s: detection failed: %s\n", path,
 			fi_strerror(-ret));
 		return 1;
 	}
-	printf("file:            %s (%zu bytes mapped)\n", argv[1], len);
+	printf("file:            %s (%zu bytes mapped%s)\n", path, len,
+	       sync ? ", MAP_SYNC" : "");
 	printf("profile:         %s\n", fi_pmem_profile_str(p.profile));
 	printf("method:          agent (a commit request follows the writes on "
 	       "the same connection; the target agent persists and acks)\n");

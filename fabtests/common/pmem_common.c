@@ -532,8 +532,12 @@ int pm_map_file(const char *path, const char *prefix, size_t len, bool fresh,
 		pm_complain("preparing %s: %s", file->path, strerror(errno));
 		return -FI_EIO;
 	}
-	file->map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
-			 file->fd, 0);
+	/* MAP_SYNC where the file takes it (fsdax): CPU flushes then suffice */
+	file->map = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_SHARED_VALIDATE | MAP_SYNC, file->fd, 0);
+	if (file->map == MAP_FAILED)
+		file->map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
+				 file->fd, 0);
 	if (file->map == MAP_FAILED) {
 		file->map = NULL;
 		pm_complain("mmap of %s: %s", file->path, strerror(errno));

@@ -160,10 +160,11 @@ run_pingpong() {
 	report FAIL "$name" "client: $(tail -n 2 "$srv.client" | tr '\n' ' ') / server: $(tail -n 2 "$srv" | tr '\n' ' ')"
 }
 
-# fi_pmem_probe on a file or device: probe NAME FILE WANT_REGEX
+# fi_pmem_probe on a file or device: probe NAME FILE WANT_REGEX [-n]
+# (-n: mapped without MAP_SYNC)
 probe_profile() {
 	local name=$1 file=$2 want=$3 got
-	got=$("$PROBE" "$file" 2>&1 | awk '/^profile:/ {print $2}')
+	got=$("$PROBE" ${4:-} "$file" 2>&1 | awk '/^profile:/ {print $2}')
 	if [[ $got =~ ^($want)$ ]]; then
 		report PASS "$name" "profile $got, no granularity forced"
 	else
@@ -291,6 +292,8 @@ check_fsdax_on_tcp() {
 	section "tcp core ($LOOPBACK): the DAX filesystem /mnt/pmem"
 	truncate -s 1M /mnt/pmem/probe
 	probe_profile "probe-fsdax" /mnt/pmem/probe "DMP"
+	# without MAP_SYNC the file system may still have work: msync (PAGE)
+	probe_profile "probe-fsdax-without-map-sync" /mnt/pmem/probe "PAGE" -n
 	rm -f /mnt/pmem/probe
 	timeout 60 "$COMMIT_TEST" -r target -t mrreg -f /mnt/pmem/mrreg \
 		-a "$LOOPBACK" -P 11600 >"$out" 2>"$err"

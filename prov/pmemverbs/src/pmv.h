@@ -63,6 +63,7 @@ struct pmv_params {
 	char *oracle;         /* FI_PMEMVERBS_ORACLE (test only) */
 	int fault_skip;       /* FI_PMEMVERBS_FAULT_SKIP_EXTENT (test only) */
 	int fault_core;       /* FI_PMEMVERBS_FAULT_CORE_OP (test only) */
+	int fault_persist;    /* FI_PMEMVERBS_FAULT_PERSIST (test only) */
 	int peer_timeout_ms;  /* FI_PMEMVERBS_PEER_TIMEOUT_MS */
 	int peer_probe_ms;    /* FI_PMEMVERBS_PEER_PROBE_MS */
 };
@@ -75,12 +76,21 @@ extern struct pmv_params pmv_params;
 /* Largest atomically durable unit on x86-64 and aarch64. */
 #define PMV_ATOMICITY_CHUNK 8
 
-/* How a region is made durable: its profile and persist function. */
+/* How the agent makes a region's bytes durable (target/pmv_profile.c). */
+enum pmv_persist_kind {
+	PMV_PERSIST_NONE,  /* VOLATILE, WSP: visible is all there is */
+	PMV_PERSIST_MSYNC, /* PAGE: msync, whose errors fail the commit */
+	PMV_PERSIST_CPU,   /* DMP, MHP: libpmem2's flush and drain */
+};
+
 struct pmem2_map;
 struct pmv_persistence {
 	enum fi_pmem_profile profile;
-	void (*persist)(const void *ptr, size_t size);
-	struct pmem2_map *map;
+	enum pmv_persist_kind kind;
+	void (*cpu_persist)(const void *ptr, size_t size);    /* libpmem2's */
+	void *(*cpu_memcpy)(void *dst, const void *src, size_t len,
+			    unsigned flags);                  /* libpmem2's */
+	struct pmem2_map *map; /* pmemverbs's probe mapping, or NULL */
 };
 
 /* Ranges written to one key since its last commit (pmv_scope.c). */
@@ -270,8 +280,15 @@ struct pmv_connreq {
 /* pmv_profile.c */
 int pmv_persistence_detect(const void *addr, size_t len,
 			   struct pmv_persistence *p);
+int pmv_persistence_from_map(struct pmem2_map *map,
+			     struct pmv_persistence *p);
 void pmv_persistence_release(struct pmv_persistence *p);
 void pmv_persistence_volatile(struct pmv_persistence *p);
+enum fi_pmem_profile pmv_profile_decide(int granularity, bool cpu_flush_ok);
+int pmv_persist(const struct pmv_persistence *p, const void *addr,
+		size_t len);
+void pmv_place(const struct pmv_persistence *p, void *dst, const void *src,
+	       size_t len, bool uncached);
 
 /* pmv_method.c */
 bool pmv_method_correct(enum fi_pmem_method method,

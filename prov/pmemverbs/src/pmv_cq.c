@@ -435,6 +435,12 @@ const char *pmv_strerror(int prov_errno)
 			"FI_PMEMVERBS_PEER_TIMEOUT_MS (frozen or unreachable); "
 			"its durability is unknown: close the endpoint and "
 			"connect again",
+		[PMV_ERR_PERSIST - PMV_ERR_BASE] = "commit failed: the target "
+			"could not make the data durable (msync or flush "
+			"failed; see the target's log)",
+		[PMV_ERR_BAD_REQUEST - PMV_ERR_BASE] = "commit refused by the "
+			"target: a malformed request (unknown flags or fence "
+			"count; a peer of another version?)",
 		[PMV_ERR_REREGISTERED - PMV_ERR_BASE] = "commit's durability "
 			"unknown: the target closed a memory region while it "
 			"was in flight (the key may name other memory now); "

@@ -84,6 +84,11 @@ static void pmv_define_params(void)
 			"learn whether the connection still carries anything "
 			"(a dead connection fails every commit at once). "
 			"0: never. Default 100.");
+	fi_param_define(&pmv_prov, "fault_persist", FI_PARAM_INT,
+			"Test only: the N-th persist call of the agent (an "
+			"msync or a CPU flush of one range) fails with FI_EIO "
+			"as if msync had failed; the commit must end in an "
+			"error completion, never a success (default: 0, off)");
 	fi_param_define(&pmv_prov, "fault_skip_extent", FI_PARAM_INT,
 			"Test only: the agent skips persisting its N-th extent "
 			"(0 = never), to show the persistence oracle catches "
@@ -130,6 +135,7 @@ static void pmv_read_params(void)
 	fi_param_get_str(&pmv_prov, "oracle", &pmv_params.oracle);
 	fi_param_get_int(&pmv_prov, "fault_skip_extent", &pmv_params.fault_skip);
 	fi_param_get_int(&pmv_prov, "fault_core_op", &pmv_params.fault_core);
+	fi_param_get_int(&pmv_prov, "fault_persist", &pmv_params.fault_persist);
 	fi_param_get_int(&pmv_prov, "peer_timeout_ms",
 			 &pmv_params.peer_timeout_ms);
 	fi_param_get_int(&pmv_prov, "peer_probe_ms", &pmv_params.peer_probe_ms);

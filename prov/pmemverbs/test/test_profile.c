@@ -1,5 +1,7 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * Unit tests: persistence profile detection at registration.
+ * Unit tests: persistence profile detection at registration, persisting
+ * and placing data, persist errors.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +10,7 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <libpmem2.h>
 
 #include "pmv.h"
 
@@ -41,8 +44,8 @@ static enum fi_pmem_profile file_profile(const char *granularity)
 		unsetenv("PMEM2_FORCE_GRANULARITY");
 	map = map_temp_file(MAP_SHARED);
 	cr_assert_eq(pmv_persistence_detect(map, LEN, &p), 0);
-	cr_assert_not_null(p.persist);
-	p.persist(map, 64); /* must be callable on the application's mapping */
+	/* must work on the application's mapping */
+	cr_assert_eq(pmv_persist(&p, map, 64), 0);
 	pmv_persistence_release(&p);
 	munmap(map, LEN);
 	return p.profile;
@@ -84,7 +87,7 @@ Test(profile, page_persist_writes_dirty_pages_back)
 	cr_assert_eq(p.profile, FI_PMEM_PROFILE_PAGE);
 	memset(map, 0xab, LEN);
 	cr_assert_gt(dirty_kb(map), 0, "writing made no dirty pages");
-	p.persist(map + 100, LEN - 200);
+	cr_assert_eq(pmv_persist(&p, map + 100, LEN - 200), 0);
 	cr_assert_eq(dirty_kb(map), 0, "persist left dirty pages: not msynced");
 	pmv_persistence_release(&p);
 	munmap(map, LEN);
@@ -152,4 +155,107 @@ Test(profile, an_unmapped_address_is_refused)
 	struct pmv_persistence p;
 
 	cr_assert_eq(pmv_persistence_detect((void *) 8, 64, &p), -FI_ENOENT);
+}
+
+Test(profile, without_map_sync_a_dax_file_is_page_cache)
+{
+	/* libpmem2 says cache line or byte for any fsdax file (it maps with
+	 * MAP_SYNC itself); the application's mapping decides */
+	cr_assert_eq(pmv_profile_decide(PMEM2_GRANULARITY_CACHE_LINE, false),
+		     FI_PMEM_PROFILE_PAGE);
+	cr_assert_eq(pmv_profile_decide(PMEM2_GRANULARITY_BYTE, false),
+		     FI_PMEM_PROFILE_PAGE);
+	cr_assert_eq(pmv_profile_decide(PMEM2_GRANULARITY_CACHE_LINE, true),
+		     FI_PMEM_PROFILE_DMP);
+	cr_assert_eq(pmv_profile_decide(PMEM2_GRANULARITY_BYTE, true),
+		     FI_PMEM_PROFILE_MHP);
+	cr_assert_eq(pmv_profile_decide(PMEM2_GRANULARITY_PAGE, true),
+		     FI_PMEM_PROFILE_PAGE);
+}
+
+Test(profile, a_failed_persist_is_an_error_never_a_success)
+{
+	struct pmv_persistence p;
+	char *map = map_temp_file(MAP_SHARED);
+
+	unsetenv("PMEM2_FORCE_GRANULARITY");
+	cr_assert_eq(pmv_persistence_detect(map, LEN, &p), 0);
+	pmv_params.fault_persist = 2;
+	cr_assert_eq(pmv_persist(&p, map, 64), 0);
+	cr_assert_eq(pmv_persist(&p, map, 64), -FI_EIO);
+	cr_assert_eq(pmv_persist(&p, map, 64), 0);
+	pmv_params.fault_persist = 0;
+	/* msync's own error: a range that is no longer mapped */
+	munmap(map, LEN);
+	cr_assert_eq(pmv_persist(&p, map, 64), -FI_EIO);
+	pmv_persistence_release(&p);
+}
+
+/* Places 200 bytes at an odd offset with the region's copy function. */
+static void check_place(const char *granularity, bool uncached)
+{
+	struct pmv_persistence p;
+	uint8_t src[200];
+	uint8_t *map;
+
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t) (i * 13 + 1);
+	setenv("PMEM2_FORCE_GRANULARITY", granularity, 1);
+	map = map_temp_file(MAP_SHARED);
+	cr_assert_eq(pmv_persistence_detect(map, LEN, &p), 0);
+	pmv_place(&p, map + 4099, src, sizeof(src), uncached);
+	cr_assert_eq(pmv_persist(&p, map + 4099, sizeof(src)), 0);
+	cr_assert_arr_eq(map + 4099, src, sizeof(src));
+	cr_assert_eq(map[4098], 0);
+	cr_assert_eq(map[4099 + sizeof(src)], 0);
+	pmv_persistence_release(&p);
+	munmap(map, LEN);
+}
+
+Test(profile, placed_data_lands_whole_for_every_profile_and_fi_uncached)
+{
+	check_place("page", false);
+	check_place("cache_line", false);
+	check_place("cache_line", true);
+	check_place("byte", true);
+}
+
+/* An application's own pmem2 map of a file, and its profile. */
+static enum fi_pmem_profile pmem2_map_profile(const char *granularity,
+					      enum pmem2_granularity want)
+{
+	struct pmem2_config *cfg;
+	struct pmem2_source *src;
+	struct pmem2_map *map;
+	struct pmv_persistence p;
+	char path[] = "/tmp/pmv_profile_XXXXXX";
+	int fd = mkstemp(path);
+
+	setenv("PMEM2_FORCE_GRANULARITY", granularity, 1);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, LEN), 0);
+	unlink(path);
+	cr_assert_eq(pmem2_config_new(&cfg), 0);
+	cr_assert_eq(pmem2_source_from_fd(&src, fd), 0);
+	cr_assert_eq(pmem2_config_set_required_store_granularity(cfg, want), 0);
+	cr_assert_eq(pmem2_map_new(&map, cfg, src), 0, "%s", pmem2_errormsg());
+	cr_assert_eq(pmv_persistence_from_map(map, &p), 0);
+	cr_assert_eq(pmv_persist(&p, pmem2_map_get_address(map), 64), 0);
+	pmv_persistence_release(&p); /* the map stays the application's */
+	cr_assert_null(p.map);
+	pmem2_map_delete(&map);
+	pmem2_source_delete(&src);
+	pmem2_config_delete(&cfg);
+	close(fd);
+	return p.profile;
+}
+
+Test(profile, an_applications_pmem2_map_keeps_its_granularity)
+{
+	cr_assert_eq(pmem2_map_profile("page", PMEM2_GRANULARITY_PAGE),
+		     FI_PMEM_PROFILE_PAGE);
+	cr_assert_eq(pmem2_map_profile("cache_line", PMEM2_GRANULARITY_PAGE),
+		     FI_PMEM_PROFILE_DMP);
+	cr_assert_eq(pmem2_map_profile("byte", PMEM2_GRANULARITY_PAGE),
+		     FI_PMEM_PROFILE_MHP);
 }

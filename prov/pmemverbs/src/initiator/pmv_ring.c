@@ -39,6 +39,7 @@ int pmv_err_to_fi(int prov_errno)
 	case PMV_ERR_CLOSED:
 		return FI_ECANCELED;
 	case PMV_ERR_FENCE:
+	case PMV_ERR_PERSIST:
 		return FI_EIO;
 	case PMV_ERR_PEER_TIMEOUT:
 		return FI_ETIMEDOUT;

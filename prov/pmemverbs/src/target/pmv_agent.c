@@ -122,56 +122,48 @@ static const struct pmv_region *pmv_region_of(const struct pmv_mr *mr,
 	return r;
 }
 
-/*
- * Copies len bytes with whole 8-byte stores where dst is 8-byte aligned,
- * so that each aligned word stays atomically durable (the atomicity chunk
- * of fi_ext_pmem(3)), as an RDMA write would keep it.
- */
-static void pmv_copy_words(uint8_t *dst, const uint8_t *src, size_t len)
+/* Persists one range of a region and records it for the oracle. */
+static int pmv_agent_persist_range(struct pmv_mr *mr, uint64_t key,
+				   uint64_t addr, uint64_t len)
 {
-	uint64_t w;
+	int ret;
 
-	for (; len && ((uintptr_t) dst & 7); len--)
-		*dst++ = *src++;
-	for (; len >= 8; len -= 8, dst += 8, src += 8) {
-		memcpy(&w, src, 8);
-		__atomic_store_n((uint64_t *) (void *) dst, w, __ATOMIC_RELAXED);
-	}
-	for (; len; len--)
-		*dst++ = *src++;
+	if (pmv_fault_skip())
+		return 0;
+	ret = pmv_persist(&mr->persistence, (char *) mr->base +
+			  (addr - mr->rma_base), len);
+	if (!ret)
+		pmv_oracle_record(key, addr, len);
+	return ret;
 }
 
 /* Places a send request's data in the region and persists it. */
-static uint64_t pmv_agent_place(struct pmv_mr *mr, struct pmv_req *req)
+static int pmv_agent_place(struct pmv_mr *mr, struct pmv_req *req)
 {
 	const struct pmv_extent *e = pmv_req_inline(req);
 	uint8_t *dst = (uint8_t *) mr->base + (e->addr - mr->rma_base);
 
-	pmv_copy_words(dst, pmv_req_inline_data(req), e->len);
-	if (pmv_fault_skip())
-		return 0;
-	mr->persistence.persist(dst, e->len);
-	pmv_oracle_record(req->key, e->addr, e->len);
-	return e->len;
+	pmv_place(&mr->persistence, dst, pmv_req_inline_data(req), e->len,
+		  mr->flags & FI_UNCACHED);
+	return pmv_agent_persist_range(mr, req->key, e->addr, e->len);
 }
 
-/* Persists the request's extents; returns the bytes persisted. */
-static uint64_t pmv_agent_persist(struct pmv_mr *mr, const struct pmv_req *req)
+/* Persists the request's extents; 0 or the first persist error. */
+static int pmv_agent_persist(struct pmv_mr *mr, const struct pmv_req *req,
+			     uint64_t *bytes)
 {
 	const struct pmv_extent *e;
-	uint64_t bytes = 0;
 	unsigned i;
+	int ret;
 
 	for (i = 0; i < req->nextents; i++) {
 		e = &req->ext[i];
-		if (pmv_fault_skip())
-			continue;
-		mr->persistence.persist((char *) mr->base +
-					(e->addr - mr->rma_base), e->len);
-		pmv_oracle_record(req->key, e->addr, e->len);
-		bytes += e->len;
+		ret = pmv_agent_persist_range(mr, req->key, e->addr, e->len);
+		if (ret)
+			return ret;
+		*bytes += e->len;
 	}
-	return bytes;
+	return 0;
 }
 
 /* Raises the FI_IMMED completion in the target endpoint's receive CQ. */
@@ -206,11 +198,14 @@ static int pmv_agent_commit(struct pmv_domain *dom, struct pmv_ep *ep,
 			 pmv_strerror(status));
 		return status;
 	}
+	bytes = 0;
+	if (pmv_agent_persist(mr, req, &bytes) ||
+	    ((req->flags & PMV_REQ_INLINE) && pmv_agent_place(mr, req)))
+		return PMV_ERR_PERSIST;
+	if (req->flags & PMV_REQ_INLINE)
+		bytes += pmv_req_inline(req)->len;
 	/* The application reads these under ep->lock; the agent does not
 	 * take it, so it updates them atomically. */
-	bytes = pmv_agent_persist(mr, req);
-	if (req->flags & PMV_REQ_INLINE)
-		bytes += pmv_agent_place(mr, req);
 	__atomic_fetch_add(&ep->counters.bytes_persisted, bytes,
 			   __ATOMIC_RELAXED);
 	__atomic_fetch_add(&ep->counters.requests_served, 1, __ATOMIC_RELAXED);

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmemverbs: persistence profile detection.
+ * pmemverbs: persistence profile detection, and persisting a region.
  *
  * At fi_mr_reg with FI_RMA_PMEM, pmemverbs finds the mapping behind the
  * registered range in /proc/self/maps.  Anonymous memory is VOLATILE.  For a
@@ -10,6 +11,18 @@
  * persist function acts on addresses, not on a mapping, so it persists the
  * application's own mapping of the same file.  PMEM2_FORCE_GRANULARITY makes
  * libpmem2 report any granularity for an ordinary file.
+ *
+ * CPU flushes alone make data durable only where the file system has
+ * nothing left to do: device-DAX, or an fsdax file the application mapped
+ * with MAP_SYNC (PMDK's rule).  libpmem2 maps with MAP_SYNC itself, so it
+ * reports cache-line granularity for any fsdax file; an application mapping
+ * without MAP_SYNC ("sf" missing from its VmFlags in /proc/self/smaps) is
+ * PAGE, persisted with msync.  A forced granularity is a test's statement
+ * about the mapping and is taken as it is.
+ *
+ * An application that has its own struct pmem2_map registers it through
+ * FI_PMEM_DOMAIN_OPS: then that map's granularity, persist and memcpy
+ * functions are used as libpmem2 gives them.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <libpmem2.h>
@@ -28,6 +42,9 @@ struct pmv_mapping {
 	uintptr_t start, end;
 	bool anonymous;
 };
+
+/* Persist calls so far, for FI_PMEMVERBS_FAULT_PERSIST. */
+static uint64_t pmv_persist_calls;
 
 /* Fills *map with the mapping holding addr; -FI_ENOENT if none. */
 static int pmv_find_mapping(uintptr_t addr, struct pmv_mapping *map)
@@ -59,60 +76,130 @@ static int pmv_find_mapping(uintptr_t addr, struct pmv_mapping *map)
 	return ret;
 }
 
-/* Persists a page-cache range with msync (the PAGE profile's fallback). */
-static void pmv_msync_persist(const void *ptr, size_t size)
+/* Persists a page-cache range with msync; 0 or -FI_EIO. */
+static int pmv_msync_persist(const void *ptr, size_t size)
 {
 	uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
 	uintptr_t start = (uintptr_t) ptr & ~(page - 1);
 
-	if (msync((void *) start, (uintptr_t) ptr + size - start, MS_SYNC))
-		PMV_WARN(FI_LOG_MR, "msync of a PAGE-profile region failed: "
-			 "%s\n", strerror(errno));
+	if (!msync((void *) start, (uintptr_t) ptr + size - start, MS_SYNC))
+		return 0;
+	PMV_WARN(FI_LOG_MR, "msync of a PAGE-profile region failed: %s; the "
+		 "commit fails with FI_EIO\n", strerror(errno));
+	return -FI_EIO;
 }
 
-/* No-op persist for VOLATILE regions: visibility is all a commit gives. */
-static void pmv_no_persist(const void *ptr, size_t size)
+/* True when fault injection says this persist call fails. */
+static bool pmv_fault_persist(void)
 {
-	(void) ptr; (void) size;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	uint64_t n = __atomic_add_fetch(&pmv_persist_calls, 1,
+					__ATOMIC_RELAXED);
+
+	return pmv_params.fault_persist > 0 &&
+	       n == (uint64_t) pmv_params.fault_persist;
 }
 
-static enum fi_pmem_profile pmv_profile_of(enum pmem2_granularity g)
+/*
+ * Makes [addr, addr + len) of a region durable: 0, or -FI_EIO when the
+ * system could not (the commit then fails, never completes).
+ */
+int pmv_persist(const struct pmv_persistence *p, const void *addr,
+		size_t len)
 {
-	switch (g) {
-	case PMEM2_GRANULARITY_BYTE:
-		return pmv_params.wsp ? FI_PMEM_PROFILE_WSP :
-					FI_PMEM_PROFILE_MHP;
-	case PMEM2_GRANULARITY_CACHE_LINE:
-		return pmv_params.wsp ? FI_PMEM_PROFILE_WSP :
-					FI_PMEM_PROFILE_DMP;
+	if (pmv_fault_persist()) {
+		PMV_WARN(FI_LOG_MR, "FI_PMEMVERBS_FAULT_PERSIST: persist call "
+			 "%d fails\n", pmv_params.fault_persist);
+		return -FI_EIO;
+	}
+	switch (p->kind) {
+	case PMV_PERSIST_MSYNC:
+		return pmv_msync_persist(addr, len);
+	case PMV_PERSIST_CPU:
+		p->cpu_persist(addr, len);
+		return 0;
 	default:
-		return FI_PMEM_PROFILE_PAGE;
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		return 0;
 	}
 }
 
 /*
- * The persist function the agent applies to the application's own mapping.
- * libpmem2's page-granularity function msyncs only mappings libpmem2 made
- * itself (on any other address it does nothing), so PAGE regions use
- * pmemverbs's own msync.  The cache-flush functions act on any address.
- * Under declared whole-system persistence visible data is durable already.
+ * Copies len bytes with whole 8-byte stores where dst is 8-byte aligned,
+ * so that each aligned word stays atomically durable (the atomicity chunk
+ * of fi_ext_pmem(3)), as an RDMA write would keep it.
  */
-static void (*pmv_persist_fn_for(enum fi_pmem_profile profile,
-				 struct pmem2_map *map))(const void *, size_t)
+static void pmv_copy_words(uint8_t *dst, const uint8_t *src, size_t len)
 {
-	switch (profile) {
+	uint64_t w;
+
+	for (; len && ((uintptr_t) dst & 7); len--)
+		*dst++ = *src++;
+	for (; len >= 8; len -= 8, dst += 8, src += 8) {
+		memcpy(&w, src, 8);
+		__atomic_store_n((uint64_t *) (void *) dst, w, __ATOMIC_RELAXED);
+	}
+	for (; len; len--)
+		*dst++ = *src++;
+}
+
+/*
+ * Places data the agent received (send method) into a region; the caller
+ * persists it.  Persistent memory gets libpmem2's memcpy for the mapping,
+ * non-temporal for FI_UNCACHED regions (its stores are aligned words or
+ * wider, so each aligned 8-byte chunk is written whole); page cache and
+ * DRAM get whole 8-byte stores.
+ */
+void pmv_place(const struct pmv_persistence *p, void *dst, const void *src,
+	       size_t len, bool uncached)
+{
+	unsigned flags = PMEM2_F_MEM_NODRAIN | (uncached ?
+			 PMEM2_F_MEM_NONTEMPORAL : PMEM2_F_MEM_TEMPORAL);
+
+	if (p->kind == PMV_PERSIST_CPU && p->cpu_memcpy)
+		p->cpu_memcpy(dst, src, len, flags);
+	else
+		pmv_copy_words(dst, src, len);
+}
+
+/*
+ * The profile of a mapping from libpmem2's granularity and whether CPU
+ * flushes alone can make it durable (device-DAX, MAP_SYNC, or forced).
+ */
+enum fi_pmem_profile pmv_profile_decide(int granularity, bool cpu_flush_ok)
+{
+	if (granularity == PMEM2_GRANULARITY_PAGE || !cpu_flush_ok)
+		return FI_PMEM_PROFILE_PAGE;
+	if (pmv_params.wsp)
+		return FI_PMEM_PROFILE_WSP;
+	return granularity == PMEM2_GRANULARITY_BYTE ? FI_PMEM_PROFILE_MHP :
+						       FI_PMEM_PROFILE_DMP;
+}
+
+/* Sets how a region of profile p->profile is persisted, from map. */
+static void pmv_persistence_set(struct pmv_persistence *p,
+				struct pmem2_map *map)
+{
+	switch (p->profile) {
 	case FI_PMEM_PROFILE_PAGE:
-		return pmv_msync_persist;
+		/* libpmem2's page persist acts only on its own mappings and
+		 * ignores msync's errors: pmemverbs msyncs itself */
+		p->kind = PMV_PERSIST_MSYNC;
+		break;
 	case FI_PMEM_PROFILE_WSP:
-		return pmv_no_persist;
+		p->kind = PMV_PERSIST_NONE;
+		p->cpu_memcpy = pmem2_get_memcpy_fn(map);
+		break;
 	default:
-		return pmem2_get_persist_fn(map);
+		p->kind = PMV_PERSIST_CPU;
+		p->cpu_persist = pmem2_get_persist_fn(map);
+		p->cpu_memcpy = pmem2_get_memcpy_fn(map);
+		break;
 	}
 }
 
 /* Maps the file behind fd with libpmem2 to learn its granularity. */
-static int pmv_probe_file(int fd, struct pmv_persistence *p)
+static int pmv_probe_file(int fd, bool cpu_flush_ok,
+			  struct pmv_persistence *p)
 {
 	struct pmem2_config *cfg = NULL;
 	struct pmem2_source *src = NULL;
@@ -130,8 +217,14 @@ static int pmv_probe_file(int fd, struct pmv_persistence *p)
 		p->map = NULL;
 		goto out;
 	}
-	p->profile = pmv_profile_of(pmem2_map_get_store_granularity(p->map));
-	p->persist = pmv_persist_fn_for(p->profile, p->map);
+	p->profile = pmv_profile_decide(pmem2_map_get_store_granularity(p->map),
+					cpu_flush_ok);
+	if (p->profile == FI_PMEM_PROFILE_PAGE && !cpu_flush_ok &&
+	    pmem2_map_get_store_granularity(p->map) != PMEM2_GRANULARITY_PAGE)
+		PMV_INFO(FI_LOG_MR, "the region is a DAX file mapped without "
+			 "MAP_SYNC: profile PAGE (msync); map it with "
+			 "MAP_SHARED_VALIDATE | MAP_SYNC for CPU flushes\n");
+	pmv_persistence_set(p, p->map);
 	ret = 0;
 out:
 	pmem2_source_delete(&src);
@@ -153,7 +246,54 @@ void pmv_persistence_volatile(struct pmv_persistence *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->profile = FI_PMEM_PROFILE_VOLATILE;
-	p->persist = pmv_no_persist;
+	p->kind = PMV_PERSIST_NONE;
+}
+
+/* True if the mapping starting at start was made with MAP_SYNC. */
+static bool pmv_mapping_is_sync(uintptr_t start)
+{
+	char line[512];
+	unsigned long long s, e;
+	bool inside = false, sync = false;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx-%llx ", &s, &e) == 2) {
+			if (inside)
+				break;
+			inside = s == start;
+		} else if (inside && !strncmp(line, "VmFlags:", 8)) {
+			sync = strstr(line, " sf") != NULL;
+			break;
+		}
+	}
+	fclose(f);
+	return sync;
+}
+
+/*
+ * True if CPU flushes alone make the file's mapped bytes durable:
+ * device-DAX, a MAP_SYNC mapping, or a granularity a test forced.
+ */
+static bool pmv_cpu_flush_ok(int fd, const struct pmv_mapping *map)
+{
+	const char *forced = getenv("PMEM2_FORCE_GRANULARITY");
+	struct stat st;
+
+	if (forced && *forced)
+		return true;
+	if (!fstat(fd, &st) && S_ISCHR(st.st_mode))
+		return true;
+	return pmv_mapping_is_sync(map->start);
+}
+
+/* A region of the page cache, persisted with msync. */
+static void pmv_persistence_page(struct pmv_persistence *p)
+{
+	p->profile = FI_PMEM_PROFILE_PAGE;
+	p->kind = PMV_PERSIST_MSYNC;
 }
 
 int pmv_persistence_detect(const void *addr, size_t len,
@@ -180,13 +320,28 @@ int pmv_persistence_detect(const void *addr, size_t len,
 			 "treating the region as page cache\n", addr,
 			 strerror(errno));
 	} else {
-		ret = pmv_probe_file(fd, p);
+		ret = pmv_probe_file(fd, pmv_cpu_flush_ok(fd, &map), p);
 		close(fd);
 		if (!ret)
 			return 0;
 	}
-	p->profile = FI_PMEM_PROFILE_PAGE;
-	p->persist = pmv_msync_persist;
+	pmv_persistence_page(p);
+	return 0;
+}
+
+/*
+ * The persistence of an application's own pmem2 map: libpmem2 made it, so
+ * its granularity holds for it (MAP_SYNC where needed) and its functions
+ * act on it.  The map stays the application's.
+ */
+int pmv_persistence_from_map(struct pmem2_map *map, struct pmv_persistence *p)
+{
+	pmv_persistence_volatile(p);
+	if (!map)
+		return -FI_EINVAL;
+	p->profile = pmv_profile_decide(pmem2_map_get_store_granularity(map),
+					true);
+	pmv_persistence_set(p, map);
 	return 0;
 }
 

@@ -56,6 +56,8 @@ enum fi_pmem_method {
 				      target's agent places and persists it */
 };
 
+struct pmem2_map; /* libpmem2's (<libpmem2.h>) */
+
 /* Per-endpoint counters of the durability engine. */
 struct fi_pmem_ep_counters {
 	uint64_t commits;          /* commits completed successfully */
@@ -84,6 +86,16 @@ struct fi_pmem_ops_domain {
 	size_t (*atomicity_chunk)(struct fid_domain *domain);
 	/* Copies the endpoint's counters. */
 	int (*ep_counters)(struct fid_ep *ep, struct fi_pmem_ep_counters *out);
+	/* Registers len bytes at offset of an application's libpmem2 map as
+	 * persistent memory, as fi_mr_reg(domain, address + offset, len,
+	 * access, 0, requested_key, FI_RMA_PMEM | flags, mr, context) would,
+	 * but with the map's own granularity and libpmem2's persist and
+	 * memcpy functions for it (PMDK's rule: CPU flushes only where the
+	 * map says so).  The map must outlive the region. */
+	int (*mr_reg_pmem2)(struct fid_domain *domain, struct pmem2_map *map,
+			    size_t offset, size_t len, uint64_t access,
+			    uint64_t requested_key, uint64_t flags,
+			    struct fid_mr **mr, void *context);
 };
 
 /* Human-readable name of a method ("read_flush", ...). */

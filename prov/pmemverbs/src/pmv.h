@@ -448,6 +448,10 @@ int pmv_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
 		  struct fid_poll **pollset);
 int pmv_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
 extern struct fi_ops_mr pmv_mr_ops;
+int pmv_mr_reg_pmem2(struct fid_domain *domain, struct pmem2_map *map,
+		     size_t offset, size_t len, uint64_t access,
+		     uint64_t requested_key, uint64_t flags,
+		     struct fid_mr **mr, void *context);
 
 /* Data-path operation tables (pmv_ep_ops.c). */
 extern struct fi_ops_msg pmv_msg_ops;

@@ -97,6 +97,7 @@ static struct fi_pmem_ops_domain pmv_pmem_domain_ops = {
 	.method = pmv_ext_method,
 	.atomicity_chunk = pmv_ext_atomicity_chunk,
 	.ep_counters = pmv_ext_ep_counters,
+	.mr_reg_pmem2 = pmv_mr_reg_pmem2,
 };
 
 /* fi_open_ops: pmemverbs's own extension, or the core domain's. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * pmemverbs: memory registration.
  *
@@ -6,6 +7,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
+
+#include <libpmem2.h>
 
 #include "pmv.h"
 
@@ -71,9 +74,12 @@ static struct fi_ops pmv_mr_fi_ops = {
 	.ops_set = pmv_no_ops_set,
 };
 
-/* Finds the region's profile (FI_RMA_PMEM) or makes it VOLATILE. */
+/*
+ * Finds the region's profile (FI_RMA_PMEM) or makes it VOLATILE; from the
+ * application's pmem2 map when it gave one.
+ */
 static int pmv_mr_persistence(struct pmv_mr *mr, const struct fi_mr_attr *attr,
-			      uint64_t flags)
+			      uint64_t flags, struct pmem2_map *map)
 {
 	if (!(flags & FI_RMA_PMEM)) {
 		pmv_persistence_volatile(&mr->persistence);
@@ -91,6 +97,8 @@ static int pmv_mr_persistence(struct pmv_mr *mr, const struct fi_mr_attr *attr,
 			 "as one range (iov_count %zu)\n", attr->iov_count);
 		return -FI_EINVAL;
 	}
+	if (map)
+		return pmv_persistence_from_map(map, &mr->persistence);
 	return pmv_persistence_detect(attr->mr_iov[0].iov_base,
 				      attr->mr_iov[0].iov_len,
 				      &mr->persistence);
@@ -142,11 +150,11 @@ static void pmv_mr_explain_failure(const struct pmv_mr *mr, int ret)
 		 "%s\n", mr->domain->fabric->core_name, fi_strerror(-ret));
 }
 
-static int pmv_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
-			  uint64_t flags, struct fid_mr **mr_fid)
+/* Registers a region; its persistence from map, if given, else detected. */
+static int pmv_mr_register(struct pmv_domain *dom,
+			   const struct fi_mr_attr *attr, uint64_t flags,
+			   struct pmem2_map *map, struct fid_mr **mr_fid)
 {
-	struct pmv_domain *dom = pmv_container_of(fid, struct pmv_domain,
-						  domain_fid.fid);
 	struct fi_mr_attr core_attr = *attr;
 	struct pmv_mr *mr;
 	int ret;
@@ -161,7 +169,7 @@ static int pmv_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	if (!mr)
 		return -FI_ENOMEM;
 	mr->domain = dom;
-	ret = pmv_mr_persistence(mr, attr, flags);
+	ret = pmv_mr_persistence(mr, attr, flags, map);
 	if (ret) {
 		free(mr);
 		return ret;
@@ -183,6 +191,45 @@ static int pmv_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	mr->mr_fid.mem_desc = mr->core->mem_desc;
 	*mr_fid = &mr->mr_fid;
 	return 0;
+}
+
+static int pmv_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
+			  uint64_t flags, struct fid_mr **mr_fid)
+{
+	return pmv_mr_register(pmv_container_of(fid, struct pmv_domain,
+						domain_fid.fid),
+			       attr, flags, NULL, mr_fid);
+}
+
+/* FI_PMEM_DOMAIN_OPS mr_reg_pmem2: a range of an application's pmem2 map. */
+int pmv_mr_reg_pmem2(struct fid_domain *domain, struct pmem2_map *map,
+		     size_t offset, size_t len, uint64_t access,
+		     uint64_t requested_key, uint64_t flags,
+		     struct fid_mr **mr, void *context)
+{
+	struct iovec iov;
+	struct fi_mr_attr attr = { .mr_iov = &iov, .iov_count = 1,
+				   .access = access,
+				   .requested_key = requested_key,
+				   .context = context };
+
+	if (!domain || !pmv_fid_is_ours(&domain->fid) ||
+	    domain->fid.fclass != FI_CLASS_DOMAIN) {
+		PMV_WARN(FI_LOG_MR, "mr_reg_pmem2: not a pmemverbs domain\n");
+		return -FI_EINVAL;
+	}
+	if (!map || offset > pmem2_map_get_size(map) ||
+	    len > pmem2_map_get_size(map) - offset) {
+		PMV_WARN(FI_LOG_MR, "mr_reg_pmem2: %zu bytes at offset %zu "
+			 "lie outside the pmem2 map (%zu bytes)\n", len,
+			 offset, map ? pmem2_map_get_size(map) : 0);
+		return -FI_EINVAL;
+	}
+	iov.iov_base = (char *) pmem2_map_get_address(map) + offset;
+	iov.iov_len = len;
+	return pmv_mr_register(pmv_container_of(domain, struct pmv_domain,
+						domain_fid),
+			       &attr, flags | FI_RMA_PMEM, map, mr);
 }
 
 static int pmv_mr_regv(struct fid *fid, const struct iovec *iov, size_t count,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Unit tests: pmemverbs objects wrap the core's, over tcp on 127.0.0.1 in
  * one process (the two-process behaviour is in test/integration).
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <libpmem2.h>
 
 #include "pmv.h"
 
@@ -120,6 +122,56 @@ Test(objects, mr_publishes_the_core_key_and_desc)
 	cr_assert_eq(fi_mr_desc(mr), fi_mr_desc(pmr->core));
 	cr_assert_eq(mr->fid.context, buf);
 	cr_assert_eq(fi_close(&mr->fid), 0);
+}
+
+/* A libpmem2 map of a fresh 1 MiB file under a forced granularity. */
+static struct pmem2_map *pmem2_map_of_temp_file(const char *granularity,
+						int *fd)
+{
+	char path[] = "/tmp/pmv_objects_XXXXXX";
+	struct pmem2_config *cfg;
+	struct pmem2_source *src;
+	struct pmem2_map *map;
+
+	setenv("PMEM2_FORCE_GRANULARITY", granularity, 1);
+	*fd = mkstemp(path);
+	cr_assert_geq(*fd, 0);
+	unlink(path);
+	cr_assert_eq(ftruncate(*fd, 1 << 20), 0);
+	cr_assert_eq(pmem2_config_new(&cfg), 0);
+	cr_assert_eq(pmem2_source_from_fd(&src, *fd), 0);
+	cr_assert_eq(pmem2_config_set_required_store_granularity(cfg,
+				PMEM2_GRANULARITY_PAGE), 0);
+	cr_assert_eq(pmem2_map_new(&map, cfg, src), 0, "%s", pmem2_errormsg());
+	pmem2_source_delete(&src);
+	pmem2_config_delete(&cfg);
+	return map;
+}
+
+Test(objects, an_applications_pmem2_map_registers_with_its_granularity)
+{
+	struct fi_pmem_ops_domain *pmem;
+	struct pmem2_map *map;
+	struct fid_mr *mr;
+	int fd;
+
+	cr_assert_eq(fi_open_ops(&fx.domain->fid, FI_PMEM_DOMAIN_OPS, 0,
+				 (void **) &pmem, NULL), 0);
+	map = pmem2_map_of_temp_file("cache_line", &fd);
+	cr_assert_eq(pmem->mr_reg_pmem2(fx.domain, map, 4096, 65536,
+					FI_REMOTE_WRITE, 11, 0, &mr, NULL), 0);
+	cr_assert_eq(pmem->mr_profile(mr), FI_PMEM_PROFILE_DMP);
+	cr_assert_eq(fi_close(&mr->fid), 0);
+	/* past the map's end, or on another provider's domain: refused */
+	cr_assert_eq(pmem->mr_reg_pmem2(fx.domain, map, 1 << 20, 1,
+					FI_REMOTE_WRITE, 12, 0, &mr, NULL),
+		     -FI_EINVAL);
+	cr_assert_eq(pmem->mr_reg_pmem2((struct fid_domain *) &fx.eq->fid,
+					map, 0, 64, FI_REMOTE_WRITE, 13, 0,
+					&mr, NULL), -FI_EINVAL);
+	pmem2_map_delete(&map);
+	close(fd);
+	unsetenv("PMEM2_FORCE_GRANULARITY");
 }
 
 Test(objects, application_events_pass_through_untouched)

@@ -220,6 +220,16 @@ run_layout() {
 	if [[ $out == PASS* ]]; then add 1 0; else add 0 1; fi
 }
 
+# libFuzzer over the wire format's decoder and validator (test/fuzz), for a
+# bounded time (PMV_FUZZ_SECONDS, default 60).
+run_fuzz() {
+	local out
+	echo "== fuzzing the wire format (libFuzzer)"
+	out=$(bash "$ROOT/test/fuzz/run_fuzz.sh" 2>&1)
+	printf '%s\n' "$out" | grep -v 'passed, '
+	count_result "$out"
+}
+
 # fi_info through libfabric: FI_RMA_PMEM on MSG entries, never on RDM ones
 # (ofi_rxm layered on pmemverbs does not carry commits yet).
 run_advertisement() {
@@ -249,6 +259,7 @@ run_fabtest_commit() {
 run_unit normal "$BUILD"
 echo "== layout"
 run_layout
+run_fuzz
 echo "== fi_info and fi_pmem_probe"
 run_advertisement
 run_probe

@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * pmemverbs: serving commit requests on the target.
+ *
+ * For one endpoint: reads the next request out of its inbox (the core
+ * places it behind the data writes it covers), decodes and validates it
+ * with proto/ against the domain's MR table before touching memory,
+ * persists each extent with the region's persist function (target/
+ * pmv_profile.c), places and persists the data a send request carries
+ * (after the extents: that is the fence), raises the FI_IMMED target
+ * completion, and writes the ack back into the initiator's inbox.  The
+ * agent thread (pmv_agent.c) calls it.
+ *
+ * Test hooks (parameters, see fi_pmemverbs(7)): FI_PMEMVERBS_ORACLE names a
+ * shared file where every persisted range is recorded, so a test can check
+ * that a commit never completes before its scope was persisted;
+ * FI_PMEMVERBS_FAULT_SKIP_EXTENT=N skips the N-th persisted extent, to show
+ * that such a test can fail.
+ */
+#include <endian.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pmv.h"
+#include "target/pmv_oracle.h"
+#include "target/pmv_target.h"
+
+static struct pmv_oracle_log *pmv_oracle;
+static size_t pmv_oracle_cap;
+static pthread_once_t pmv_oracle_once = PTHREAD_ONCE_INIT;
+static uint64_t pmv_extents_persisted;
+
+/* Maps the oracle log the test named, once per process. */
+static void pmv_oracle_open_once(void)
+{
+	struct stat st;
+	void *mem;
+	int fd;
+
+	if (!pmv_params.oracle)
+		return;
+	fd = open(pmv_params.oracle, O_RDWR);
+	if (fd < 0 || fstat(fd, &st) || (size_t) st.st_size < sizeof(*pmv_oracle)) {
+		PMV_WARN(FI_LOG_DOMAIN, "FI_PMEMVERBS_ORACLE=%s: cannot open "
+			 "the oracle log\n", pmv_params.oracle);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	mem = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (mem == MAP_FAILED)
+		return;
+	pmv_oracle = mem;
+	pmv_oracle_cap = pmv_oracle_capacity(st.st_size);
+}
+
+/* Records a persisted range in the oracle log, if a test asked for one. */
+static void pmv_oracle_record(uint64_t key, uint64_t addr, uint64_t len)
+{
+	uint64_t i;
+
+	if (!pmv_oracle)
+		return;
+	i = __atomic_fetch_add(&pmv_oracle->count, 1, __ATOMIC_ACQ_REL);
+	if (i >= pmv_oracle_cap)
+		return;
+	pmv_oracle->rec[i].key = key;
+	pmv_oracle->rec[i].addr = addr;
+	pmv_oracle->rec[i].len = len;
+	__atomic_store_n(&pmv_oracle->rec[i].valid, 1, __ATOMIC_RELEASE);
+}
+
+/* True when fault injection says to skip this extent. */
+static bool pmv_fault_skip(void)
+{
+	uint64_t n = __atomic_add_fetch(&pmv_extents_persisted, 1,
+					__ATOMIC_RELAXED);
+
+	return pmv_params.fault_skip > 0 && n == (uint64_t) pmv_params.fault_skip;
+}
+
+struct pmv_mr *pmv_domain_find_mr(struct pmv_domain *dom, uint64_t key)
+{
+	struct pmv_mr *mr;
+
+	for (mr = dom->mrs; mr; mr = mr->next)
+		if (fi_mr_key(&mr->mr_fid) == key)
+			return mr;
+	return NULL;
+}
+
+/* What the validator needs of a region (NULL: no region). */
+static const struct pmv_region *pmv_region_of(const struct pmv_mr *mr,
+					      struct pmv_region *r)
+{
+	if (!mr)
+		return NULL;
+	*r = (struct pmv_region) {
+		.rma_base = mr->rma_base, .len = mr->len,
+		.remote_write = mr->access & FI_REMOTE_WRITE,
+		.single_iov = mr->iov_count == 1,
+	};
+	return r;
+}
+
+/* Persists one range of a region and records it for the oracle. */
+static int pmv_agent_persist_range(struct pmv_mr *mr, uint64_t key,
+				   uint64_t addr, uint64_t len)
+{
+	int ret;
+
+	if (pmv_fault_skip())
+		return 0;
+	ret = pmv_persist(&mr->persistence, (char *) mr->base +
+			  (addr - mr->rma_base), len);
+	if (!ret)
+		pmv_oracle_record(key, addr, len);
+	return ret;
+}
+
+/* Places a send request's data in the region and persists it. */
+static int pmv_agent_place(struct pmv_mr *mr, struct pmv_req *req)
+{
+	const struct pmv_extent *e = pmv_req_inline(req);
+	uint8_t *dst = (uint8_t *) mr->base + (e->addr - mr->rma_base);
+
+	pmv_place(&mr->persistence, dst, pmv_req_inline_data(req), e->len,
+		  mr->flags & FI_UNCACHED);
+	return pmv_agent_persist_range(mr, req->key, e->addr, e->len);
+}
+
+/* Persists the request's extents; 0 or the first persist error. */
+static int pmv_agent_persist(struct pmv_mr *mr, const struct pmv_req *req,
+			     uint64_t *bytes)
+{
+	const struct pmv_extent *e;
+	unsigned i;
+	int ret;
+
+	for (i = 0; i < req->nextents; i++) {
+		e = &req->ext[i];
+		ret = pmv_agent_persist_range(mr, req->key, e->addr, e->len);
+		if (ret)
+			return ret;
+		*bytes += e->len;
+	}
+	return 0;
+}
+
+/* Raises the FI_IMMED completion in the target endpoint's receive CQ. */
+static void pmv_agent_immed(struct pmv_ep *ep, const struct pmv_req *req)
+{
+	struct fi_cq_err_entry e = {
+		.flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
+		.data = req->data,
+	};
+
+	if (ep->rx_cq)
+		pmv_cq_push(ep->rx_cq, &e, false);
+}
+
+/* Serves one valid request; returns 0 or a PMV_ERR_* code for the ack. */
+static int pmv_agent_commit(struct pmv_domain *dom, struct pmv_ep *ep,
+			    struct pmv_req *req)
+{
+	uint64_t bytes;
+	uint32_t gen = (uint32_t) __atomic_load_n(&dom->mr_gen, __ATOMIC_ACQUIRE);
+	struct pmv_mr *mr = pmv_domain_find_mr(dom, req->key);
+	struct pmv_region region;
+	int status = pmv_req_check(req, pmv_region_of(mr, &region));
+
+	/* read before the lookup: a region closed after it shows a newer one */
+	ep->agent_gen = gen;
+	ep->agent_profile = mr ? mr->persistence.profile :
+				 FI_PMEM_PROFILE_UNKNOWN;
+	if (status) {
+		PMV_INFO(FI_LOG_DOMAIN, "agent: commit request %llu refused: "
+			 "%s\n", (unsigned long long) req->seq,
+			 pmv_strerror(status));
+		return status;
+	}
+	bytes = 0;
+	if (pmv_agent_persist(mr, req, &bytes) ||
+	    ((req->flags & PMV_REQ_INLINE) && pmv_agent_place(mr, req)))
+		return PMV_ERR_PERSIST;
+	if (req->flags & PMV_REQ_INLINE)
+		bytes += pmv_req_inline(req)->len;
+	/* The application reads these under ep->lock; the agent does not
+	 * take it, so it updates them atomically. */
+	__atomic_fetch_add(&ep->counters.bytes_persisted, bytes,
+			   __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ep->counters.requests_served, 1, __ATOMIC_RELAXED);
+	if (req->flags & PMV_REQ_IMMED)
+		pmv_agent_immed(ep, req);
+	return 0;
+}
+
+/* Copies the request for seq out of the inbox; false if not there (yet). */
+static bool pmv_agent_read_req(struct pmv_ep *ep, uint64_t seq,
+			       struct pmv_req *out, size_t out_size)
+{
+	struct pmv_req *slot = pmv_inbox_req(&ep->inbox, seq);
+	size_t avail = ep->inbox.slot_size < out_size ?
+		       ep->inbox.slot_size : out_size;
+
+	/* one load while nothing has come: the slot's seq, little-endian */
+	if (le64toh(__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE)) != seq)
+		return false;
+	return pmv_req_decode(slot, avail, seq, out) > 0;
+}
+
+/*
+ * Posts an ack into the peer's inbox with fi_inject_write: no completion,
+ * so a busy target's CQ and threads are not woken once per ack (a
+ * completion per ack cost about a fifth of a DMP commit's latency over
+ * tcp).  An ack that fails means the connection broke: the initiator
+ * learns it from its own probe, and the context-less error entry the core
+ * raises is not shown to the application (pmv_cq.c).
+ */
+static ssize_t pmv_agent_post_ack(struct pmv_ep *ep, struct pmv_ack *ack)
+{
+	return fi_inject_write(ep->core, ack, sizeof(*ack), 0,
+			       pmv_peer_ack_addr(&ep->peer, ack->seq),
+			       ep->peer.inbox_key);
+}
+
+/* Writes the ack for the last served request; false if the core is busy. */
+static bool pmv_agent_send_ack(struct pmv_ep *ep)
+{
+	struct pmv_ack ack = {
+		.seq = ep->agent_unacked,
+		.status = ep->agent_status,
+		.profile = ep->agent_profile,
+		.target_flags = pmv_params.ddio ? 0 : PMV_ACK_DDIO_OFF,
+		.mr_gen = ep->agent_gen,
+	};
+	ssize_t ret;
+
+	pmv_ack_encode(&ack);
+	ret = pmv_agent_post_ack(ep, &ack);
+	if (ret == -FI_EAGAIN)
+		return false;
+	if (ret)
+		PMV_WARN(FI_LOG_DOMAIN, "agent: sending ack %llu: %s\n",
+			 (unsigned long long) ep->agent_unacked,
+			 fi_strerror((int) -ret));
+	ep->agent_unacked = 0;
+	return true;
+}
+
+/*
+ * A fenced request names how many requests back to look: if one of them,
+ * to its key, failed, the fenced data must not be placed.
+ */
+static bool pmv_agent_fence_broken(const struct pmv_ep *ep,
+				   const struct pmv_req *req)
+{
+	const struct pmv_agent_hist *h;
+	uint64_t s;
+
+	if (!(req->flags & PMV_REQ_FENCE))
+		return false;
+	for (s = req->seq - req->fence_back; s < req->seq; s++) {
+		h = &ep->agent_hist[(s - 1) % PMV_SLOTS];
+		if (h->seq == s && h->key == req->key && h->status)
+			return true;
+	}
+	return false;
+}
+
+/* Serves one request and remembers its outcome for later fences. */
+static void pmv_agent_serve_req(struct pmv_domain *dom, struct pmv_ep *ep,
+				struct pmv_req *req)
+{
+	struct pmv_agent_hist *h = &ep->agent_hist[(req->seq - 1) % PMV_SLOTS];
+
+	ep->agent_status = pmv_agent_fence_broken(ep, req) ? PMV_ERR_FENCE :
+			   pmv_agent_commit(dom, ep, req);
+	*h = (struct pmv_agent_hist) { .seq = req->seq, .key = req->key,
+				       .status = ep->agent_status };
+	ep->agent_unacked = ep->agent_seq++;
+}
+
+/*
+ * FI_IMMED entries the target application has not read yet, past which
+ * the agent stops serving FI_IMMED requests (the initiators then see their
+ * rings fill: -FI_EAGAIN), so that a flood cannot grow memory for ever.
+ */
+#define PMV_IMMED_BACKLOG 65536
+
+static bool pmv_agent_immed_blocked(struct pmv_ep *ep, const struct pmv_req *req)
+{
+	struct pmv_cq *rx = __atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE);
+
+	return (req->flags & PMV_REQ_IMMED) && rx &&
+	       pmv_cq_backlog(rx) >= PMV_IMMED_BACKLOG;
+}
+
+/* Serves the requests waiting in one endpoint's inbox; returns how many. */
+int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep)
+{
+	uint64_t buf[256 / sizeof(uint64_t)];
+	struct pmv_req *req = (struct pmv_req *) buf;
+	int served = 0;
+
+	/* a target that never polls still moves data (tcp core) */
+	pmv_cq_progress_core(ep);
+	while (served < PMV_SLOTS) {
+		if (ep->agent_unacked && !pmv_agent_send_ack(ep))
+			break;
+		if (!pmv_agent_read_req(ep, ep->agent_seq, req, sizeof(buf)) ||
+		    pmv_agent_immed_blocked(ep, req))
+			break;
+		pmv_agent_serve_req(dom, ep, req);
+		served++;
+	}
+	return served;
+}
+
+
+/* Maps the oracle log the test named (FI_PMEMVERBS_ORACLE), once. */
+void pmv_serve_init(void)
+{
+	pthread_once(&pmv_oracle_once, pmv_oracle_open_once);
+}

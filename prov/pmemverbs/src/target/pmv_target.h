@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * pmemverbs: the target side (internal to target/): the agent thread
+ * (pmv_agent.c) and request serving (pmv_serve.c).
+ */
+#ifndef PMV_TARGET_H
+#define PMV_TARGET_H
+
+#include "pmv.h"
+
+/* pmv_serve.c */
+void pmv_serve_init(void);
+int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep);
+
+#endif /* PMV_TARGET_H */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * pmv_demo: a message and an RMA round trip through the pmemverbs provider.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Runs the pmemverbs demo: a target and an initiator over 127.0.0.1, the
 # target's region a temporary file.  Usage: run_demo.sh BUILD_DIR
 set -euo pipefail

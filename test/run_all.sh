@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Runs the whole pmemverbs test suite against a normal build and a
 # sanitizer (ASan+UBSan) build, then the verbs-core tests in a QEMU guest
 # (soft-RoCE and an emulated NVDIMM, test/verbs: two boots, devdax and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fi_pmem_bw: bandwidth of RMA writes to a remote file mapping with and
  * without durability (FI_COMMIT_COMPLETE), per write size and per number

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fi_pmem_overhead: the pass-through cost of pmemverbs, as a ping-pong like
  * fi_pingpong's run over the core provider and over pmemverbs in the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fi_pmem_remotelog: RemoteLog (log replication, "Correct, Fast Remote
  * Persistence", section 4.1): the initiator appends checksummed records to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * pmem_common: code shared by the pmemverbs fabtests; see pmem_common.h.
  */

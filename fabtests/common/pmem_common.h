@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * pmem_common: what the pmemverbs fabtests (fi_pmem_lat, fi_pmem_bw,
  * fi_pmem_commit, fi_pmem_remotelog) share: status output, bounded waits,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fi_pmem_commit: functional test of durable RMA writes (FI_COMMIT_COMPLETE)
  * to a remote file mapping.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * fi_ext_pmem.h: pmemverbs extensions to libfabric for durable RMA writes
  * to remote persistent memory (the OFA proposal's FI_PMEM, FI_COMMIT,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Two-process libfabric integration tests: runs every pmv_itest test as a
 # server/client pair on 127.0.0.1 and prints one PASS|FAIL|SKIP line each.
 #

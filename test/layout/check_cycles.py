@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Function-call graph between the provider's source files (from nm on a
 # build tree's objects): no file cycle, and initiator/ and target/ never
 # call each other (DESIGN.md section 3).

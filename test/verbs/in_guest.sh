@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # in_guest.sh: the verbs-core tests of pmemverbs, run inside the QEMU guest
 # that test/verbs/vm.sh boots (soft-RoCE rxe0 on eth0, 10.0.2.15, and an
 # emulated NVDIMM).  Prints one "PASS|FAIL name" line per check (the suites

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # vm.sh: runs a command in a QEMU guest booted from this machine's Debian
 # kernel, with a soft-RoCE device (rdma_rxe on the guest's eth0, the real
 # verbs stack) and optionally persistent memory on an emulated NVDIMM:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * pmemverbs: address vectors, forwarded to the core's.  fi_addr_t values
  * are the core's own, so endpoints pass them through untranslated.

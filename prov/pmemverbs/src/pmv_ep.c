@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * pmemverbs: active endpoints, shared receive contexts, and their control
  * and connection-management operations.

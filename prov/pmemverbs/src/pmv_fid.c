@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * pmemverbs: mapping between the application's pmemverbs fids and the core
  * provider's fids, and the small generic fid operations every object shares.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * pmemverbs: the inbox of a pmem endpoint, and the CM header that tells the
  * peer where it is (layout in pmv_proto.h).

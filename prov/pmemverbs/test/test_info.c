@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Unit tests: fi_info translation and core provider selection.
  * Criterion runs every test in its own process, so each may set its own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Unit tests: the method matrix (pmv_method.c) against the table in
  * fi_pmemverbs(7), every profile x transport x DDIO x ordering, and the

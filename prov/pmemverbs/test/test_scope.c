@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Unit tests: commit scope tracking.  The property that matters: every byte
  * written since the last commit is inside the extents a commit takes, for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * pmemverbs: layout of the persistence oracle's log, shared between the
  * provider's agent (writer, when FI_PMEMVERBS_ORACLE names the file) and the

@@ -65,6 +65,8 @@ struct pmv_params {
 	int fault_skip;       /* FI_PMEMVERBS_FAULT_SKIP_EXTENT (test only) */
 	int fault_core;       /* FI_PMEMVERBS_FAULT_CORE_OP (test only) */
 	int fault_persist;    /* FI_PMEMVERBS_FAULT_PERSIST (test only) */
+	int fault_alloc;      /* FI_PMEMVERBS_FAULT_ALLOC (test only) */
+	int fault_mr_reg;     /* FI_PMEMVERBS_FAULT_MR_REG (test only) */
 	int peer_timeout_ms;  /* FI_PMEMVERBS_PEER_TIMEOUT_MS */
 	int peer_probe_ms;    /* FI_PMEMVERBS_PEER_PROBE_MS */
 };
@@ -224,6 +226,7 @@ struct pmv_cq {
 	pthread_mutex_t lock;       /* reads of the core CQ */
 	pthread_mutex_t aux_lock;   /* the queue; taken after lock, ep locks */
 	size_t aux_head, aux_count, aux_cap; /* aux_count read without lock */
+	size_t aux_reserved;        /* room promised to entries to come */
 	struct pmv_cq_aux *aux;     /* growable: nothing is ever dropped */
 	struct pmv_iop_pool iops;   /* internal ops completing here */
 	pthread_mutex_t hooks_lock;
@@ -277,6 +280,17 @@ struct pmv_connreq {
 	struct fi_info *core_info;
 	struct pmv_peer peer;
 };
+
+/* pmv_fault.c: fault injection at every failure point (test only). */
+enum pmv_fault_point {
+	PMV_FAULT_CORE_OP, /* an operation the engine posts to the core */
+	PMV_FAULT_PERSIST, /* a persist call of the agent (msync, flush) */
+	PMV_FAULT_ALLOC,   /* an allocation of the commit machinery */
+	PMV_FAULT_MR_REG,  /* a registration with the core (inbox, region) */
+	PMV_FAULT_POINTS,
+};
+bool pmv_fault(enum pmv_fault_point point);
+void pmv_fault_reset(void);
 
 /* pmv_profile.c */
 int pmv_persistence_detect(const void *addr, size_t len,
@@ -345,6 +359,7 @@ unsigned pmv_ini_sends_busy(const struct pmv_ep *ep);
 int pmv_err_to_fi(int prov_errno);
 /* Milliseconds on CLOCK_MONOTONIC. */
 uint64_t pmv_ms_now(void);
+extern uint64_t pmv_clock_skew_ms; /* unit tests only: time jumps forward */
 
 /*
  * True for a core error that means the connection itself is gone (the
@@ -389,6 +404,8 @@ void pmv_agent_stop_all(void);
 struct pmv_mr *pmv_domain_find_mr(struct pmv_domain *dom, uint64_t key);
 
 /* pmv_cq.c: entries pmemverbs raises itself. */
+int pmv_cq_reserve(struct pmv_cq *cq);
+void pmv_cq_unreserve(struct pmv_cq *cq);
 void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
 		 bool is_error);
 size_t pmv_cq_backlog(struct pmv_cq *cq);

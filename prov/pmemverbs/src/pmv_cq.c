@@ -37,15 +37,18 @@ static size_t pmv_cq_entry_size(enum fi_cq_format format)
 	}
 }
 
-/* Makes room for one more queued entry; aux_lock held.  False: no memory. */
+/*
+ * Makes room for one more entry beyond those queued and reserved;
+ * aux_lock held.  False: no memory.
+ */
 static bool pmv_cq_aux_grow(struct pmv_cq *cq)
 {
 	size_t cap = cq->aux_cap ? cq->aux_cap * 2 : 64, i;
 	struct pmv_cq_aux *aux;
 
-	if (cq->aux_count < cq->aux_cap)
+	if (cq->aux_count + cq->aux_reserved < cq->aux_cap)
 		return true;
-	aux = malloc(cap * sizeof(*aux));
+	aux = pmv_fault(PMV_FAULT_ALLOC) ? NULL : malloc(cap * sizeof(*aux));
 	if (!aux)
 		return false;
 	for (i = 0; i < cq->aux_count; i++)
@@ -57,30 +60,49 @@ static bool pmv_cq_aux_grow(struct pmv_cq *cq)
 	return true;
 }
 
-/* Queues an entry pmemverbs raises, or one moved from the core's queue. */
-static void pmv_cq_queue(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
-			 bool is_error, fi_addr_t src_addr)
+/*
+ * Reserves room for one entry pmemverbs will raise later (a commit's
+ * completion, an FI_IMMED entry, a core error moved here), so that raising
+ * it never needs memory and no completion is ever lost: 0, or -FI_ENOMEM
+ * with nothing reserved (the caller then refuses or waits).
+ */
+int pmv_cq_reserve(struct pmv_cq *cq)
+{
+	bool ok;
+
+	pthread_mutex_lock(&cq->aux_lock);
+	ok = pmv_cq_aux_grow(cq);
+	if (ok)
+		cq->aux_reserved++;
+	pthread_mutex_unlock(&cq->aux_lock);
+	if (!ok)
+		PMV_WARN(FI_LOG_CQ, "out of memory for a completion queue "
+			 "entry; the operation is refused\n");
+	return ok ? 0 : -FI_ENOMEM;
+}
+
+/* Gives back a reservation that raised nothing. */
+void pmv_cq_unreserve(struct pmv_cq *cq)
+{
+	pthread_mutex_lock(&cq->aux_lock);
+	cq->aux_reserved--;
+	pthread_mutex_unlock(&cq->aux_lock);
+}
+
+/* Queues an entry into room reserved for it (pmv_cq_reserve). */
+void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
+		 bool is_error)
 {
 	struct pmv_cq_aux *a;
 
 	pthread_mutex_lock(&cq->aux_lock);
-	if (!pmv_cq_aux_grow(cq)) {
-		PMV_WARN(FI_LOG_CQ, "out of memory queueing a completion\n");
-	} else {
-		a = &cq->aux[(cq->aux_head + cq->aux_count) % cq->aux_cap];
-		a->is_error = is_error;
-		a->entry = *entry;
-		a->src_addr = src_addr;
-		__atomic_store_n(&cq->aux_count, cq->aux_count + 1,
-				 __ATOMIC_RELEASE);
-	}
+	cq->aux_reserved--;
+	a = &cq->aux[(cq->aux_head + cq->aux_count) % cq->aux_cap];
+	a->is_error = is_error;
+	a->entry = *entry;
+	a->src_addr = FI_ADDR_NOTAVAIL;
+	__atomic_store_n(&cq->aux_count, cq->aux_count + 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&cq->aux_lock);
-}
-
-void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
-		 bool is_error)
-{
-	pmv_cq_queue(cq, entry, is_error, FI_ADDR_NOTAVAIL);
 }
 
 /* Entries pmemverbs holds for the application (an FI_IMMED flood's size). */
@@ -202,15 +224,20 @@ static bool pmv_cq_take_core_error(struct pmv_cq *cq)
 	struct pmv_iop *iop;
 	void *copy;
 
-	if (fi_cq_readerr(cq->core, &err, 0) != 1)
+	/* room first: without it the error stays in the core's queue */
+	if (pmv_cq_reserve(cq))
 		return false;
+	if (fi_cq_readerr(cq->core, &err, 0) != 1) {
+		pmv_cq_unreserve(cq);
+		return false;
+	}
 	iop = pmv_iop_find(&cq->iops, err.op_context);
-	if (iop) {
-		pmv_iop_complete(&cq->iops, iop, &err);
+	if (iop || pmv_cq_internal_inject_error(cq, &err)) {
+		pmv_cq_unreserve(cq);
+		if (iop)
+			pmv_iop_complete(&cq->iops, iop, &err);
 		return true;
 	}
-	if (pmv_cq_internal_inject_error(cq, &err))
-		return true;
 	if (err.err_data && err.err_data_size) {
 		copy = malloc(err.err_data_size);
 		if (copy)
@@ -218,7 +245,7 @@ static bool pmv_cq_take_core_error(struct pmv_cq *cq)
 		err.err_data = copy;
 		err.err_data_size = copy ? err.err_data_size : 0;
 	}
-	pmv_cq_queue(cq, &err, true, FI_ADDR_NOTAVAIL);
+	pmv_cq_push(cq, &err, true);
 	return false;
 }
 

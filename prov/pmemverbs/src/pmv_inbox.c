@@ -52,7 +52,8 @@ int pmv_inbox_open(struct pmv_ep *ep)
 	inbox->size = PMV_ACKS_SIZE(PMV_SLOTS) +
 		      (size_t) PMV_SLOTS * inbox->slot_size + 64 +
 		      (PMV_SLOTS + 1) * sizeof(uint64_t);
-	if (posix_memalign(&inbox->mem, 4096, inbox->size))
+	if (pmv_fault(PMV_FAULT_ALLOC) ||
+	    posix_memalign(&inbox->mem, 4096, inbox->size))
 		return -FI_ENOMEM;
 	memset(inbox->mem, 0, inbox->size);
 	inbox->gen_word = (uint64_t *) ((char *) inbox->mem +
@@ -61,10 +62,10 @@ int pmv_inbox_open(struct pmv_ep *ep)
 	inbox->flush_words = inbox->gen_word + 8;
 	inbox->probe_word = inbox->flush_words + PMV_SLOTS;
 	key = __atomic_fetch_add(&dom->next_internal_key, 1, __ATOMIC_RELAXED);
-	ret = fi_mr_reg(dom->core, inbox->mem, inbox->size,
+	ret = pmv_fault(PMV_FAULT_MR_REG) ? -FI_ENOMEM :
+	      fi_mr_reg(dom->core, inbox->mem, inbox->size,
 			FI_REMOTE_WRITE | FI_REMOTE_READ | FI_WRITE | FI_READ,
-			0, key, 0,
-			&inbox->mr, NULL);
+			0, key, 0, &inbox->mr, NULL);
 	if (ret) {
 		PMV_WARN(FI_LOG_EP_CTRL, "registering the commit inbox: %s\n",
 			 fi_strerror(-ret));

@@ -90,6 +90,16 @@ static void pmv_define_params(void)
 			"msync or a CPU flush of one range) fails with FI_EIO "
 			"as if msync had failed; the commit must end in an "
 			"error completion, never a success (default: 0, off)");
+	fi_param_define(&pmv_prov, "fault_alloc", FI_PARAM_INT,
+			"Test only: the N-th allocation of the commit machinery "
+			"(engine, internal operation slabs, scope, inbox, "
+			"completion queue room, agent) fails as if memory had "
+			"run out; the call must fail with an error, never crash "
+			"or lose a completion (default: 0, off)");
+	fi_param_define(&pmv_prov, "fault_mr_reg", FI_PARAM_INT,
+			"Test only: the N-th registration pmemverbs makes with "
+			"the core (an endpoint's inbox, an application's "
+			"region) fails with FI_ENOMEM (default: 0, off)");
 	fi_param_define(&pmv_prov, "fault_skip_extent", FI_PARAM_INT,
 			"Test only: the agent skips persisting its N-th extent "
 			"(0 = never), to show the persistence oracle catches "
@@ -137,6 +147,8 @@ static void pmv_read_params(void)
 	fi_param_get_int(&pmv_prov, "fault_skip_extent", &pmv_params.fault_skip);
 	fi_param_get_int(&pmv_prov, "fault_core_op", &pmv_params.fault_core);
 	fi_param_get_int(&pmv_prov, "fault_persist", &pmv_params.fault_persist);
+	fi_param_get_int(&pmv_prov, "fault_alloc", &pmv_params.fault_alloc);
+	fi_param_get_int(&pmv_prov, "fault_mr_reg", &pmv_params.fault_mr_reg);
 	fi_param_get_int(&pmv_prov, "peer_timeout_ms",
 			 &pmv_params.peer_timeout_ms);
 	fi_param_get_int(&pmv_prov, "peer_probe_ms", &pmv_params.peer_probe_ms);

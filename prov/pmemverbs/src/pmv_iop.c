@@ -7,7 +7,7 @@
  */
 #include <stdlib.h>
 
-#include "pmv_iop.h"
+#include "pmv.h"
 
 #define PMV_IOP_SLAB 256
 
@@ -50,7 +50,8 @@ void pmv_iop_pool_fini(struct pmv_iop_pool *pool)
 /* Adds a slab to the free list; lock held.  False when out of memory. */
 static bool pmv_iop_grow(struct pmv_iop_pool *pool)
 {
-	struct pmv_iop_slab *slab = calloc(1, sizeof(*slab));
+	struct pmv_iop_slab *slab = pmv_fault(PMV_FAULT_ALLOC) ? NULL :
+				    calloc(1, sizeof(*slab));
 	size_t i;
 
 	if (!slab)

@@ -175,7 +175,8 @@ static int pmv_mr_register(struct pmv_domain *dom,
 		return ret;
 	}
 	core_attr.context = mr;
-	ret = fi_mr_regattr(dom->core, &core_attr, flags & ~PMV_MR_OWN_FLAGS,
+	ret = pmv_fault(PMV_FAULT_MR_REG) ? -FI_ENOMEM :
+	      fi_mr_regattr(dom->core, &core_attr, flags & ~PMV_MR_OWN_FLAGS,
 			    &mr->core);
 	if (ret) {
 		pmv_mr_explain_failure(mr, ret);

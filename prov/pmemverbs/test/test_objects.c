@@ -174,6 +174,49 @@ Test(objects, an_applications_pmem2_map_registers_with_its_granularity)
 	unsetenv("PMEM2_FORCE_GRANULARITY");
 }
 
+/* fi_endpoint with the fixture's info: 0, or the error of its open. */
+static int try_open_ep(void)
+{
+	struct fid_ep *ep;
+	int ret = fi_endpoint(fx.domain, fx.info, &ep, NULL);
+
+	if (!ret)
+		cr_assert_eq(fi_close(&ep->fid), 0);
+	return ret;
+}
+
+/*
+ * Fault injection at the endpoint's and the region's failure points: the
+ * engine's state and inbox allocations, the inbox registration, the
+ * application's registration.  Each fails its call with -FI_ENOMEM and
+ * leaves the domain working.
+ */
+Test(objects, a_failed_allocation_or_registration_fails_its_call_only)
+{
+	static char buf[4096];
+	struct fid_mr *mr;
+
+	cr_assert(fx.info->caps & FI_RMA_PMEM, "the fixture needs FI_RMA_PMEM");
+	for (int nth = 1; nth <= 2; nth++) { /* engine state, inbox memory */
+		pmv_fault_reset();
+		pmv_params.fault_alloc = nth;
+		cr_assert_eq(try_open_ep(), -FI_ENOMEM, "allocation %d", nth);
+		pmv_params.fault_alloc = 0;
+		cr_assert_eq(try_open_ep(), 0);
+	}
+	pmv_fault_reset();
+	pmv_params.fault_mr_reg = 1; /* the inbox */
+	cr_assert_eq(try_open_ep(), -FI_ENOMEM);
+	pmv_params.fault_mr_reg = 2; /* the application's region */
+	cr_assert_eq(fi_mr_reg(fx.domain, buf, sizeof(buf), FI_REMOTE_WRITE, 0,
+			       21, 0, &mr, NULL), -FI_ENOMEM);
+	pmv_params.fault_mr_reg = 0;
+	cr_assert_eq(fi_mr_reg(fx.domain, buf, sizeof(buf), FI_REMOTE_WRITE, 0,
+			       21, 0, &mr, NULL), 0);
+	cr_assert_eq(fi_close(&mr->fid), 0);
+	cr_assert_eq(try_open_ep(), 0);
+}
+
 Test(objects, application_events_pass_through_untouched)
 {
 	struct fi_eq_entry in = { .fid = &fx.domain->fid, .context = &fx }, out;

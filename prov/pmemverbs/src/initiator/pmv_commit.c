@@ -145,7 +145,11 @@ static int pmv_commit_post(struct pmv_ini *ini, const struct fi_msg_rma *msg,
 	if ((flags & FI_FENCE) &&
 	    pmv_ini_fence_failed(ini, msg->rma_iov[0].key, true))
 		return PMV_ERR_FENCE;
+	/* room for its completion now, so reporting it never fails */
+	if (pmv_cq_reserve(ini->ep->tx_cq))
+		return -FI_ENOMEM;
 	c = pmv_ini_commit_new(ini, msg, flags);
+	c->room = ini->ep->tx_cq;
 	c->m = m;
 	c->gen = gen;
 	c->silent = silent;

@@ -83,7 +83,8 @@ static void pmv_ini_progress(void *arg)
 
 int pmv_ini_open(struct pmv_ep *ep)
 {
-	struct pmv_ini *ini = calloc(1, sizeof(*ini));
+	struct pmv_ini *ini = pmv_fault(PMV_FAULT_ALLOC) ? NULL :
+			      calloc(1, sizeof(*ini));
 
 	if (!ini)
 		return -FI_ENOMEM;

@@ -39,6 +39,7 @@ struct pmv_commit {
 	unsigned iops;       /* internal operations not completed yet */
 	bool answered;       /* the ack, or the flush op's completion, came */
 	bool reported;       /* the application was told */
+	struct pmv_cq *room; /* CQ with room reserved for its completion */
 	int status;          /* 0 or a PMV_ERR_* code */
 	int core_err;        /* an internal op's fi_errno, if one failed */
 	uint64_t req_seq;    /* its request (agent, send), 0: none */

@@ -15,12 +15,16 @@
 
 #include "pmv_initiator.h"
 
+/* Unit tests move the engine's clock forward instead of waiting. */
+uint64_t pmv_clock_skew_ms;
+
 uint64_t pmv_ms_now(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
+	       __atomic_load_n(&pmv_clock_skew_ms, __ATOMIC_RELAXED);
 }
 
 int pmv_err_to_fi(int prov_errno)
@@ -97,6 +101,14 @@ static void pmv_ini_retire(struct pmv_ini *ini)
 	}
 }
 
+/* Gives back the CQ room a commit reserved and will not use. */
+static void pmv_ini_release_room(struct pmv_commit *c)
+{
+	if (c->room)
+		pmv_cq_unreserve(c->room);
+	c->room = NULL;
+}
+
 /*
  * A commit that could not be posted: its slot goes back if nothing of it
  * reached the core, else it lives on as an internal one until its
@@ -104,6 +116,7 @@ static void pmv_ini_retire(struct pmv_ini *ini)
  */
 void pmv_ini_commit_drop(struct pmv_ini *ini, struct pmv_commit *c)
 {
+	pmv_ini_release_room(c);
 	if (!c->iops && !c->req_seq && c->cseq + 1 == ini->tail) {
 		c->state = PMV_C_FREE;
 		ini->tail--;
@@ -170,19 +183,24 @@ void pmv_ini_report(struct pmv_ini *ini, struct pmv_commit *c)
 	c->reported = true;
 	if (c->status)
 		pmv_ini_note_failure(ini, c->key);
-	if (c->internal || !ep)
+	if (c->internal || !ep) {
+		pmv_ini_release_room(c);
 		return;
+	}
 	if (c->status)
 		ep->counters.commit_errors++;
 	else
 		ep->counters.commits++;
-	if (!ep->tx_cq || (!c->status && pmv_ini_silent(ep, c)))
+	if (!c->room || (!c->status && pmv_ini_silent(ep, c))) {
+		pmv_ini_release_room(c);
 		return;
+	}
 	if (c->status) {
 		e.err = c->core_err ? c->core_err : pmv_err_to_fi(c->status);
 		e.prov_errno = c->status;
 	}
-	pmv_cq_push(ep->tx_cq, &e, c->status != 0);
+	pmv_cq_push(c->room, &e, c->status != 0);
+	c->room = NULL;
 }
 
 /* Completes c when nothing of it is outstanding; lock held. */
@@ -310,16 +328,6 @@ static void pmv_ini_iop_done(struct pmv_iop *iop,
 	pmv_ini_unref(ini);
 }
 
-/* True when fault injection says the engine's next core call fails. */
-static bool pmv_ini_fault(void)
-{
-	static uint64_t calls;
-
-	return pmv_params.fault_core > 0 &&
-	       __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED) ==
-	       (uint64_t) pmv_params.fault_core;
-}
-
 /*
  * Posts one internal operation to the core (a write, or a read if read is
  * set) with an iop as its context and a completion requested.  Returns
@@ -335,7 +343,7 @@ static int pmv_ini_post_iop(struct pmv_ini *ini, uint64_t cseq,
 	struct pmv_iop *iop;
 	ssize_t ret;
 
-	if (pmv_ini_fault())
+	if (pmv_fault(PMV_FAULT_CORE_OP))
 		return -FI_EIO;
 	iop = pmv_iop_get(&ep->tx_cq->iops, pmv_ini_iop_done, ini, kind, cseq);
 	if (!iop)

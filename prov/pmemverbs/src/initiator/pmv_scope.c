@@ -40,7 +40,8 @@ static struct pmv_key_scope *pmv_scope_key(struct pmv_scope *scope,
 	if (scope->nkeys == scope->cap) {
 		size_t cap = scope->cap ? scope->cap * 2 : 4;
 
-		keys = realloc(scope->keys, cap * sizeof(*keys));
+		keys = pmv_fault(PMV_FAULT_ALLOC) ? NULL :
+		       realloc(scope->keys, cap * sizeof(*keys));
 		if (!keys)
 			return NULL;
 		scope->keys = keys;

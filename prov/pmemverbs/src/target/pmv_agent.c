@@ -80,7 +80,8 @@ static void *pmv_agent_main(void *arg)
 /* Starts the domain's agent thread (domain lock held). */
 static int pmv_agent_start(struct pmv_domain *dom)
 {
-	struct pmv_agent *agent = calloc(1, sizeof(*agent));
+	struct pmv_agent *agent = pmv_fault(PMV_FAULT_ALLOC) ? NULL :
+				  calloc(1, sizeof(*agent));
 	int ret;
 
 	if (!agent)

@@ -43,8 +43,7 @@ struct pmv_mapping {
 	bool anonymous;
 };
 
-/* Persist calls so far, for FI_PMEMVERBS_FAULT_PERSIST. */
-static uint64_t pmv_persist_calls;
+
 
 /* Fills *map with the mapping holding addr; -FI_ENOENT if none. */
 static int pmv_find_mapping(uintptr_t addr, struct pmv_mapping *map)
@@ -89,16 +88,6 @@ static int pmv_msync_persist(const void *ptr, size_t size)
 	return -FI_EIO;
 }
 
-/* True when fault injection says this persist call fails. */
-static bool pmv_fault_persist(void)
-{
-	uint64_t n = __atomic_add_fetch(&pmv_persist_calls, 1,
-					__ATOMIC_RELAXED);
-
-	return pmv_params.fault_persist > 0 &&
-	       n == (uint64_t) pmv_params.fault_persist;
-}
-
 /*
  * Makes [addr, addr + len) of a region durable: 0, or -FI_EIO when the
  * system could not (the commit then fails, never completes).
@@ -106,11 +95,8 @@ static bool pmv_fault_persist(void)
 int pmv_persist(const struct pmv_persistence *p, const void *addr,
 		size_t len)
 {
-	if (pmv_fault_persist()) {
-		PMV_WARN(FI_LOG_MR, "FI_PMEMVERBS_FAULT_PERSIST: persist call "
-			 "%d fails\n", pmv_params.fault_persist);
+	if (pmv_fault(PMV_FAULT_PERSIST))
 		return -FI_EIO;
-	}
 	switch (p->kind) {
 	case PMV_PERSIST_MSYNC:
 		return pmv_msync_persist(addr, len);

@@ -153,15 +153,14 @@ static int pmv_agent_persist(struct pmv_mr *mr, const struct pmv_req *req,
 }
 
 /* Raises the FI_IMMED completion in the target endpoint's receive CQ. */
-static void pmv_agent_immed(struct pmv_ep *ep, const struct pmv_req *req)
+static void pmv_agent_immed(struct pmv_cq *rx, const struct pmv_req *req)
 {
 	struct fi_cq_err_entry e = {
 		.flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
 		.data = req->data,
 	};
 
-	if (ep->rx_cq)
-		pmv_cq_push(ep->rx_cq, &e, false);
+	pmv_cq_push(rx, &e, false);
 }
 
 /* Serves one valid request; returns 0 or a PMV_ERR_* code for the ack. */
@@ -195,8 +194,6 @@ static int pmv_agent_commit(struct pmv_domain *dom, struct pmv_ep *ep,
 	__atomic_fetch_add(&ep->counters.bytes_persisted, bytes,
 			   __ATOMIC_RELAXED);
 	__atomic_fetch_add(&ep->counters.requests_served, 1, __ATOMIC_RELAXED);
-	if (req->flags & PMV_REQ_IMMED)
-		pmv_agent_immed(ep, req);
 	return 0;
 }
 
@@ -273,14 +270,21 @@ static bool pmv_agent_fence_broken(const struct pmv_ep *ep,
 	return false;
 }
 
-/* Serves one request and remembers its outcome for later fences. */
+/*
+ * Serves one request and remembers its outcome for later fences; rx, if
+ * not NULL, has room reserved for the request's FI_IMMED entry.
+ */
 static void pmv_agent_serve_req(struct pmv_domain *dom, struct pmv_ep *ep,
-				struct pmv_req *req)
+				struct pmv_req *req, struct pmv_cq *rx)
 {
 	struct pmv_agent_hist *h = &ep->agent_hist[(req->seq - 1) % PMV_SLOTS];
 
 	ep->agent_status = pmv_agent_fence_broken(ep, req) ? PMV_ERR_FENCE :
 			   pmv_agent_commit(dom, ep, req);
+	if (rx && !ep->agent_status)
+		pmv_agent_immed(rx, req);
+	else if (rx)
+		pmv_cq_unreserve(rx);
 	*h = (struct pmv_agent_hist) { .seq = req->seq, .key = req->key,
 				       .status = ep->agent_status };
 	ep->agent_unacked = ep->agent_seq++;
@@ -293,12 +297,18 @@ static void pmv_agent_serve_req(struct pmv_domain *dom, struct pmv_ep *ep,
  */
 #define PMV_IMMED_BACKLOG 65536
 
-static bool pmv_agent_immed_blocked(struct pmv_ep *ep, const struct pmv_req *req)
+/*
+ * The receive CQ that gets req's FI_IMMED entry, with room reserved in it
+ * (NULL: none to raise).  False: the request must wait (backlog full, or
+ * no memory for the entry).
+ */
+static bool pmv_agent_immed_room(struct pmv_ep *ep, const struct pmv_req *req,
+				 struct pmv_cq **rx)
 {
-	struct pmv_cq *rx = __atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE);
-
-	return (req->flags & PMV_REQ_IMMED) && rx &&
-	       pmv_cq_backlog(rx) >= PMV_IMMED_BACKLOG;
+	*rx = (req->flags & PMV_REQ_IMMED) ?
+	      __atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE) : NULL;
+	return !*rx || (pmv_cq_backlog(*rx) < PMV_IMMED_BACKLOG &&
+			!pmv_cq_reserve(*rx));
 }
 
 /* Serves the requests waiting in one endpoint's inbox; returns how many. */
@@ -306,6 +316,7 @@ int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep)
 {
 	uint64_t buf[256 / sizeof(uint64_t)];
 	struct pmv_req *req = (struct pmv_req *) buf;
+	struct pmv_cq *rx;
 	int served = 0;
 
 	/* a target that never polls still moves data (tcp core) */
@@ -314,14 +325,13 @@ int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep)
 		if (ep->agent_unacked && !pmv_agent_send_ack(ep))
 			break;
 		if (!pmv_agent_read_req(ep, ep->agent_seq, req, sizeof(buf)) ||
-		    pmv_agent_immed_blocked(ep, req))
+		    !pmv_agent_immed_room(ep, req, &rx))
 			break;
-		pmv_agent_serve_req(dom, ep, req);
+		pmv_agent_serve_req(dom, ep, req, rx);
 		served++;
 	}
 	return served;
 }
-
 
 /* Maps the oracle log the test named (FI_PMEMVERBS_ORACLE), once. */
 void pmv_serve_init(void)

@@ -412,7 +412,7 @@ size_t pmv_cq_backlog(struct pmv_cq *cq);
 void pmv_cq_add_hook(struct pmv_cq *cq, struct pmv_cq_hook *hook);
 void pmv_cq_remove_hook(struct pmv_cq *cq, struct pmv_cq_hook *hook);
 void pmv_cq_ref_pmem(struct pmv_cq *cq, int delta);
-void pmv_cq_progress_core(struct pmv_ep *ep);
+void pmv_cq_progress_core(struct pmv_cq *cq);
 const char *pmv_strerror(int prov_errno);
 
 /* pmv_info.c: fi_info translation between pmemverbs and its core. */

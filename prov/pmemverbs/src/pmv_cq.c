@@ -512,15 +512,9 @@ static struct fi_ops_cq pmv_cq_ops = {
  * without taking any completion from the application.  Used by the agent
  * thread, hence the atomic loads.
  */
-void pmv_cq_progress_core(struct pmv_ep *ep)
+void pmv_cq_progress_core(struct pmv_cq *cq)
 {
-	struct pmv_cq *rx = __atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE);
-	struct pmv_cq *tx = __atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE);
-
-	if (rx)
-		(void) fi_cq_read(rx->core, NULL, 0);
-	if (tx && tx != rx)
-		(void) fi_cq_read(tx->core, NULL, 0);
+	(void) fi_cq_read(cq->core, NULL, 0);
 }
 
 void pmv_cq_ref_pmem(struct pmv_cq *cq, int delta)

@@ -29,6 +29,9 @@ struct pmv_agent {
 static struct pmv_agent *pmv_agents;
 static pthread_mutex_t pmv_agents_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Distinct CQs progressed once per pass; past it, a CQ may be read twice. */
+#define PMV_AGENT_CQS 32
+
 static void pmv_sleep_us(long us)
 {
 	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000 };
@@ -42,6 +45,39 @@ static uint64_t pmv_now_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Adds cq to a pass's set of CQs; false if it is in it already. */
+static bool pmv_agent_cq_once(struct pmv_cq **set, unsigned *n,
+			      struct pmv_cq *cq)
+{
+	unsigned i;
+
+	for (i = 0; i < *n; i++)
+		if (set[i] == cq)
+			return false;
+	if (*n < PMV_AGENT_CQS)
+		set[(*n)++] = cq;
+	return true;
+}
+
+/*
+ * Drives the core's progress once per CQ the agent's endpoints are bound
+ * to, however many endpoints share it (a target that never polls still
+ * moves data over tcp); domain lock held.
+ */
+static void pmv_agent_progress(struct pmv_agent *agent)
+{
+	struct pmv_cq *set[PMV_AGENT_CQS], *cq[2];
+	unsigned n = 0;
+
+	for (struct pmv_ep *ep = agent->eps; ep; ep = ep->agent_next) {
+		cq[0] = __atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE);
+		cq[1] = __atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE);
+		for (int i = 0; i < 2; i++)
+			if (cq[i] && pmv_agent_cq_once(set, &n, cq[i]))
+				pmv_cq_progress_core(cq[i]);
+	}
 }
 
 /*
@@ -59,6 +95,7 @@ static void *pmv_agent_main(void *arg)
 		if (__atomic_load_n(&dom->agent->stop, __ATOMIC_ACQUIRE))
 			return NULL;
 		pthread_mutex_lock(&dom->lock);
+		pmv_agent_progress(dom->agent);
 		served = 0;
 		for (struct pmv_ep *ep = dom->agent->eps; ep; ep = ep->agent_next)
 			served += pmv_serve_ep(dom, ep);

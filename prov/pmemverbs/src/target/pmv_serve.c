@@ -319,8 +319,6 @@ int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep)
 	struct pmv_cq *rx;
 	int served = 0;
 
-	/* a target that never polls still moves data (tcp core) */
-	pmv_cq_progress_core(ep);
 	while (served < PMV_SLOTS) {
 		if (ep->agent_unacked && !pmv_agent_send_ack(ep))
 			break;

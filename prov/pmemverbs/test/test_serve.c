@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * Unit tests of the target's request serving (target/pmv_serve.c) against
+ * a fake core endpoint: requests are written into the inbox as a peer
+ * would, acks are caught at the core's fi_inject_write.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "pmv.h"
+#include "target/pmv_target.h"
+
+#define SLOT 128
+#define KEY 0x55
+#define BASE 0x10000
+#define LEN 65536
+
+/* The acks the fake core was asked to send, in order. */
+static struct pmv_ack g_acks[16];
+static unsigned g_nacks;
+
+static ssize_t fake_inject_write(struct fid_ep *ep, const void *buf,
+				 size_t len, fi_addr_t dest, uint64_t addr,
+				 uint64_t key)
+{
+	(void) ep; (void) dest; (void) addr; (void) key;
+	cr_assert_eq(len, sizeof(struct pmv_ack));
+	cr_assert_lt(g_nacks, 16);
+	cr_assert(pmv_ack_decode(buf, ((const struct pmv_ack *) buf)->seq,
+				 &g_acks[g_nacks]), "ack with a bad checksum");
+	g_nacks++;
+	return 0;
+}
+
+static struct fi_ops_rma g_rma = { .size = sizeof(struct fi_ops_rma),
+				   .inject = fake_inject_write };
+static struct fid_ep g_core = { .rma = &g_rma };
+
+static struct pmv_domain g_dom;
+static struct pmv_mr g_mr;
+static struct pmv_ep g_ep;
+static struct pmv_cq *g_rx;
+static uint8_t *g_region;
+
+/* A region of LEN bytes of a PAGE-profile temporary file, key KEY. */
+static void open_region(void)
+{
+	char path[] = "/tmp/pmv_serve_XXXXXX";
+	int fd = mkstemp(path);
+
+	cr_assert_geq(fd, 0);
+	unlink(path);
+	cr_assert_eq(ftruncate(fd, LEN), 0);
+	g_region = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	cr_assert_neq(g_region, MAP_FAILED);
+	unsetenv("PMEM2_FORCE_GRANULARITY");
+	cr_assert_eq(pmv_persistence_detect(g_region, LEN, &g_mr.persistence), 0);
+	g_mr.mr_fid.key = KEY;
+	g_mr.access = FI_REMOTE_WRITE;
+	g_mr.iov_count = 1;
+	g_mr.base = g_region;
+	g_mr.len = LEN;
+	g_mr.rma_base = BASE;
+	g_dom.mrs = &g_mr;
+}
+
+static void setup(void)
+{
+	memset(&g_dom, 0, sizeof(g_dom));
+	memset(&g_mr, 0, sizeof(g_mr));
+	memset(&g_ep, 0, sizeof(g_ep));
+	g_nacks = 0;
+	pthread_mutex_init(&g_dom.lock, NULL);
+	open_region();
+	g_rx = calloc(1, sizeof(*g_rx));
+	pthread_mutex_init(&g_rx->aux_lock, NULL);
+	g_ep.core = &g_core;
+	g_ep.domain = &g_dom;
+	g_ep.rx_cq = g_rx;
+	g_ep.agent_seq = 1;
+	g_ep.inbox.slot_size = SLOT;
+	g_ep.inbox.mem = calloc(1, 64 * sizeof(struct pmv_ack) + 64 * SLOT);
+	g_ep.peer = (struct pmv_peer) { .known = true, .has_inbox = true,
+					.slots = PMV_SLOTS, .slot_size = SLOT };
+	pmv_params.fault_persist = 0;
+	pmv_params.fault_alloc = 0;
+	pmv_fault_reset();
+}
+
+static void teardown(void)
+{
+	pmv_persistence_release(&g_mr.persistence);
+	munmap(g_region, LEN);
+	free(g_ep.inbox.mem);
+	free(g_rx->aux);
+	free(g_rx);
+}
+
+TestSuite(serve, .init = setup, .fini = teardown);
+
+/*
+ * Writes request seq (one extent, or none if len is 0) into the inbox; a
+ * fenced one looks one request back.
+ */
+static struct pmv_req *put_req(uint64_t seq, uint64_t key, uint64_t addr,
+			       uint64_t len, uint32_t flags)
+{
+	struct pmv_req *slot = pmv_inbox_req(&g_ep.inbox, seq);
+
+	memset(slot, 0, SLOT);
+	*slot = (struct pmv_req) { .seq = seq, .key = key, .flags = flags,
+				   .data = 0xd00d + seq, .nextents = len ? 1 : 0,
+				   .fence_back = (flags & PMV_REQ_FENCE) ? 1 : 0 };
+	slot->ext[0] = (struct pmv_extent) { .addr = addr, .len = len };
+	cr_assert_gt(pmv_req_encode(slot, SLOT), 0);
+	return slot;
+}
+
+/* Serves what waits and returns the status of ack seq (it must exist). */
+static int serve_and_ack(uint64_t seq)
+{
+	pmv_serve_ep(&g_dom, &g_ep);
+	pmv_serve_ep(&g_dom, &g_ep); /* sends the last ack */
+	for (unsigned i = 0; i < g_nacks; i++)
+		if (g_acks[i].seq == seq)
+			return g_acks[i].status;
+	cr_assert_fail("no ack for request %llu", (unsigned long long) seq);
+	return -1;
+}
+
+Test(serve, a_valid_request_is_persisted_and_acked_with_the_profile)
+{
+	put_req(1, KEY, BASE + 100, 64, 0);
+	cr_assert_eq(serve_and_ack(1), 0);
+	cr_assert_eq(g_acks[0].profile, FI_PMEM_PROFILE_PAGE);
+	cr_assert_eq(g_ep.counters.bytes_persisted, 64);
+	cr_assert_eq(g_ep.counters.requests_served, 1);
+}
+
+Test(serve, refusals_carry_their_reason_and_touch_nothing)
+{
+	put_req(1, KEY + 1, BASE, 64, 0);
+	cr_assert_eq(serve_and_ack(1), PMV_ERR_NO_KEY);
+	put_req(2, KEY, BASE + LEN - 8, 16, 0);
+	cr_assert_eq(serve_and_ack(2), PMV_ERR_RANGE);
+	put_req(3, KEY, BASE, 64, 0x80);
+	cr_assert_eq(serve_and_ack(3), PMV_ERR_BAD_REQUEST);
+	g_mr.access = FI_REMOTE_READ;
+	put_req(4, KEY, BASE, 64, 0);
+	cr_assert_eq(serve_and_ack(4), PMV_ERR_ACCESS);
+	cr_assert_eq(g_ep.counters.bytes_persisted, 0);
+}
+
+Test(serve, a_torn_request_waits_until_it_is_whole)
+{
+	struct pmv_req *slot = put_req(1, KEY, BASE, 64, 0);
+
+	slot->ext[0].len ^= 1; /* the extent has not fully landed */
+	pmv_serve_ep(&g_dom, &g_ep);
+	pmv_serve_ep(&g_dom, &g_ep);
+	cr_assert_eq(g_nacks, 0, "a torn request was served");
+	put_req(1, KEY, BASE, 64, 0);
+	cr_assert_eq(serve_and_ack(1), 0);
+}
+
+Test(serve, a_failed_persist_is_acked_as_an_error_and_breaks_the_fence)
+{
+	pmv_params.fault_persist = 1;
+	put_req(1, KEY, BASE, 64, 0);
+	cr_assert_eq(serve_and_ack(1), PMV_ERR_PERSIST);
+	cr_assert_eq(g_ep.counters.requests_served, 0);
+	put_req(2, KEY, BASE + 64, 64, PMV_REQ_FENCE);
+	cr_assert_eq(serve_and_ack(2), PMV_ERR_FENCE);
+	put_req(3, KEY, BASE + 128, 64, 0);
+	cr_assert_eq(serve_and_ack(3), 0);
+}
+
+/* Pops the receive CQ's queued entries; returns how many. */
+static unsigned rx_entries(uint64_t *data)
+{
+	unsigned n = 0;
+
+	while (g_rx->aux_count) {
+		data[n++] = g_rx->aux[g_rx->aux_head].entry.data;
+		g_rx->aux_head = (g_rx->aux_head + 1) % g_rx->aux_cap;
+		g_rx->aux_count--;
+	}
+	return n;
+}
+
+Test(serve, an_fi_immed_request_raises_one_entry_after_persisting)
+{
+	uint64_t data[4];
+
+	put_req(1, KEY, BASE, 64, PMV_REQ_IMMED);
+	cr_assert_eq(serve_and_ack(1), 0);
+	cr_assert_eq(rx_entries(data), 1);
+	cr_assert_eq(data[0], 0xd00d + 1);
+	cr_assert_eq(g_rx->aux_reserved, 0, "room left reserved");
+}
+
+Test(serve, without_memory_for_its_entry_an_fi_immed_request_waits)
+{
+	uint64_t data[4];
+
+	pmv_params.fault_alloc = 1; /* the receive CQ's room */
+	put_req(1, KEY, BASE, 64, PMV_REQ_IMMED);
+	pmv_serve_ep(&g_dom, &g_ep);
+	cr_assert_eq(g_nacks, 0, "served without room for its entry");
+	cr_assert_eq(g_ep.counters.requests_served, 0);
+	cr_assert_eq(serve_and_ack(1), 0); /* memory is back */
+	cr_assert_eq(rx_entries(data), 1);
+}
+
+Test(serve, a_refused_fi_immed_request_raises_nothing_and_frees_its_room)
+{
+	uint64_t data[4];
+
+	put_req(1, KEY, BASE + LEN, 64, PMV_REQ_IMMED);
+	cr_assert_eq(serve_and_ack(1), PMV_ERR_RANGE);
+	cr_assert_eq(rx_entries(data), 0);
+	cr_assert_eq(g_rx->aux_reserved, 0);
+}

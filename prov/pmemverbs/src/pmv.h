@@ -11,6 +11,7 @@
 #define PMV_H
 
 #include <pthread.h>
+#include <unistd.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -164,6 +165,8 @@ struct pmv_domain {
 	pthread_mutex_t lock;     /* MR table and agent endpoint list */
 	struct pmv_mr *mrs;       /* registered regions, for the agent */
 	struct pmv_agent *agent;  /* started with the first pmem endpoint */
+	int agent_wake_fd;        /* the agent's eventfd (-1: no agent) */
+	bool agent_sleeping;      /* the agent sleeps on fds (atomic) */
 	uint64_t next_internal_key;
 };
 
@@ -222,6 +225,7 @@ struct pmv_cq_aux {
 struct pmv_cq {
 	struct fid_cq cq_fid;
 	struct fid_cq *core;
+	struct pmv_domain *domain;
 	enum fi_cq_format format;
 	pthread_mutex_t lock;       /* reads of the core CQ */
 	pthread_mutex_t aux_lock;   /* the queue; taken after lock, ep locks */
@@ -232,6 +236,8 @@ struct pmv_cq {
 	pthread_mutex_t hooks_lock;
 	struct pmv_cq_hook *hooks;  /* pmem endpoints' progress */
 	int pmem_refs;              /* pmem endpoints bound (either side) */
+	int wait_fd;                /* the core CQ's fd (agent sleeps), or -1 */
+	bool app_wait_none;         /* the application asked FI_WAIT_NONE */
 	char errbuf[160];
 };
 
@@ -394,6 +400,20 @@ static inline bool pmv_send_conflict(struct pmv_ep *ep, uint64_t key,
 {
 	return ep->ini && pmv_ini_sends_busy(ep) &&
 	       pmv_send_conflict_locked(ep, key, addr, len);
+}
+
+/*
+ * Wakes the domain's agent if it sleeps on its fds: an application's CQ
+ * read drives the core too, and may move a commit request into an inbox
+ * without leaving the socket readable for the agent.
+ */
+static inline void pmv_domain_nudge_agent(struct pmv_domain *dom)
+{
+	uint64_t one = 1;
+
+	if (__atomic_load_n(&dom->agent_sleeping, __ATOMIC_RELAXED) &&
+	    __atomic_exchange_n(&dom->agent_sleeping, false, __ATOMIC_SEQ_CST))
+		(void) !write(dom->agent_wake_fd, &one, sizeof(one));
 }
 
 /* pmv_agent.c: target side. */

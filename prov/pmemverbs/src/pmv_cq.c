@@ -293,6 +293,7 @@ static ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 			ret = pmv_cq_pop_aux(cq, buf, count, src_addr);
 	}
 	pthread_mutex_unlock(&cq->lock);
+	pmv_domain_nudge_agent(cq->domain);
 	return ret;
 }
 
@@ -566,14 +567,59 @@ static int pmv_cq_close(struct fid *fid)
 	return 0;
 }
 
+/*
+ * fi_control: the core's, except that a CQ opened with FI_WAIT_NONE has
+ * no wait object for the application even though its core CQ has one.
+ */
+static int pmv_cq_control(struct fid *fid, int command, void *arg)
+{
+	struct pmv_cq *cq = pmv_container_of(fid, struct pmv_cq, cq_fid.fid);
+
+	if (cq->app_wait_none && command == FI_GETWAIT)
+		return -FI_ENOSYS;
+	return pmv_control_core(fid, command, arg);
+}
+
 static struct fi_ops pmv_cq_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = pmv_cq_close,
 	.bind = pmv_no_bind,
-	.control = pmv_control_core,
+	.control = pmv_cq_control,
 	.ops_open = pmv_ops_open_core,
 	.ops_set = pmv_no_ops_set,
 };
+
+/*
+ * The agent of a pmem domain over tcp sleeps on its endpoints' core CQ
+ * fds, which the tcp core makes readable when bytes arrive for a bound
+ * endpoint (a commit request is a plain RMA write: no completion).  Such
+ * a domain's core CQs get an fd even when the application asked for none,
+ * and FI_WAIT_UNSPEC means an fd (tcp's own choice, a list of sockets,
+ * cannot be slept on).
+ */
+static void pmv_cq_choose_wait(const struct pmv_domain *dom,
+			       const struct fi_cq_attr *attr,
+			       struct fi_cq_attr *core_attr, struct pmv_cq *cq)
+{
+	if ((attr->wait_obj != FI_WAIT_NONE &&
+	     attr->wait_obj != FI_WAIT_UNSPEC) ||
+	    !(dom->caps & FI_RMA_PMEM) || dom->transport != PMV_TRANSPORT_TCP)
+		return;
+	core_attr->wait_obj = FI_WAIT_FD;
+	cq->app_wait_none = attr->wait_obj == FI_WAIT_NONE;
+}
+
+/* The core CQ's fd if its wait object is one, else -1. */
+static int pmv_cq_core_fd(struct pmv_cq *cq)
+{
+	enum fi_wait_obj obj = FI_WAIT_NONE;
+	int fd = -1;
+
+	if (fi_control(&cq->core->fid, FI_GETWAITOBJ, &obj) || obj != FI_WAIT_FD ||
+	    fi_control(&cq->core->fid, FI_GETWAIT, &fd))
+		return -1;
+	return fd;
+}
 
 int pmv_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 		struct fid_cq **cq_fid, void *context)
@@ -590,11 +636,14 @@ int pmv_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return -FI_ENOMEM;
+	cq->domain = dom;
+	pmv_cq_choose_wait(dom, attr, &core_attr, cq);
 	ret = fi_cq_open(dom->core, &core_attr, &cq->core, cq);
 	if (ret) {
 		free(cq);
 		return ret;
 	}
+	cq->wait_fd = pmv_cq_core_fd(cq);
 	pthread_mutex_init(&cq->lock, NULL);
 	pthread_mutex_init(&cq->aux_lock, NULL);
 	pthread_mutex_init(&cq->hooks_lock, NULL);

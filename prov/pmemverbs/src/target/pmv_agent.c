@@ -5,11 +5,16 @@
  * One thread per domain that has pmem endpoints.  It serves the commit
  * requests waiting in each endpoint's inbox (pmv_serve.c); the core's
  * progress moves them even when the target application never polls.
+ * Idle, it sleeps: on the core CQs' fds where the core gives them (tcp
+ * makes them readable when bytes arrive for a bound endpoint) and on an
+ * eventfd (an endpoint joined, or stop), else in naps of up to 1 ms.
  * Agents are listed process-wide so that none outlives the plugin's code
  * when libfabric unloads it.
  */
+#include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +27,7 @@ struct pmv_agent {
 	struct pmv_ep *eps; /* under domain->lock */
 	struct pmv_domain *domain;
 	struct pmv_agent *next; /* every running agent, for unloading */
+	int wake_fd;            /* eventfd: an endpoint joined, or stop */
 };
 
 /* Every running agent: libfabric may unload the plugin at exit while
@@ -29,8 +35,12 @@ struct pmv_agent {
 static struct pmv_agent *pmv_agents;
 static pthread_mutex_t pmv_agents_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Distinct CQs progressed once per pass; past it, a CQ may be read twice. */
-#define PMV_AGENT_CQS 32
+/* Distinct CQs the agent tracks per pass; past it, it neither dedupes
+ * their progress nor sleeps on their fds. */
+#define PMV_AGENT_CQS 64
+
+/* Longest sleep on fds, in ms (an eventfd ends it sooner). */
+#define PMV_AGENT_SLEEP_MS 1000
 
 static void pmv_sleep_us(long us)
 {
@@ -47,18 +57,29 @@ static uint64_t pmv_now_us(void)
 	return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* Adds cq to a pass's set of CQs; false if it is in it already. */
-static bool pmv_agent_cq_once(struct pmv_cq **set, unsigned *n,
-			      struct pmv_cq *cq)
+/*
+ * The distinct CQs the agent's endpoints are bound to, into set; returns
+ * how many, or PMV_AGENT_CQS + 1 if there are more; domain lock held.
+ */
+static unsigned pmv_agent_cqs(struct pmv_agent *agent, struct pmv_cq **set)
 {
-	unsigned i;
+	struct pmv_cq *cq[2];
+	unsigned n = 0, i;
 
-	for (i = 0; i < *n; i++)
-		if (set[i] == cq)
-			return false;
-	if (*n < PMV_AGENT_CQS)
-		set[(*n)++] = cq;
-	return true;
+	for (struct pmv_ep *ep = agent->eps; ep; ep = ep->agent_next) {
+		cq[0] = __atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE);
+		cq[1] = __atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE);
+		for (int k = 0; k < 2; k++) {
+			for (i = 0; i < n && cq[k] && set[i] != cq[k]; i++)
+				;
+			if (!cq[k] || i < n)
+				continue;
+			if (n == PMV_AGENT_CQS)
+				return PMV_AGENT_CQS + 1;
+			set[n++] = cq[k];
+		}
+	}
+	return n;
 }
 
 /*
@@ -68,21 +89,85 @@ static bool pmv_agent_cq_once(struct pmv_cq **set, unsigned *n,
  */
 static void pmv_agent_progress(struct pmv_agent *agent)
 {
-	struct pmv_cq *set[PMV_AGENT_CQS], *cq[2];
-	unsigned n = 0;
+	struct pmv_cq *set[PMV_AGENT_CQS];
+	unsigned n = pmv_agent_cqs(agent, set), i;
 
+	if (n <= PMV_AGENT_CQS) {
+		for (i = 0; i < n; i++)
+			pmv_cq_progress_core(set[i]);
+		return;
+	}
 	for (struct pmv_ep *ep = agent->eps; ep; ep = ep->agent_next) {
-		cq[0] = __atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE);
-		cq[1] = __atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE);
-		for (int i = 0; i < 2; i++)
-			if (cq[i] && pmv_agent_cq_once(set, &n, cq[i]))
-				pmv_cq_progress_core(cq[i]);
+		if (ep->rx_cq)
+			pmv_cq_progress_core(ep->rx_cq);
+		if (ep->tx_cq && ep->tx_cq != ep->rx_cq)
+			pmv_cq_progress_core(ep->tx_cq);
 	}
 }
 
 /*
+ * Fills fds with the CQs' fds and the agent's eventfd if the agent may
+ * sleep on them: every CQ has one and the core says nothing is pending
+ * (fi_trywait).  Returns how many, 0 if it may not; domain lock held.
+ */
+static unsigned pmv_agent_sleep_fds(struct pmv_domain *dom,
+				    struct pollfd *fds)
+{
+	struct pmv_cq *set[PMV_AGENT_CQS];
+	struct fid *fids[PMV_AGENT_CQS];
+	unsigned n = pmv_agent_cqs(dom->agent, set), i;
+
+	if (n > PMV_AGENT_CQS)
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (set[i]->wait_fd < 0)
+			return 0;
+		fids[i] = &set[i]->core->fid;
+		fds[i] = (struct pollfd) { .fd = set[i]->wait_fd,
+					   .events = POLLIN };
+	}
+	/* from here on, the application's CQ reads wake the agent */
+	__atomic_store_n(&dom->agent_sleeping, true, __ATOMIC_SEQ_CST);
+	if (n && fi_trywait(dom->fabric->core, fids, (int) n) != FI_SUCCESS)
+		return 0;
+	/* fi_trywait (or an application's CQ read) may have moved a request
+	 * into an inbox already */
+	for (struct pmv_ep *ep = dom->agent->eps; ep; ep = ep->agent_next)
+		if (pmv_serve_pending(ep))
+			return 0;
+	fds[n] = (struct pollfd) { .fd = dom->agent->wake_fd, .events = POLLIN };
+	return n + 1;
+}
+
+/* Sleeps until bytes arrive, an endpoint joins or stop; false: cannot. */
+static bool pmv_agent_sleep(struct pmv_domain *dom)
+{
+	struct pollfd fds[PMV_AGENT_CQS + 1];
+	unsigned n;
+	uint64_t v;
+
+	pthread_mutex_lock(&dom->lock);
+	n = pmv_agent_sleep_fds(dom, fds);
+	pthread_mutex_unlock(&dom->lock);
+	if (n)
+		(void) poll(fds, n, PMV_AGENT_SLEEP_MS);
+	__atomic_store_n(&dom->agent_sleeping, false, __ATOMIC_SEQ_CST);
+	(void) !read(dom->agent->wake_fd, &v, sizeof(v)); /* non-blocking */
+	return n > 0;
+}
+
+/* Ends the agent's sleep (an endpoint joined, or stop). */
+static void pmv_agent_wake(struct pmv_agent *agent)
+{
+	uint64_t one = 1;
+
+	(void) !write(agent->wake_fd, &one, sizeof(one));
+}
+
+/*
  * The agent's loop: spin while requests keep coming, then back off to
- * sleeping (10 us doubling to 1 ms) so an idle target costs no CPU.
+ * napping (10 us doubling to 1 ms), then to sleeping on fds where the core
+ * gives them, so that an idle target costs no CPU.
  */
 static void *pmv_agent_main(void *arg)
 {
@@ -104,8 +189,10 @@ static void *pmv_agent_main(void *arg)
 			last_work = pmv_now_us();
 			nap = 0;
 		} else if (pmv_now_us() - last_work > (uint64_t) pmv_params.agent_spin_us) {
+			/* naps up to 1 ms, then sleeps on fds where it can */
 			nap = nap ? (nap < 1000 ? nap * 2 : 1000) : 10;
-			pmv_sleep_us(nap);
+			if (nap < 1000 || !pmv_agent_sleep(dom))
+				pmv_sleep_us(nap);
 		} else {
 			/* Spinning: let a thread of this CPU that is placing the
 			 * next request (or holds the core's locks) run first. */
@@ -123,12 +210,19 @@ static int pmv_agent_start(struct pmv_domain *dom)
 
 	if (!agent)
 		return -FI_ENOMEM;
+	agent->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (agent->wake_fd < 0) {
+		free(agent);
+		return -FI_ENOMEM;
+	}
 	pmv_serve_init();
 	dom->agent = agent;
+	dom->agent_wake_fd = agent->wake_fd;
 	agent->domain = dom;
 	ret = pthread_create(&agent->thread, NULL, pmv_agent_main, dom);
 	if (ret) {
 		dom->agent = NULL;
+		close(agent->wake_fd);
 		free(agent);
 		return -ret;
 	}
@@ -153,6 +247,7 @@ int pmv_agent_add(struct pmv_domain *dom, struct pmv_ep *ep)
 		ep->in_agent = true;
 		__atomic_store_n(ep->inbox.gen_word, dom->mr_gen,
 				 __ATOMIC_RELEASE);
+		pmv_agent_wake(dom->agent); /* watch its CQs too */
 	}
 	pthread_mutex_unlock(&dom->lock);
 	return ret;
@@ -223,6 +318,7 @@ static void pmv_agent_stop_waiting(struct pmv_domain *dom, int wait_ms)
 	if (!agent || !pmv_agent_unlist(agent))
 		return;
 	__atomic_store_n(&agent->stop, true, __ATOMIC_RELEASE);
+	pmv_agent_wake(agent);
 	if (wait_ms <= 0) {
 		pthread_join(agent->thread, NULL);
 	} else {
@@ -235,6 +331,8 @@ static void pmv_agent_stop_waiting(struct pmv_domain *dom, int wait_ms)
 		}
 	}
 	dom->agent = NULL;
+	dom->agent_wake_fd = -1;
+	close(agent->wake_fd);
 	free(agent);
 }
 

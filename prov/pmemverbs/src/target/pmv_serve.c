@@ -331,6 +331,16 @@ int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep)
 	return served;
 }
 
+/* True if ep has a request waiting or an ack to send (a few loads). */
+bool pmv_serve_pending(struct pmv_ep *ep)
+{
+	struct pmv_req *slot = pmv_inbox_req(&ep->inbox, ep->agent_seq);
+
+	return ep->agent_unacked ||
+	       le64toh(__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE)) ==
+	       ep->agent_seq;
+}
+
 /* Maps the oracle log the test named (FI_PMEMVERBS_ORACLE), once. */
 void pmv_serve_init(void)
 {

@@ -11,5 +11,6 @@
 /* pmv_serve.c */
 void pmv_serve_init(void);
 int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep);
+bool pmv_serve_pending(struct pmv_ep *ep);
 
 #endif /* PMV_TARGET_H */

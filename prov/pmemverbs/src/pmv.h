@@ -182,6 +182,7 @@ struct pmv_ini;
 /* Progress a CQ runs before it is read (engine acks, deferred ops). */
 struct pmv_cq_hook {
 	void (*progress)(void *arg);
+	bool (*busy)(void *arg);   /* work in flight that memory may end */
 	void *arg;
 	struct pmv_cq_hook *next;
 };

@@ -165,6 +165,21 @@ static void pmv_cq_run_hooks(struct pmv_cq *cq)
 	pthread_mutex_unlock(&cq->hooks_lock);
 }
 
+/* True if an endpoint completing here has commits whose acks may land. */
+static bool pmv_cq_hooks_busy(struct pmv_cq *cq)
+{
+	struct pmv_cq_hook *h;
+	bool busy = false;
+
+	if (!__atomic_load_n(&cq->hooks, __ATOMIC_ACQUIRE))
+		return false;
+	pthread_mutex_lock(&cq->hooks_lock);
+	for (h = cq->hooks; h && !busy; h = h->next)
+		busy = h->busy && h->busy(h->arg);
+	pthread_mutex_unlock(&cq->hooks_lock);
+	return busy;
+}
+
 /*
  * Hands the internal entries among n core entries to their owners and
  * keeps the application's, in order.  Returns how many are kept.
@@ -376,6 +391,9 @@ static int pmv_ms_left(const struct timespec *deadline)
 }
 
 /* The core's blocking read; some cores (verbs) implement only sread. */
+/* Longest core wait of a blocking read with no commit in flight. */
+#define PMV_SREAD_IDLE_MS 100
+
 static ssize_t pmv_core_sread(struct pmv_cq *cq, void *buf, size_t count,
 			      fi_addr_t *src_addr, const void *cond,
 			      int timeout)
@@ -387,8 +405,10 @@ static ssize_t pmv_core_sread(struct pmv_cq *cq, void *buf, size_t count,
 
 /*
  * Blocking read.  Without pmem endpoints it is the core's.  With them, it
- * alternates progress with short core waits: an ack lands in memory and an
- * agent's FI_IMMED entry is queued here, neither wakes a core wait object.
+ * alternates progress with core waits: 1 ms while commits are in flight
+ * (an ack lands in memory and wakes no core wait object), up to
+ * PMV_SREAD_IDLE_MS otherwise (the agent signals the core CQ when it
+ * queues an FI_IMMED entry here).
  */
 static ssize_t pmv_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 				fi_addr_t *src_addr, const void *cond,
@@ -413,10 +433,12 @@ static ssize_t pmv_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 		ret = pmv_cq_readfrom(cq_fid, buf, count, src_addr);
 		if (ret != -FI_EAGAIN)
 			return ret;
-		left = timeout < 0 ? 1 : pmv_ms_left(&deadline);
+		left = timeout < 0 ? PMV_SREAD_IDLE_MS : pmv_ms_left(&deadline);
 		if (left <= 0)
 			return -FI_EAGAIN;
-		ret = pmv_core_sread(cq, buf, count, src_addr, cond, 1);
+		left = pmv_cq_hooks_busy(cq) ? 1 :
+		       left < PMV_SREAD_IDLE_MS ? left : PMV_SREAD_IDLE_MS;
+		ret = pmv_core_sread(cq, buf, count, src_addr, cond, left);
 		if (ret > 0 && !pmv_cq_filter_internal(cq, buf, src_addr, ret))
 			ret = -FI_EAGAIN;
 		if (ret != -FI_EAGAIN)

@@ -71,6 +71,15 @@ static void pmv_ini_progress_locked(struct pmv_ini *ini)
 	}
 }
 
+/* True while commits are in the ring: their acks land in memory. */
+static bool pmv_ini_busy(void *arg)
+{
+	struct pmv_ini *ini = arg;
+
+	return __atomic_load_n(&ini->head, __ATOMIC_RELAXED) !=
+	       __atomic_load_n(&ini->tail, __ATOMIC_RELAXED);
+}
+
 /* The tx CQ's progress hook of a pmem endpoint. */
 static void pmv_ini_progress(void *arg)
 {
@@ -95,6 +104,7 @@ int pmv_ini_open(struct pmv_ep *ep)
 	ini->next_req = 1;
 	ep->ini = ini;
 	ep->hook.progress = pmv_ini_progress;
+	ep->hook.busy = pmv_ini_busy;
 	ep->hook.arg = ini;
 	return 0;
 }

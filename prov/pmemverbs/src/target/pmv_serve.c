@@ -161,6 +161,8 @@ static void pmv_agent_immed(struct pmv_cq *rx, const struct pmv_req *req)
 	};
 
 	pmv_cq_push(rx, &e, false);
+	if (rx->core) /* a reader blocked in the core wakes */
+		(void) fi_cq_signal(rx->core);
 }
 
 /* Serves one valid request; returns 0 or a PMV_ERR_* code for the ack. */

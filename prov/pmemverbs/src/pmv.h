@@ -167,7 +167,6 @@ struct pmv_domain {
 	struct pmv_agent *agent;  /* started with the first pmem endpoint */
 	int agent_wake_fd;        /* the agent's eventfd (-1: no agent) */
 	bool agent_sleeping;      /* the agent sleeps on fds (atomic) */
-	uint64_t next_internal_key;
 };
 
 struct pmv_pep {

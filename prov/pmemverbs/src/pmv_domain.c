@@ -204,7 +204,6 @@ static void pmv_domain_init_pmem(struct pmv_domain *dom,
 	dom->iov_limit = core_info->tx_attr->iov_limit;
 	dom->rma_iov_limit = core_info->tx_attr->rma_iov_limit;
 	dom->transport = pmv_transport_of(dom->fabric->core_name, core_info);
-	dom->next_internal_key = 0x706d760000000000ull;
 }
 
 int pmv_domain_open(struct fid_fabric *fabric, struct fi_info *info,

@@ -5,6 +5,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "pmv.h"
 
@@ -25,6 +27,40 @@ uint32_t pmv_ep_slot_bytes(const struct pmv_ep *ep)
 	       ep->peer.slot_size : ep->inbox.slot_size;
 }
 
+/*
+ * An unpredictable key for an inbox: every connection of a domain can
+ * write every region whose key it knows, so a guessable key would let one
+ * peer write requests or acks into another connection's inbox.
+ */
+static uint64_t pmv_inbox_key(void)
+{
+	uint64_t key;
+
+	if (getrandom(&key, sizeof(key), 0) != sizeof(key)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		key = ((uint64_t) ts.tv_nsec << 32) ^ (uint64_t) ts.tv_sec ^
+		      (uint64_t) (uintptr_t) &key;
+	}
+	return key;
+}
+
+/* Registers an inbox under a fresh random key (a clash: another key). */
+static int pmv_inbox_register(struct pmv_domain *dom, struct pmv_inbox *inbox)
+{
+	int ret = -FI_ENOKEY;
+
+	if (pmv_fault(PMV_FAULT_MR_REG))
+		return -FI_ENOMEM;
+	for (int tries = 0; tries < 4 && ret == -FI_ENOKEY; tries++)
+		ret = fi_mr_reg(dom->core, inbox->mem, inbox->size,
+				FI_REMOTE_WRITE | FI_REMOTE_READ | FI_WRITE |
+				FI_READ, 0, pmv_inbox_key(), 0, &inbox->mr,
+				NULL);
+	return ret;
+}
+
 /* Request slot size for a core: requests travel as fi_inject_write. */
 static uint32_t pmv_slot_size(size_t inject_size)
 {
@@ -37,7 +73,6 @@ int pmv_inbox_open(struct pmv_ep *ep)
 {
 	struct pmv_domain *dom = ep->domain;
 	struct pmv_inbox *inbox = &ep->inbox;
-	uint64_t key;
 	int ret;
 
 	inbox->slot_size = pmv_slot_size(dom->inject_size);
@@ -61,11 +96,7 @@ int pmv_inbox_open(struct pmv_ep *ep)
 					(size_t) PMV_SLOTS * inbox->slot_size);
 	inbox->flush_words = inbox->gen_word + 8;
 	inbox->probe_word = inbox->flush_words + PMV_SLOTS;
-	key = __atomic_fetch_add(&dom->next_internal_key, 1, __ATOMIC_RELAXED);
-	ret = pmv_fault(PMV_FAULT_MR_REG) ? -FI_ENOMEM :
-	      fi_mr_reg(dom->core, inbox->mem, inbox->size,
-			FI_REMOTE_WRITE | FI_REMOTE_READ | FI_WRITE | FI_READ,
-			0, key, 0, &inbox->mr, NULL);
+	ret = pmv_inbox_register(dom, inbox);
 	if (ret) {
 		PMV_WARN(FI_LOG_EP_CTRL, "registering the commit inbox: %s\n",
 			 fi_strerror(-ret));

@@ -97,6 +97,12 @@ static int pmv_mr_persistence(struct pmv_mr *mr, const struct fi_mr_attr *attr,
 			 "as one range (iov_count %zu)\n", attr->iov_count);
 		return -FI_EINVAL;
 	}
+	if (attr->iface != FI_HMEM_SYSTEM) {
+		PMV_WARN(FI_LOG_MR, "FI_RMA_PMEM: device memory (FI_HMEM "
+			 "interface %d) cannot be persistent memory; register "
+			 "host memory\n", (int) attr->iface);
+		return -FI_EOPNOTSUPP;
+	}
 	if (map)
 		return pmv_persistence_from_map(map, &mr->persistence);
 	return pmv_persistence_detect(attr->mr_iov[0].iov_base,

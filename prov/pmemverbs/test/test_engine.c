@@ -139,6 +139,7 @@ static void setup(void)
 	pthread_mutex_init(&g_dom.lock, NULL);
 	g_dom.inject_size = 128;
 	g_dom.caps = FI_RMA_PMEM;
+	g_dom.transport = PMV_TRANSPORT_TCP;
 	pmv_params.extent_limit = 4;
 	pmv_params.method = FI_PMEM_METHOD_NONE;
 	pmv_params.peer_timeout_ms = 10000;

@@ -217,6 +217,47 @@ Test(objects, a_failed_allocation_or_registration_fails_its_call_only)
 	cr_assert_eq(try_open_ep(), 0);
 }
 
+/* The key of a new FI_RMA_PMEM endpoint's inbox (closed again). */
+static uint64_t inbox_key_of_new_ep(void)
+{
+	struct fid_ep *ep;
+	uint64_t key;
+
+	cr_assert_eq(fi_endpoint(fx.domain, fx.info, &ep, NULL), 0);
+	key = fi_mr_key(pmv_container_of(ep, struct pmv_ep, ep_fid)->inbox.mr);
+	cr_assert_eq(fi_close(&ep->fid), 0);
+	return key;
+}
+
+/*
+ * Every connection of a domain can write every region whose key it knows:
+ * inbox keys must not be guessable from another one (they were
+ * consecutive).
+ */
+Test(objects, inbox_keys_are_unpredictable)
+{
+	uint64_t a = inbox_key_of_new_ep(), b = inbox_key_of_new_ep();
+	uint64_t diff = a > b ? a - b : b - a;
+
+	cr_assert_neq(a, b);
+	cr_assert_gt(diff, 1ULL << 20, "inbox keys %llx and %llx are close",
+		     (unsigned long long) a, (unsigned long long) b);
+}
+
+Test(objects, device_memory_is_refused_as_persistent_memory)
+{
+	static char buf[4096];
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct fi_mr_attr attr = { .mr_iov = &iov, .iov_count = 1,
+				   .access = FI_REMOTE_WRITE,
+				   .requested_key = 31,
+				   .iface = FI_HMEM_CUDA };
+	struct fid_mr *mr;
+
+	cr_assert_eq(fi_mr_regattr(fx.domain, &attr, FI_RMA_PMEM, &mr),
+		     -FI_EOPNOTSUPP);
+}
+
 Test(objects, application_events_pass_through_untouched)
 {
 	struct fi_eq_entry in = { .fid = &fx.domain->fid, .context = &fx }, out;

@@ -29,7 +29,9 @@ static const struct pmv_method_ops *pmv_ini_choose(struct pmv_ini *ini,
 {
 	struct pmv_key_facts facts = {
 		.profile = FI_PMEM_PROFILE_UNKNOWN,
-		.transport = ini->ep->peer.transport,
+		/* this side's own transport: the peer's CM header could claim
+		 * one whose completions mean more than they do here */
+		.transport = ini->ep->domain->transport,
 		.raw_ordered = ini->ep->raw_ordered,
 	};
 	unsigned i;

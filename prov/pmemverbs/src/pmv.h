@@ -424,6 +424,7 @@ void pmv_agent_stop_all(void);
 struct pmv_mr *pmv_domain_find_mr(struct pmv_domain *dom, uint64_t key);
 
 /* pmv_cq.c: entries pmemverbs raises itself. */
+bool pmv_cq_ready(struct pmv_cq *cq);
 int pmv_cq_reserve(struct pmv_cq *cq);
 void pmv_cq_unreserve(struct pmv_cq *cq);
 void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,

@@ -165,6 +165,17 @@ static void pmv_cq_run_hooks(struct pmv_cq *cq)
 	pthread_mutex_unlock(&cq->hooks_lock);
 }
 
+/*
+ * True if the application must read before it waits: acks that landed in
+ * memory complete commits here, and pmemverbs's own queue wakes no core
+ * wait object (fi_trywait asks this).
+ */
+bool pmv_cq_ready(struct pmv_cq *cq)
+{
+	pmv_cq_run_hooks(cq);
+	return __atomic_load_n(&cq->aux_count, __ATOMIC_ACQUIRE) != 0;
+}
+
 /* True if an endpoint completing here has commits whose acks may land. */
 static bool pmv_cq_hooks_busy(struct pmv_cq *cq)
 {

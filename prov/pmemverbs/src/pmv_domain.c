@@ -15,10 +15,12 @@ static int pmv_domain_close(struct fid *fid)
 						  domain_fid.fid);
 	int ret;
 
-	pmv_agent_stop(dom);
+	/* the core refuses while endpoints or regions are open (-FI_EBUSY):
+	 * then the agent must keep serving them */
 	ret = pmv_close_core(&dom->core->fid, "domain");
 	if (ret)
 		return ret;
+	pmv_agent_stop(dom);
 	pthread_mutex_destroy(&dom->lock);
 	free(dom);
 	return 0;

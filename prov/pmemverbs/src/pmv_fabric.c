@@ -110,6 +110,11 @@ int pmv_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 				 "opened through pmemverbs\n", i);
 			return -FI_EINVAL;
 		}
+		/* completions pmemverbs holds wake no core wait object */
+		if (fids[i]->fclass == FI_CLASS_CQ &&
+		    pmv_cq_ready(pmv_container_of(fids[i], struct pmv_cq,
+						  cq_fid.fid)))
+			return -FI_EAGAIN;
 	}
 	return fi_trywait(fab->core, core_fids, count);
 }

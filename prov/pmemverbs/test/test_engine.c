@@ -603,3 +603,22 @@ Test(engine, every_allocation_failing_in_turn_loses_no_commit)
 	}
 	pmv_params.fault_alloc = 0;
 }
+
+/*
+ * An application about to sleep on the CQ's fd asks fi_trywait: an ack
+ * that landed in memory (no core completion, no fd wake-up) must make it
+ * read first, or it would sleep past a completed commit.
+ */
+Test(engine, trywait_sees_an_ack_that_landed_in_memory)
+{
+	int ctx;
+	struct pmv_ack a = { .seq = 1, .profile = FI_PMEM_PROFILE_PAGE };
+
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
+	complete_post(0, 0);
+	complete_post(1, 0);
+	cr_assert_not(pmv_cq_ready(g_cq), "ready before the ack");
+	pmv_ack_encode(&a);
+	memcpy(pmv_inbox_ack(&g_ep->inbox, 1), &a, sizeof(a)); /* no progress */
+	cr_assert(pmv_cq_ready(g_cq), "the landed ack was not seen");
+}

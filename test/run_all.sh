@@ -231,6 +231,35 @@ run_fuzz() {
 	count_result "$out"
 }
 
+# Idle cost (issue 13 #5): 256 FI_RMA_PMEM connections between two
+# processes, idle for 2 s with nobody polling (fi_pmem_idle): each side
+# must use under 2% of a core (CPU time, not wall-clock; a sleeping agent
+# uses about 0.01%, the napping one used 9%), and a commit on every
+# connection must complete after the idle period.
+run_idle() {
+	local bin=$BUILD/fabtests/functional/fi_pmem_idle port=9420 out rc=0
+	local tout iout tcpu icpu
+	echo "== idle cost: 256 connections, nobody polling (fi_pmem_idle)"
+	tout=$(mktemp) iout=$(mktemp)
+	FI_PROVIDER_PATH=$BUILD/.libs timeout 120 "$bin" -B $port -n 256 -t 2 \
+		>"$tout" 2>&1 &
+	sleep 0.5
+	FI_PROVIDER_PATH=$BUILD/.libs timeout 120 "$bin" -s 127.0.0.1 -B $port \
+		-n 256 -t 2 >"$iout" 2>&1 || rc=$?
+	wait $! || rc=$?
+	tcpu=$(sed -n 's/^IDLE role=target .*cpu_pct=//p' "$tout")
+	icpu=$(sed -n 's/^IDLE role=initiator .*cpu_pct=//p' "$iout")
+	if [[ $rc -eq 0 && -n $tcpu && -n $icpu ]] &&
+	   awk -v t="$tcpu" -v i="$icpu" 'BEGIN { exit !(t < 2 && i < 2) }'; then
+		echo "PASS idle-256: target ${tcpu}%, initiator ${icpu}% of a core; commits after idle completed"
+		add 1 0
+	else
+		echo "FAIL idle-256: exit $rc, target ${tcpu:-?}%, initiator ${icpu:-?}% (limit 2%): $(tail -n 2 "$iout" | tr '\n' ' ')"
+		add 0 1
+	fi
+	rm -f "$tout" "$iout"
+}
+
 # fi_info through libfabric: FI_RMA_PMEM on MSG entries, never on RDM ones
 # (ofi_rxm layered on pmemverbs does not carry commits yet).
 run_advertisement() {
@@ -270,6 +299,7 @@ run_fabtest_commit 9361 byte
 run_integration normal "$BUILD" 9230
 run_pmem normal "$BUILD" 9800
 run_failure normal "$BUILD" 9380
+run_idle
 echo "== fi_pingpong through pmemverbs"
 export FI_PROVIDER_PATH=$BUILD/.libs
 port=9330

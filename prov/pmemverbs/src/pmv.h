@@ -211,6 +211,10 @@ struct pmv_ep {
 	} agent_hist[PMV_SLOTS];
 	bool in_agent;
 	struct pmv_ep *agent_next; /* domain agent list */
+	pthread_mutex_t serve_lock; /* one server at a time: agent or app */
+	int serve_holds;           /* agent passes that may serve it (atomic) */
+	struct pmv_cq_hook serve_hook; /* inline serving, run by its rx CQ */
+	struct pmv_cq *serve_cq;   /* the CQ running serve_hook, or NULL */
 	struct pmv_cq_hook hook;   /* engine progress, run by the tx CQ */
 	struct fi_pmem_ep_counters counters;
 };
@@ -268,6 +272,7 @@ struct pmv_mr {
 	size_t iov_count;
 	uint64_t rma_base;        /* RMA address of base (virtual or offset) */
 	struct pmv_persistence persistence;
+	int refs;                 /* requests being served on it (atomic) */
 };
 
 struct pmv_wait {
@@ -421,7 +426,8 @@ int pmv_agent_add(struct pmv_domain *dom, struct pmv_ep *ep);
 void pmv_agent_remove(struct pmv_domain *dom, struct pmv_ep *ep);
 void pmv_agent_stop(struct pmv_domain *dom);
 void pmv_agent_stop_all(void);
-struct pmv_mr *pmv_domain_find_mr(struct pmv_domain *dom, uint64_t key);
+struct pmv_mr *pmv_domain_get_mr(struct pmv_domain *dom, uint64_t key);
+void pmv_mr_put(struct pmv_mr *mr);
 
 /* pmv_cq.c: entries pmemverbs raises itself. */
 bool pmv_cq_ready(struct pmv_cq *cq);

@@ -152,6 +152,19 @@ static ssize_t pmv_cq_pop_aux(struct pmv_cq *cq, void *buf, size_t count,
 	return n ? (ssize_t) n : -FI_EAGAIN;
 }
 
+/*
+ * True if the CQ holds nothing of pmemverbs's: no pmem endpoint bound, no
+ * entry queued, and no internal operation whose completion may still come
+ * (a closed endpoint's late completions must not reach the application).
+ * Then reads go straight to the core.
+ */
+static bool pmv_cq_plain(struct pmv_cq *cq)
+{
+	return !__atomic_load_n(&cq->pmem_refs, __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&cq->aux_count, __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&cq->iops.outstanding, __ATOMIC_RELAXED);
+}
+
 /* Runs the progress of every pmem endpoint that completes here. */
 static void pmv_cq_run_hooks(struct pmv_cq *cq)
 {
@@ -305,8 +318,7 @@ static ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	struct pmv_cq *cq = pmv_cq(cq_fid);
 	ssize_t ret;
 
-	if (!__atomic_load_n(&cq->pmem_refs, __ATOMIC_RELAXED) &&
-	    !__atomic_load_n(&cq->aux_count, __ATOMIC_RELAXED))
+	if (pmv_cq_plain(cq))
 		return src_addr ? fi_cq_readfrom(cq->core, buf, count, src_addr) :
 				  fi_cq_read(cq->core, buf, count);
 	pmv_cq_run_hooks(cq);
@@ -383,7 +395,7 @@ static ssize_t pmv_cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf
 		pmv_cq_give_error(cq, buf, &e);
 	} else {
 		ret = fi_cq_readerr(cq->core, buf, flags);
-		if (ret > 0 && __atomic_load_n(&cq->pmem_refs, __ATOMIC_RELAXED) &&
+		if (ret > 0 && !pmv_cq_plain(cq) &&
 		    (pmv_cq_take_internal(cq, buf) ||
 		     pmv_cq_internal_inject_error(cq, buf)))
 			ret = -FI_EAGAIN;
@@ -430,8 +442,7 @@ static ssize_t pmv_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	ssize_t ret;
 	int left;
 
-	if (!__atomic_load_n(&cq->pmem_refs, __ATOMIC_RELAXED) &&
-	    !__atomic_load_n(&cq->aux_count, __ATOMIC_RELAXED))
+	if (pmv_cq_plain(cq))
 		return pmv_core_sread(cq, buf, count, src_addr, cond, timeout);
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	deadline.tv_sec += timeout / 1000;

@@ -313,6 +313,7 @@ static void pmv_ep_pmem_fini(struct pmv_ep *ep)
 	pmv_ini_close(ep);
 	pmv_inbox_close(ep);
 	pthread_mutex_destroy(&ep->lock);
+	pthread_mutex_destroy(&ep->serve_lock);
 }
 
 /* Sets up the durability engine of an endpoint opened with FI_RMA_PMEM. */
@@ -320,6 +321,7 @@ static int pmv_ep_pmem_init(struct pmv_ep *ep, const struct fi_info *info,
 			    const struct fi_info *core_info)
 {
 	pthread_mutex_init(&ep->lock, NULL);
+	pthread_mutex_init(&ep->serve_lock, NULL);
 	ep->pmem = info->caps & FI_RMA_PMEM;
 	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
 	if (!ep->pmem && (ep->tx_op_flags & FI_COMMIT_COMPLETE)) {

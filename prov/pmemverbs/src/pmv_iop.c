@@ -74,7 +74,7 @@ struct pmv_iop *pmv_iop_get(struct pmv_iop_pool *pool, pmv_iop_done_fn done,
 	if (pool->free || pmv_iop_grow(pool)) {
 		iop = pool->free;
 		pool->free = iop->next;
-		pool->outstanding++;
+		__atomic_add_fetch(&pool->outstanding, 1, __ATOMIC_RELAXED);
 		iop->done = done;
 		iop->owner = owner;
 		iop->kind = kind;
@@ -91,7 +91,7 @@ void pmv_iop_put(struct pmv_iop_pool *pool, struct pmv_iop *iop)
 	iop->owner = NULL;
 	iop->next = pool->free;
 	pool->free = iop;
-	pool->outstanding--;
+	__atomic_sub_fetch(&pool->outstanding, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&pool->lock);
 }
 

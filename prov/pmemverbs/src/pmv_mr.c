@@ -5,6 +5,7 @@
  * A pmemverbs MR publishes the core MR's key and descriptor as its own, so
  * data-path calls pass descriptors and keys to the core untranslated.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,9 @@ static int pmv_mr_close(struct fid *fid)
 	int ret;
 
 	pmv_mr_unlink(mr);
+	/* a request being served on it finishes first (no lock is held) */
+	while (__atomic_load_n(&mr->refs, __ATOMIC_ACQUIRE))
+		sched_yield();
 	ret = pmv_close_core(&mr->core->fid, "memory region");
 	if (ret)
 		return ret;

@@ -28,6 +28,8 @@ struct pmv_agent {
 	struct pmv_domain *domain;
 	struct pmv_agent *next; /* every running agent, for unloading */
 	int wake_fd;            /* eventfd: an endpoint joined, or stop */
+	struct pmv_ep **snap;   /* a pass's endpoints, held (domain lock) */
+	size_t neps, snap_cap;
 };
 
 /* Every running agent: libfabric may unload the plugin at exit while
@@ -169,6 +171,42 @@ static void pmv_agent_wake(struct pmv_agent *agent)
  * napping (10 us doubling to 1 ms), then to sleeping on fds where the core
  * gives them, so that an idle target costs no CPU.
  */
+/* Holds the agent's endpoints in agent->snap for a pass; domain lock held. */
+static size_t pmv_agent_hold_eps(struct pmv_agent *agent)
+{
+	size_t n = 0;
+
+	for (struct pmv_ep *ep = agent->eps; ep && n < agent->snap_cap;
+	     ep = ep->agent_next) {
+		__atomic_add_fetch(&ep->serve_holds, 1, __ATOMIC_ACQ_REL);
+		agent->snap[n++] = ep;
+	}
+	return n;
+}
+
+/*
+ * One pass: drive the core's progress, then serve every endpoint that no
+ * other thread is serving; no domain lock is held while serving (persist
+ * may take long).  Returns the requests served.
+ */
+static int pmv_agent_pass(struct pmv_domain *dom)
+{
+	struct pmv_agent *agent = dom->agent;
+	size_t n, i;
+	int served = 0;
+
+	pthread_mutex_lock(&dom->lock);
+	pmv_agent_progress(agent);
+	n = pmv_agent_hold_eps(agent);
+	pthread_mutex_unlock(&dom->lock);
+	for (i = 0; i < n; i++) {
+		served += pmv_serve_try(dom, agent->snap[i]);
+		__atomic_sub_fetch(&agent->snap[i]->serve_holds, 1,
+				   __ATOMIC_ACQ_REL);
+	}
+	return served;
+}
+
 static void *pmv_agent_main(void *arg)
 {
 	struct pmv_domain *dom = arg;
@@ -179,12 +217,7 @@ static void *pmv_agent_main(void *arg)
 	for (;;) {
 		if (__atomic_load_n(&dom->agent->stop, __ATOMIC_ACQUIRE))
 			return NULL;
-		pthread_mutex_lock(&dom->lock);
-		pmv_agent_progress(dom->agent);
-		served = 0;
-		for (struct pmv_ep *ep = dom->agent->eps; ep; ep = ep->agent_next)
-			served += pmv_serve_ep(dom, ep);
-		pthread_mutex_unlock(&dom->lock);
+		served = pmv_agent_pass(dom);
 		if (served) {
 			last_work = pmv_now_us();
 			nap = 0;
@@ -233,23 +266,50 @@ static int pmv_agent_start(struct pmv_domain *dom)
 	return 0;
 }
 
+/* Room in the pass snapshot for one more endpoint; domain lock held. */
+static int pmv_agent_grow_snap(struct pmv_agent *agent)
+{
+	size_t cap = agent->snap_cap ? agent->snap_cap * 2 : 16;
+	struct pmv_ep **snap;
+
+	if (agent->neps < agent->snap_cap)
+		return 0;
+	snap = pmv_fault(PMV_FAULT_ALLOC) ? NULL :
+	       realloc(agent->snap, cap * sizeof(*snap));
+	if (!snap)
+		return -FI_ENOMEM;
+	agent->snap = snap;
+	agent->snap_cap = cap;
+	return 0;
+}
+
+/* Links ep into the agent's list; domain lock held. */
+static int pmv_agent_link(struct pmv_domain *dom, struct pmv_ep *ep)
+{
+	int ret = dom->agent ? 0 : pmv_agent_start(dom);
+
+	if (ret || ep->in_agent || (ret = pmv_agent_grow_snap(dom->agent)))
+		return ret;
+	ep->agent_seq = 1;
+	ep->agent_next = dom->agent->eps;
+	dom->agent->eps = ep;
+	dom->agent->neps++;
+	ep->in_agent = true;
+	__atomic_store_n(ep->inbox.gen_word, dom->mr_gen, __ATOMIC_RELEASE);
+	pmv_agent_wake(dom->agent); /* watch its CQs too */
+	return 0;
+}
+
 int pmv_agent_add(struct pmv_domain *dom, struct pmv_ep *ep)
 {
-	int ret = 0;
+	int ret;
 
 	pthread_mutex_lock(&dom->lock);
-	if (!dom->agent)
-		ret = pmv_agent_start(dom);
-	if (!ret && !ep->in_agent) {
-		ep->agent_seq = 1;
-		ep->agent_next = dom->agent->eps;
-		dom->agent->eps = ep;
-		ep->in_agent = true;
-		__atomic_store_n(ep->inbox.gen_word, dom->mr_gen,
-				 __ATOMIC_RELEASE);
-		pmv_agent_wake(dom->agent); /* watch its CQs too */
-	}
+	ret = pmv_agent_link(dom, ep);
 	pthread_mutex_unlock(&dom->lock);
+	/* outside the domain lock: a hook runs under the CQ's hook lock */
+	if (!ret)
+		pmv_serve_attach(ep);
 	return ret;
 }
 
@@ -270,6 +330,10 @@ void pmv_domain_publish_gen(struct pmv_domain *dom)
 				 __ATOMIC_RELEASE);
 }
 
+/*
+ * Unlinks ep, then waits (no lock held) until neither an agent pass nor
+ * an application's CQ read is serving it.
+ */
 void pmv_agent_remove(struct pmv_domain *dom, struct pmv_ep *ep)
 {
 	struct pmv_ep **pp;
@@ -283,8 +347,14 @@ void pmv_agent_remove(struct pmv_domain *dom, struct pmv_ep *ep)
 			}
 		}
 		ep->in_agent = false;
+		dom->agent->neps--;
 	}
 	pthread_mutex_unlock(&dom->lock);
+	pmv_serve_detach(ep);
+	while (__atomic_load_n(&ep->serve_holds, __ATOMIC_ACQUIRE))
+		sched_yield();
+	pthread_mutex_lock(&ep->serve_lock);
+	pthread_mutex_unlock(&ep->serve_lock);
 }
 
 /* Takes an agent off the list of running agents; false if not on it. */
@@ -333,6 +403,7 @@ static void pmv_agent_stop_waiting(struct pmv_domain *dom, int wait_ms)
 	dom->agent = NULL;
 	dom->agent_wake_fd = -1;
 	close(agent->wake_fd);
+	free(agent->snap);
 	free(agent);
 }
 

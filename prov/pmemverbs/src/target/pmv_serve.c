@@ -84,14 +84,28 @@ static bool pmv_fault_skip(void)
 	return pmv_params.fault_skip > 0 && n == (uint64_t) pmv_params.fault_skip;
 }
 
-struct pmv_mr *pmv_domain_find_mr(struct pmv_domain *dom, uint64_t key)
+/*
+ * The region registered under key, held against its close until
+ * pmv_mr_put (persisting runs with no lock held); NULL if none.
+ */
+struct pmv_mr *pmv_domain_get_mr(struct pmv_domain *dom, uint64_t key)
 {
 	struct pmv_mr *mr;
 
+	pthread_mutex_lock(&dom->lock);
 	for (mr = dom->mrs; mr; mr = mr->next)
 		if (fi_mr_key(&mr->mr_fid) == key)
-			return mr;
-	return NULL;
+			break;
+	if (mr)
+		__atomic_add_fetch(&mr->refs, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_unlock(&dom->lock);
+	return mr;
+}
+
+void pmv_mr_put(struct pmv_mr *mr)
+{
+	if (mr)
+		__atomic_sub_fetch(&mr->refs, 1, __ATOMIC_ACQ_REL);
 }
 
 /* What the validator needs of a region (NULL: no region). */
@@ -165,18 +179,14 @@ static void pmv_agent_immed(struct pmv_cq *rx, const struct pmv_req *req)
 		(void) fi_cq_signal(rx->core);
 }
 
-/* Serves one valid request; returns 0 or a PMV_ERR_* code for the ack. */
-static int pmv_agent_commit(struct pmv_domain *dom, struct pmv_ep *ep,
-			    struct pmv_req *req)
+/* Serves one request on mr (NULL: no region); 0 or a PMV_ERR_* code. */
+static int pmv_agent_commit_on(struct pmv_ep *ep, struct pmv_mr *mr,
+			       struct pmv_req *req)
 {
 	uint64_t bytes;
-	uint32_t gen = (uint32_t) __atomic_load_n(&dom->mr_gen, __ATOMIC_ACQUIRE);
-	struct pmv_mr *mr = pmv_domain_find_mr(dom, req->key);
 	struct pmv_region region;
 	int status = pmv_req_check(req, pmv_region_of(mr, &region));
 
-	/* read before the lookup: a region closed after it shows a newer one */
-	ep->agent_gen = gen;
 	ep->agent_profile = mr ? mr->persistence.profile :
 				 FI_PMEM_PROFILE_UNKNOWN;
 	if (status) {
@@ -197,6 +207,24 @@ static int pmv_agent_commit(struct pmv_domain *dom, struct pmv_ep *ep,
 			   __ATOMIC_RELAXED);
 	__atomic_fetch_add(&ep->counters.requests_served, 1, __ATOMIC_RELAXED);
 	return 0;
+}
+
+/*
+ * Serves one request on the region its key names, held (not locked) while
+ * it is persisted; returns 0 or a PMV_ERR_* code for the ack.
+ */
+static int pmv_agent_commit(struct pmv_domain *dom, struct pmv_ep *ep,
+			    struct pmv_req *req)
+{
+	/* read before the lookup: a region closed after it shows a newer one */
+	uint32_t gen = (uint32_t) __atomic_load_n(&dom->mr_gen, __ATOMIC_ACQUIRE);
+	struct pmv_mr *mr = pmv_domain_get_mr(dom, req->key);
+	int status;
+
+	ep->agent_gen = gen;
+	status = pmv_agent_commit_on(ep, mr, req);
+	pmv_mr_put(mr);
+	return status;
 }
 
 /* Copies the request for seq out of the inbox; false if not there (yet). */
@@ -331,6 +359,53 @@ int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep)
 		served++;
 	}
 	return served;
+}
+
+/* Serves ep unless another thread (the agent, a CQ reader) is; served. */
+int pmv_serve_try(struct pmv_domain *dom, struct pmv_ep *ep)
+{
+	int served;
+
+	if (pthread_mutex_trylock(&ep->serve_lock))
+		return 0;
+	served = pmv_serve_ep(dom, ep);
+	pthread_mutex_unlock(&ep->serve_lock);
+	return served;
+}
+
+/*
+ * The hook an endpoint's CQ runs when the application reads it: a target
+ * that busy-polls serves its requests itself, with no other thread to be
+ * scheduled on its core.
+ */
+static void pmv_serve_hook(void *arg)
+{
+	struct pmv_ep *ep = arg;
+
+	if (pmv_serve_pending(ep))
+		(void) pmv_serve_try(ep->domain, ep);
+}
+
+/* Lets the application's reads of ep's CQ serve ep (receive CQ first). */
+void pmv_serve_attach(struct pmv_ep *ep)
+{
+	struct pmv_cq *cq = ep->rx_cq ? ep->rx_cq : ep->tx_cq;
+
+	if (!cq || ep->serve_cq)
+		return;
+	ep->serve_hook = (struct pmv_cq_hook) { .progress = pmv_serve_hook,
+						.arg = ep };
+	ep->serve_cq = cq;
+	pmv_cq_add_hook(cq, &ep->serve_hook);
+}
+
+/* Takes the hook off; returns once no read is running it. */
+void pmv_serve_detach(struct pmv_ep *ep)
+{
+	if (!ep->serve_cq)
+		return;
+	pmv_cq_remove_hook(ep->serve_cq, &ep->serve_hook);
+	ep->serve_cq = NULL;
 }
 
 /* True if ep has a request waiting or an ack to send (a few loads). */

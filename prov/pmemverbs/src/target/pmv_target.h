@@ -12,5 +12,8 @@
 void pmv_serve_init(void);
 int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep);
 bool pmv_serve_pending(struct pmv_ep *ep);
+int pmv_serve_try(struct pmv_domain *dom, struct pmv_ep *ep);
+void pmv_serve_attach(struct pmv_ep *ep);
+void pmv_serve_detach(struct pmv_ep *ep);
 
 #endif /* PMV_TARGET_H */

@@ -430,7 +430,7 @@ static void usage(const char *prog)
 		"usage: %s [-p PROV] [-s SERVER_ADDR] [-B PORT] "
 		"[-S SIZE[,SIZE...]]\n"
 		"        [-I ITERS] [-W WARMUP] [-m MODE[,MODE...]] [-b BATCH] "
-		"[-f FILE] [--csv]\n"
+		"[-f FILE] [-y] [--csv]\n"
 		"  without -s: the target; with -s: the initiator, which "
 		"measures\n"
 		"  -p  provider (%s); -B port (%s); -S sizes (%s)\n"
@@ -438,7 +438,9 @@ static void usage(const char *prog)
 		"-b writes per batch (%d)\n"
 		"  -m  modes among write,read,read8,write_read,commit,batch "
 		"(%s)\n"
-		"  -f  target's file (default: a temporary file)\n",
+		"  -f  target's file (default: a temporary file)\n"
+		"  -y  target: busy-poll its CQ (fi_cq_read) instead of "
+		"waiting in fi_cq_sread\n",
 		prog, DEFAULT_PROVIDER, DEFAULT_PORT, DEFAULT_SIZES,
 		DEFAULT_ITERS, DEFAULT_WARMUP, DEFAULT_BATCH, DEFAULT_MODES);
 }
@@ -509,6 +511,7 @@ static bool parse_option(int c, char *arg, struct options *opts)
 		opts->batch = (int) value;
 		return true;
 	case 'f': opts->file = arg; return true;
+	case 'y': pm_busy_poll = true; return true;
 	case 'C': opts->csv = true; return true;
 	default: return false;
 	}
@@ -532,7 +535,7 @@ static bool parse_options(int argc, char **argv, struct options *opts)
 	if (!pm_parse_sizes(sizes, 1, MAX_SIZE, opts->sizes, &opts->nsizes) ||
 	    !parse_modes(modes, opts))
 		return false;
-	while ((c = getopt_long(argc, argv, "p:s:B:S:I:W:m:b:f:h", long_opts,
+	while ((c = getopt_long(argc, argv, "p:s:B:S:I:W:m:b:f:yh", long_opts,
 				NULL)) != -1)
 		if (!parse_option(c, optarg, opts))
 			return false;

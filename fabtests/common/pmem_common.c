@@ -283,6 +283,8 @@ int pm_report_eq_error(struct fid_eq *eq, const char *what, int quiet_err)
 	return err.err ? -err.err : -FI_EOTHER;
 }
 
+bool pm_busy_poll;
+
 int pm_read_one_before(struct fid_cq *cq, int64_t deadline, const char *what,
 		       struct fi_cq_data_entry *entry)
 {
@@ -290,6 +292,10 @@ int pm_read_one_before(struct fid_cq *cq, int64_t deadline, const char *what,
 	ssize_t ret;
 
 	do {
+		if (pm_busy_poll) {
+			ret = fi_cq_read(cq, entry, 1);
+			continue;
+		}
 		/* never a negative timeout: that would wait forever */
 		left_ms = (deadline - pm_now_ns()) / PM_NS_PER_MS + 1;
 		left_ms = left_ms < 0 ? 0 : left_ms < PM_POLL_INTERVAL_MS ?

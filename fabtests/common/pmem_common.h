@@ -61,6 +61,8 @@
 
 /* Prefix of status lines ("[target]", "[initiator]"); set by main. */
 extern const char *pm_role;
+/* Read CQs by busy-polling (fi_cq_read) instead of fi_cq_sread. */
+extern bool pm_busy_poll;
 
 /* A status line on stderr (stdout carries only results). */
 void pm_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

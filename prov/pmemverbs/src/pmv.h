@@ -215,6 +215,7 @@ struct pmv_ep {
 	int serve_holds;           /* agent passes that may serve it (atomic) */
 	struct pmv_cq_hook serve_hook; /* inline serving, run by its rx CQ */
 	struct pmv_cq *serve_cq;   /* the CQ running serve_hook, or NULL */
+	uint64_t hook_ms;          /* last time serve_hook ran (atomic) */
 	struct pmv_cq_hook hook;   /* engine progress, run by the tx CQ */
 	struct fi_pmem_ep_counters counters;
 };

@@ -186,25 +186,31 @@ static size_t pmv_agent_hold_eps(struct pmv_agent *agent)
 
 /*
  * One pass: drive the core's progress, then serve every endpoint that no
- * other thread is serving; no domain lock is held while serving (persist
- * may take long).  Returns the requests served.
+ * other thread is serving and whose application does not serve it itself;
+ * no domain lock is held while serving (persist may take long).  Returns
+ * the requests served, or -1 if the application serves every endpoint.
  */
 static int pmv_agent_pass(struct pmv_domain *dom)
 {
 	struct pmv_agent *agent = dom->agent;
-	size_t n, i;
+	uint64_t now = pmv_ms_now();
+	size_t n, i, left_to_app = 0;
 	int served = 0;
 
 	pthread_mutex_lock(&dom->lock);
-	pmv_agent_progress(agent);
 	n = pmv_agent_hold_eps(agent);
+	for (i = 0; i < n; i++)
+		left_to_app += pmv_serve_by_app(agent->snap[i], now);
+	if (left_to_app < n || !n)
+		pmv_agent_progress(agent);
 	pthread_mutex_unlock(&dom->lock);
 	for (i = 0; i < n; i++) {
-		served += pmv_serve_try(dom, agent->snap[i]);
+		if (!pmv_serve_by_app(agent->snap[i], now))
+			served += pmv_serve_try(dom, agent->snap[i]);
 		__atomic_sub_fetch(&agent->snap[i]->serve_holds, 1,
 				   __ATOMIC_ACQ_REL);
 	}
-	return served;
+	return n && left_to_app == n ? -1 : served;
 }
 
 static void *pmv_agent_main(void *arg)
@@ -218,6 +224,10 @@ static void *pmv_agent_main(void *arg)
 		if (__atomic_load_n(&dom->agent->stop, __ATOMIC_ACQUIRE))
 			return NULL;
 		served = pmv_agent_pass(dom);
+		if (served < 0) { /* the application serves every endpoint */
+			pmv_sleep_us(1000);
+			continue;
+		}
 		if (served) {
 			last_work = pmv_now_us();
 			nap = 0;

@@ -381,9 +381,24 @@ int pmv_serve_try(struct pmv_domain *dom, struct pmv_ep *ep)
 static void pmv_serve_hook(void *arg)
 {
 	struct pmv_ep *ep = arg;
+	uint64_t now = pmv_ms_now();
 
+	if (__atomic_load_n(&ep->hook_ms, __ATOMIC_RELAXED) != now)
+		__atomic_store_n(&ep->hook_ms, now, __ATOMIC_RELAXED);
 	if (pmv_serve_pending(ep))
 		(void) pmv_serve_try(ep->domain, ep);
+}
+
+/*
+ * True while the application's CQ reads serve ep (its hook ran within
+ * PMV_SERVE_DEFER_MS): the agent then leaves ep alone, so that it never
+ * holds ep while preempted by a busy application on a shared core.
+ */
+bool pmv_serve_by_app(struct pmv_ep *ep, uint64_t now_ms)
+{
+	uint64_t last = __atomic_load_n(&ep->hook_ms, __ATOMIC_RELAXED);
+
+	return last && now_ms - last < PMV_SERVE_DEFER_MS;
 }
 
 /* Lets the application's reads of ep's CQ serve ep (receive CQ first). */

@@ -13,8 +13,8 @@
  *              the persistence oracle (pmv_oracle.h), then asks for the
  *              target's report.
  *
- * Tests (-t): oracle, contents, fault, badinput, exit; README.md says what
- * each proves.  A further target-only mode, mrreg, maps the region file and
+ * Tests (-t): oracle, contents, fault, badinput, exit, scenario (-c CASE:
+ * one of k_scenarios); README.md says what each proves.  A further target-only mode, mrreg, maps the region file and
  * registers one region with FI_RMA_PMEM, and reports what fi_mr_reg said and
  * the profile (the fsdax check over the verbs core).
  *
@@ -68,9 +68,11 @@
 enum exit_code { EXIT_PASS = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_UNCOVERED = 3 };
 
 #define STEP_MS 10000          /* bound on every single wait */
+#define IDLE_MS 60000          /* bound on a target's idle period */
 #define TARGET_LIFE_MS 240000  /* bound on a target's whole run */
 #define LINGER_MS 5000         /* target: wait for the initiator's shutdown */
 #define DRAIN_MS 100           /* reading a CQ for stray entries */
+#define ORACLE_RECS ((size_t)1 << 20) /* the oracle log's capacity */
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
@@ -96,7 +98,7 @@ enum exit_code { EXIT_PASS = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_UNCOVERED = 
 #define CTL_SIZE 65536
 #define CTL_RECVS 4
 #define CTL_MAGIC 0x50564354u
-#define MAX_CONNS 8
+#define MAX_CONNS 160          /* scenario many-eps: 128 on one CQ */
 #define MAX_CQS (2 * MAX_CONNS)
 #define MAX_OPS 128
 
@@ -106,6 +108,9 @@ enum conn_kind {
 	KIND_PLAIN_PEER = 'P', /* target endpoint opened without FI_RMA_PMEM */
 	KIND_SHUT = 'S',       /* target shuts it down on request */
 	KIND_EXTRA = 'X',      /* a further pmem connection for one case */
+	KIND_MANY = 'N',       /* scenario many-eps: target CQs shared */
+	KIND_CNTR = 'C',       /* scenario counters: the target binds an
+				* FI_REMOTE_WRITE counter to its endpoint */
 };
 
 /* ------------------------------------------------------------------ */
@@ -222,7 +227,7 @@ static void expect_u64(const char *name, uint64_t got, uint64_t want,
  * reverse (endpoints before CQs and MRs, those before the domain...) is a
  * valid teardown, at the end or from exit() on a failure path.
  */
-#define MAX_FIDS 64
+#define MAX_FIDS 1024
 static struct fid *g_fids[MAX_FIDS];
 static size_t g_nfids;
 
@@ -320,10 +325,11 @@ static void pause_briefly(void)
 
 enum role { ROLE_TARGET, ROLE_INITIATOR };
 enum test_mode { TEST_ORACLE, TEST_CONTENTS, TEST_FAULT, TEST_BADINPUT,
-		 TEST_EXIT, TEST_MRREG };
+		 TEST_EXIT, TEST_MRREG, TEST_SCENARIO };
 
 static const char *const k_test_names[] = { "oracle", "contents", "fault",
-					    "badinput", "exit", "mrreg" };
+					    "badinput", "exit", "mrreg",
+					    "scenario" };
 
 struct opts {
 	enum role role;
@@ -338,7 +344,8 @@ struct opts {
 				  * check flush commits by what it holds */
 	uint64_t seed;
 	unsigned reps;      /* repetitions of the matrix for small sizes */
-	const char *only;   /* badinput: run only this case */
+	const char *only;   /* badinput: run only this case; scenario: the
+			     * case to run */
 };
 
 static struct opts g_opt;
@@ -347,7 +354,7 @@ static noreturn void usage(void)
 {
 	fprintf(stderr,
 		"usage: pmv_commit_test -r target|initiator "
-		"-t oracle|contents|fault|badinput|exit\n"
+		"-t oracle|contents|fault|badinput|exit|scenario\n"
 		"         [-a ADDR] [-P PORT] [-s SEED] [-n REPS]\n"
 		"       pmv_commit_test -r target -t mrreg -f FILE [-a ADDR]\n"
 		"  target:    -f FILE     region file (created afresh), or a "
@@ -369,7 +376,12 @@ static noreturn void usage(void)
 		"             env FI_PMEMVERBS_METHOD: the method override the "
 		"provider\n"
 		"                         was given (what to expect)\n"
-		"             -c CASE     badinput: run only this case\n"
+		"             -c CASE     badinput: run only this case; "
+		"scenario: the case\n"
+		"                         (reopen, rereg, many-64x32, "
+		"many-128x32,\n"
+		"                         immed-flood, counters, "
+		"no-pmem-caps)\n"
 		"  mrreg:     maps FILE like the target, registers one region "
 		"with FI_RMA_PMEM,\n"
 		"             prints \"MRREG <fi_mr_reg code> <profile>\"; exit 0 "
@@ -430,6 +442,9 @@ static void parse_opts(int argc, char **argv)
 	if (g_opt.test == TEST_MRREG && g_opt.role != ROLE_TARGET)
 		usage();
 	if (g_opt.expect && (!g_opt.gran || strcmp(g_opt.gran, "auto")))
+		usage();
+	if (g_opt.test == TEST_SCENARIO && g_opt.role == ROLE_INITIATOR &&
+	    !g_opt.only)
 		usage();
 }
 
@@ -579,6 +594,12 @@ enum msg_type {
 	MSG_RESIZED,     /* T->I: struct status_rsp */
 	MSG_IDLE,        /* I->T: struct idle_req; answered by IDLE_DONE */
 	MSG_IDLE_DONE,   /* T->I: struct status_rsp */
+	MSG_FLOOD_CHECK, /* I->T: struct flood_req; answered by FLOOD_RESULT */
+	MSG_FLOOD_RESULT, /* T->I: struct flood_rsp */
+	MSG_CNTR_WATCH,  /* I->T: struct cntr_watch_req; answered by
+			  * CNTR_READY, then (if watching) CNTR_RESULT */
+	MSG_CNTR_READY,  /* T->I: struct cntr_rsp */
+	MSG_CNTR_RESULT, /* T->I: struct cntr_rsp */
 };
 
 struct msg_hdr {
@@ -589,15 +610,53 @@ struct finish_req {
 	uint32_t check_contents, pad;
 };
 
+/* Re-registration of a region under its key; gran (enum gran_code) also
+ * changes the granularity libpmem2 reports, so the profile changes. */
 struct resize_req {
-	uint32_t region, pad;
+	uint32_t region, gran;
 	uint64_t len;
 };
 
+enum gran_code { GRAN_KEEP, GRAN_PAGE, GRAN_CACHE_LINE, GRAN_BYTE,
+		 GRAN_COUNT };
+
+static const char *const k_gran_names[GRAN_COUNT] = { NULL, "page",
+						      "cache_line", "byte" };
+
 struct status_rsp {
-	int32_t status, pad;
+	int32_t status;
+	uint32_t profile;  /* RESIZED: the region's profile now */
 	uint64_t key;      /* RESIZED: the region's key now */
 	char detail[120];
+};
+
+/* Scenario immed-flood: FI_IMMED data base .. base + count - 1 was sent. */
+struct flood_req {
+	uint64_t base, count;
+};
+
+/* What the target read from its receive CQ, against the flood sent. */
+struct flood_rsp {
+	uint64_t entries, in_range, duplicates, out_of_range, missing;
+	uint64_t bad_flags, first_missing, first_duplicate;
+};
+
+/* Scenario counters: the range of the commit the target watches. */
+struct cntr_watch_req {
+	uint32_t region, pad;
+	uint64_t off, len;
+};
+
+/*
+ * The target's FI_REMOTE_WRITE counter: fi_ep_bind's code, and if it was
+ * bound, what it counted while the watched commit became durable.
+ */
+struct cntr_rsp {
+	int32_t bind_ret, watched;
+	uint64_t early;     /* samples where it had counted, not yet durable */
+	uint64_t value;     /* its value once the range was persisted */
+	uint32_t covered, pad;
+	char detail[160];
 };
 
 /*
@@ -709,9 +768,9 @@ static void open_domain(struct fi_info *info)
 			     (UINT64_C(1) << (8 * data_bytes)) - 1;
 }
 
-static struct fid_eq *open_eq(void)
+static struct fid_eq *open_eq_sized(size_t size)
 {
-	struct fi_eq_attr attr = { .size = 64, .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_eq_attr attr = { .size = size, .wait_obj = FI_WAIT_UNSPEC };
 	struct fid_eq *eq;
 
 	CHECK(fi_eq_open(g_net.fabric, &attr, &eq, NULL));
@@ -719,19 +778,31 @@ static struct fid_eq *open_eq(void)
 	return eq;
 }
 
-/* Opens a CQ and adds it to the set progress() polls. */
-static struct fid_cq *open_cq(void)
+static struct fid_eq *open_eq(void)
 {
-	struct fi_cq_attr attr = { .size = 1024, .format = FI_CQ_FORMAT_DATA,
+	return open_eq_sized(64);
+}
+
+/* Opens a CQ of size entries; polled: progress() reads it. */
+static struct fid_cq *open_cq_sized(size_t size, bool polled)
+{
+	struct fi_cq_attr attr = { .size = size, .format = FI_CQ_FORMAT_DATA,
 				   .wait_obj = FI_WAIT_NONE };
 	struct fid_cq *cq;
 
-	if (g_ncqs == MAX_CQS)
+	if (polled && g_ncqs == MAX_CQS)
 		die("internal: too many CQs");
 	CHECK(fi_cq_open(g_net.domain, &attr, &cq, NULL));
 	track_fid(&cq->fid);
-	g_cqs[g_ncqs++] = cq;
+	if (polled)
+		g_cqs[g_ncqs++] = cq;
 	return cq;
+}
+
+/* Opens a CQ and adds it to the set progress() polls. */
+static struct fid_cq *open_cq(void)
+{
+	return open_cq_sized(1024, true);
 }
 
 /* Takes FI_RMA_PMEM out of info, for an endpoint that must not have it. */
@@ -742,18 +813,28 @@ static void info_without_pmem(struct fi_info *info)
 	info->rx_attr->caps &= ~FI_RMA_PMEM;
 }
 
-/* Opens c's endpoint from info, binds its EQ and both CQs, enables it. */
-static void conn_open(struct conn *c, struct fi_info *info,
-		      struct fid_eq *shared_eq)
+/* Opens c's endpoint from info on these EQ and CQs, binds them (the
+ * caller enables it). */
+static void conn_open_on(struct conn *c, struct fi_info *info,
+			 struct fid_eq *eq, struct fid_cq *txcq,
+			 struct fid_cq *rxcq)
 {
-	c->eq = shared_eq ? shared_eq : open_eq();
-	c->txcq = open_cq();
-	c->rxcq = open_cq();
+	c->eq = eq;
+	c->txcq = txcq;
+	c->rxcq = rxcq;
 	CHECK(fi_endpoint(g_net.domain, info, &c->ep, c));
 	track_fid(&c->ep->fid);
 	CHECK(fi_ep_bind(c->ep, &c->eq->fid, 0));
 	CHECK(fi_ep_bind(c->ep, &c->txcq->fid, FI_TRANSMIT));
 	CHECK(fi_ep_bind(c->ep, &c->rxcq->fid, FI_RECV));
+}
+
+/* Opens c's endpoint from info, binds its EQ and both CQs, enables it. */
+static void conn_open(struct conn *c, struct fi_info *info,
+		      struct fid_eq *shared_eq)
+{
+	conn_open_on(c, info, shared_eq ? shared_eq : open_eq(), open_cq(),
+		     open_cq());
 	CHECK(fi_enable(c->ep));
 }
 
@@ -970,12 +1051,23 @@ static void op_complete(struct op *op, uint64_t flags, size_t len)
 		op_free(op);
 }
 
+/* A scenario's operations (see Scenarios): their own contexts. */
+struct sop;
+static struct sop *sop_of(void *context);
+static void sop_complete(struct sop *s, uint64_t flags, int err,
+			 const char *text);
+
 static void dispatch(const struct fi_cq_data_entry *e)
 {
 	struct op *op = op_of(e->op_context);
+	struct sop *s = sop_of(e->op_context);
 
 	if (!e->op_context && (e->flags & FI_REMOTE_CQ_DATA) && g_on_immed) {
 		g_on_immed(e);
+		return;
+	}
+	if (s) {
+		sop_complete(s, e->flags, 0, NULL);
 		return;
 	}
 	if (!op || op->kind == OP_FREE) {
@@ -986,27 +1078,40 @@ static void dispatch(const struct fi_cq_data_entry *e)
 	op_complete(op, e->flags, e->len);
 }
 
-/* Reads one error entry; the op it names completes with the error. */
-static void dispatch_error(struct fid_cq *cq)
+/*
+ * Reads one error entry; the op it names completes with the error.  False
+ * if there was none, though fi_cq_read said -FI_EAVAIL (a stray, noted).
+ */
+static bool dispatch_error(struct fid_cq *cq)
 {
 	struct fi_cq_err_entry err = { 0 };
 	const char *text;
 	struct op *op;
+	ssize_t ret = fi_cq_readerr(cq, &err, 0);
 
-	if (fi_cq_readerr(cq, &err, 0) != 1)
-		die("fi_cq_read said -FI_EAVAIL but fi_cq_readerr found none");
+	if (ret != 1) {
+		note_unexpected("fi_cq_read said -FI_EAVAIL but fi_cq_readerr "
+				"returned %s", errname(ret));
+		return false;
+	}
 	op = op_of(err.op_context);
 	text = fi_cq_strerror(cq, err.prov_errno, err.err_data, NULL, 0);
+	if (sop_of(err.op_context)) {
+		sop_complete(sop_of(err.op_context), err.flags,
+			     err.err ? err.err : -1, text ? text : "");
+		return true;
+	}
 	if (!op || op->kind == OP_FREE || !op->busy) {
 		note_unexpected("error entry for context %p: %s (%s)",
 				err.op_context, errname(err.err),
 				text ? text : "no text");
-		return;
+		return true;
 	}
 	op->err = err.err ? err.err : -1;
 	op->prov_errno = err.prov_errno;
 	snprintf(op->errtext, sizeof(op->errtext), "%s", text ? text : "");
 	op_complete(op, err.flags, err.len);
+	return true;
 }
 
 /* Reads what one CQ has; true if it had anything. */
@@ -1017,10 +1122,8 @@ static bool progress_cq(struct fid_cq *cq)
 
 	if (n == -FI_EAGAIN)
 		return false;
-	if (n == -FI_EAVAIL) {
-		dispatch_error(cq);
-		return true;
-	}
+	if (n == -FI_EAVAIL)
+		return dispatch_error(cq);
 	if (n < 0)
 		die("fi_cq_read: %s", errname(n));
 	for (ssize_t i = 0; i < n; i++)
@@ -1243,6 +1346,12 @@ struct target {
 	uint32_t nimmed, immed_bad_flags;
 	uint64_t first_bad_flags;
 	struct pmv_oracle_log *log; /* the oracle, to time FI_IMMED entries */
+	uint64_t *immed_all;        /* every FI_IMMED datum, in arrival order */
+	size_t nimmed_all, cap_immed_all;
+	struct fid_cq *many_tx, *many_rx; /* shared by KIND_MANY endpoints */
+	struct fid_cntr *rw_cntr;   /* KIND_CNTR: FI_REMOTE_WRITE counter */
+	int rw_bind_ret;            /* fi_ep_bind's code for it */
+	bool rw_tried;
 };
 
 static struct target g_t;
@@ -1252,7 +1361,7 @@ static struct target g_t;
 static void oracle_create(const char *path)
 {
 	size_t size = sizeof(struct pmv_oracle_log) +
-		      ((size_t)1 << 20) * sizeof(struct pmv_oracle_rec);
+		      ORACLE_RECS * sizeof(struct pmv_oracle_rec);
 	struct pmv_oracle_log *log;
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
 
@@ -1297,11 +1406,17 @@ static bool in_guard(size_t off)
 	return true;
 }
 
-/* Maps the file MAP_SHARED; writable for the test, read-only to check. */
+/*
+ * Maps the file shared, with MAP_SYNC where the file takes it (fsdax: CPU
+ * flushes then suffice); writable for the test, read-only to check.
+ */
 static uint8_t *map_file(int fd, size_t size, bool writable)
 {
 	int prot = PROT_READ | (writable ? PROT_WRITE : 0);
-	void *p = mmap(NULL, size, prot, MAP_SHARED, fd, 0);
+	void *p = mmap(NULL, size, prot, MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
+
+	if (p == MAP_FAILED)
+		p = mmap(NULL, size, prot, MAP_SHARED, fd, 0);
 
 	if (p == MAP_FAILED)
 		die("mmap of %s: %s", g_opt.file, strerror(errno));
@@ -1434,6 +1549,9 @@ static void target_on_immed(const struct fi_cq_data_entry *e)
 							       __ATOMIC_ACQUIRE) : 0,
 		};
 	g_t.nimmed++;
+	g_t.immed_all = grow(g_t.immed_all, g_t.nimmed_all,
+			     &g_t.cap_immed_all, sizeof(*g_t.immed_all));
+	g_t.immed_all[g_t.nimmed_all++] = e->data;
 }
 
 static struct conn *target_conn_of(struct fid *fid)
@@ -1442,6 +1560,43 @@ static struct conn *target_conn_of(struct fid *fid)
 		if (g_t.conns[i].ep && &g_t.conns[i].ep->fid == fid)
 			return &g_t.conns[i];
 	return NULL;
+}
+
+/* KIND_MANY: every such endpoint reports to one pair of CQs. */
+static void target_open_many(struct conn *c, struct fi_info *info)
+{
+	if (!g_t.many_tx) {
+		g_t.many_tx = open_cq_sized(4096, true);
+		g_t.many_rx = open_cq_sized(4096, true);
+	}
+	conn_open_on(c, info, g_t.eq, g_t.many_tx, g_t.many_rx);
+	CHECK(fi_enable(c->ep));
+}
+
+/*
+ * KIND_CNTR: binds an FI_REMOTE_WRITE counter to the (FI_RMA_PMEM)
+ * endpoint before enabling it, and keeps fi_ep_bind's answer for the
+ * initiator (scenario counters); a refused counter is closed.
+ */
+static void target_open_cntr(struct conn *c, struct fi_info *info)
+{
+	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP,
+				     .wait_obj = FI_WAIT_NONE };
+
+	/* remote RMA events are counted only with FI_RMA_EVENT */
+	info->caps |= FI_RMA_EVENT;
+	info->rx_attr->caps |= FI_RMA_EVENT;
+	conn_open_on(c, info, g_t.eq, open_cq(), open_cq());
+	CHECK(fi_cntr_open(g_net.domain, &attr, &g_t.rw_cntr, NULL));
+	track_fid(&g_t.rw_cntr->fid);
+	g_t.rw_tried = true;
+	g_t.rw_bind_ret = fi_ep_bind(c->ep, &g_t.rw_cntr->fid,
+				     FI_REMOTE_WRITE);
+	if (g_t.rw_bind_ret) {
+		close_fid(&g_t.rw_cntr->fid);
+		g_t.rw_cntr = NULL;
+	}
+	CHECK(fi_enable(c->ep));
 }
 
 /* Accepts a connection; its kind (CM data) says how to open the endpoint. */
@@ -1456,12 +1611,18 @@ static void target_on_connreq(struct cm_event *ev)
 	c->kind = kind;
 	if (kind == KIND_PLAIN_PEER)
 		info_without_pmem(ev->info);
-	conn_open(c, ev->info, g_t.eq);
+	if (kind == KIND_MANY)
+		target_open_many(c, ev->info);
+	else if (kind == KIND_CNTR)
+		target_open_cntr(c, ev->info);
+	else
+		conn_open(c, ev->info, g_t.eq);
 	fi_freeinfo(ev->info);
 	if (kind == KIND_MAIN) {
 		g_t.main = c;
 		ctl_init(c);
 	}
+
 	CHECK(fi_accept(c->ep, NULL, 0));
 }
 
@@ -1530,13 +1691,17 @@ static void target_on_shut(void)
 	c->shut_down = true;
 }
 
-/* Re-registers a region under the same key with a new length. */
+/*
+ * Re-registers a region under the same key with a new length, and with a
+ * new granularity forced (libpmem2 reads PMEM2_FORCE_GRANULARITY when
+ * pmemverbs maps the file at fi_mr_reg), so with another profile.
+ */
 static void target_on_resize(const struct resize_req *req)
 {
 	struct status_rsp rsp = { 0 };
 	struct region *r;
 
-	if (req->region >= REG_COUNT ||
+	if (req->region >= REG_COUNT || req->gran >= GRAN_COUNT ||
 	    req->len > k_regions[req->region].len || !req->len)
 		die("RESIZE: bad request (region %u, len %" PRIu64 ")",
 		    req->region, req->len);
@@ -1544,8 +1709,12 @@ static void target_on_resize(const struct resize_req *req)
 	if (!close_fid(&r->mr->fid))
 		die("RESIZE: closing the region's MR failed");
 	r->len = req->len;
+	if (req->gran != GRAN_KEEP &&
+	    setenv("PMEM2_FORCE_GRANULARITY", k_gran_names[req->gran], 1))
+		die("RESIZE: setenv: %s", strerror(errno));
 	rsp.status = target_register((enum region_id)req->region);
 	rsp.key = r->key;
+	rsp.profile = rsp.status ? FI_PMEM_PROFILE_UNKNOWN : r->profile;
 	/* A requested key must be kept; a provider's key (FI_MR_PROV_KEY,
 	 * the verbs core) is new with every registration. */
 	if (!rsp.status && !(g_net.mr_mode & FI_MR_PROV_KEY) &&
@@ -1564,7 +1733,7 @@ static void target_on_idle(const struct idle_req *req)
 	uint8_t *vol = g_t.reg[REG_VOL].addr;
 	uint64_t *marker = (uint64_t *)(void *)(vol + req->marker_off);
 	uint64_t *flag = (uint64_t *)(void *)(vol + req->flag_off);
-	int64_t deadline = deadline_in(STEP_MS);
+	int64_t deadline = deadline_in(IDLE_MS);
 	struct status_rsp rsp = { 0 };
 
 	__atomic_store_n(marker, 1, __ATOMIC_SEQ_CST);
@@ -1576,7 +1745,7 @@ static void target_on_idle(const struct idle_req *req)
 		rsp.status = -FI_ETIMEDOUT;
 		snprintf(rsp.detail, sizeof(rsp.detail), "the flag did not "
 			 "arrive within %d ms while the target did not poll",
-			 STEP_MS);
+			 IDLE_MS);
 	}
 	ctl_send(MSG_IDLE_DONE, &rsp, sizeof(rsp));
 }
@@ -1698,6 +1867,10 @@ static void target_on_finish(const struct finish_req *req)
 	g_t.linger_deadline = deadline_in(LINGER_MS);
 }
 
+/* The scenarios' requests (defined with the scenarios). */
+static void target_on_flood_check(const struct flood_req *req);
+static void target_on_cntr_watch(const struct cntr_watch_req *req);
+
 /* Handles the oldest control message, if any; true if there was one. */
 static bool target_handle_message(void)
 {
@@ -1715,6 +1888,8 @@ static bool target_handle_message(void)
 	case MSG_SHUT: target_on_shut(); break;
 	case MSG_RESIZE: target_on_resize(p); break;
 	case MSG_IDLE: target_on_idle(p); break;
+	case MSG_FLOOD_CHECK: target_on_flood_check(p); break;
+	case MSG_CNTR_WATCH: target_on_cntr_watch(p); break;
 	default: die("unexpected control message %u", h->type);
 	}
 	ctl_release();
@@ -1771,6 +1946,7 @@ static void target_close(void)
 	free(g_ctl.sbuf);
 	free(g_ctl.rbuf);
 	free(g_t.ranges.v);
+	free(g_t.immed_all);
 }
 
 /*
@@ -3779,6 +3955,34 @@ static void case_commit_after_errors(const char *name)
 	expect_success(name, &o);
 }
 
+/*
+ * The target runs with FI_PMEMVERBS_FAULT_PERSIST=1: its first persist
+ * call fails as a failed msync would.  That commit must end in FI_EIO,
+ * a fence behind it must fail too, and the next commit succeed.
+ */
+static void case_persist_fails(const char *name)
+{
+	static const char *const steps[] = { "first", "fenced-after",
+					     "next-succeeds" };
+	static const uint64_t flags[] = { 0, FI_FENCE, 0 };
+	struct cmsg m;
+	struct outcome o;
+	char sub[96];
+
+	for (size_t i = 0; i < ARRAY_LEN(steps); i++) {
+		place(REG_A, 8192, 64, 0x7200 + i);
+		o = try_commit(&g_s.main, cmsg_make(&m, REG_A, 8192, 64),
+			       FI_COMMIT_COMPLETE | flags[i]);
+		snprintf(sub, sizeof(sub), "%s-%s", name, steps[i]);
+		if (i == 1 && o.ret) /* refused at the call: as good */
+			expect_ret(sub, o.ret, -FI_EIO);
+		else if (i < 2)
+			expect_cq_error(sub, &o, FI_EIO);
+		else
+			expect_success(sub, &o);
+	}
+}
+
 /* A pure flush of region's key that must succeed (a case's set-up). */
 static void flush_or_die(enum region_id region, const char *why)
 {
@@ -4182,17 +4386,40 @@ static const struct bad_case k_bad_cases[] = {
 	{ "after-peer-shutdown", case_after_peer_shutdown },
 };
 
+/* Cases that need a target set up for them: run only when -c names them. */
+static const struct bad_case k_named_cases[] = {
+	{ "persist-fails", case_persist_fails },
+};
+
+/* Runs the one case -c names; dies if there is no such case. */
+static void run_named_case(const char *only)
+{
+	const struct bad_case *tables[] = { k_bad_cases, k_named_cases };
+	const size_t lens[] = { ARRAY_LEN(k_bad_cases),
+				ARRAY_LEN(k_named_cases) };
+
+	for (size_t t = 0; t < ARRAY_LEN(tables); t++)
+		for (size_t i = 0; i < lens[t]; i++)
+			if (!strcmp(only, tables[t][i].name)) {
+				g_case = only;
+				tables[t][i].run(only);
+				return;
+			}
+	die("-c %s: no such bad-input case", only);
+}
+
 static void run_badinput(void)
 {
 	struct report *rep;
 
 	if (gran_auto())
 		check_profiles();
-	for (size_t i = 0; i < ARRAY_LEN(k_bad_cases); i++)
-		if (!g_opt.only || !strcmp(g_opt.only, k_bad_cases[i].name)) {
-			g_case = k_bad_cases[i].name;
-			k_bad_cases[i].run(k_bad_cases[i].name);
-		}
+	if (g_opt.only)
+		run_named_case(g_opt.only);
+	for (size_t i = 0; i < ARRAY_LEN(k_bad_cases) && !g_opt.only; i++) {
+		g_case = k_bad_cases[i].name;
+		k_bad_cases[i].run(k_bad_cases[i].name);
+	}
 	g_case = "the final drain";
 	drain_cqs();
 	verdict(!g_unexpected, check_name("no-stray-completions"), "%s%u%s%s",
@@ -4222,6 +4449,1477 @@ static noreturn void run_exit(void)
 	exit(g_failed ? EXIT_FAIL : EXIT_PASS);
 }
 
+/* ================================================================== */
+/* Scenarios (-t scenario -c CASE)                                    */
+/* ================================================================== */
+
+/*
+ * Ways an application could see a commit complete before it is durable,
+ * or lose a completion (README.md, Scenarios).  A scenario posts its
+ * operations as struct sop, whose address is the context, and checks every
+ * completion the moment it is read: a commit's bytes must be in the
+ * target's file (-F) and, where the agent persists (sop.oracle), covered
+ * by oracle records appended after the commit was posted.
+ */
+
+enum sop_kind { SOP_COMMIT = 1, SOP_READ };
+
+/* What a completion showed (bits of sop.bad). */
+enum { BAD_DUP = 1, BAD_FLAGS = 2, BAD_NOT_VISIBLE = 4, BAD_NOT_COVERED = 8,
+       BAD_NOT_POSTED = 16 };
+
+struct sop {
+	struct fi_context2 fictx; /* first: its address is the context */
+	enum sop_kind kind;
+	unsigned owner;           /* the scenario's name for its endpoint */
+	unsigned round;           /* reopen: the round that posted it */
+	unsigned slot;            /* the scenario's bookkeeping */
+	unsigned ncomp;           /* completions read for it */
+	unsigned bad;             /* BAD_* */
+	bool posted, oracle, late;
+	int err;
+	uint64_t flags;
+	enum region_id region;
+	uint64_t off, mark;       /* mark: oracle records before the post */
+	size_t len;
+	uint8_t *data;            /* commit: its source; read: destination */
+	uint64_t hole;            /* first byte found missing */
+	char errtext[96];
+};
+
+static struct {
+	struct sop *ops;
+	size_t nops, cap;
+	size_t nposted, ndone;    /* posted, and completed at least once */
+	uint8_t *buf;             /* sources and read destinations */
+	size_t buf_len, buf_used;
+	void *desc;
+	struct fid_mr *mr;
+	unsigned eagain;          /* posts refused with -FI_EAGAIN, retried */
+	unsigned round;           /* reopen: the round running */
+	void (*on_done)(struct sop *s);
+} g_sc;
+
+static struct sop *sop_of(void *context)
+{
+	uintptr_t p = (uintptr_t)context, base = (uintptr_t)g_sc.ops;
+
+	if (!g_sc.ops || p < base || p >= base + g_sc.cap * sizeof(struct sop) ||
+	    (p - base) % sizeof(struct sop))
+		return NULL;
+	return (struct sop *)context;
+}
+
+/* Room for nops operations and buf_len bytes of data (FI_MR_LOCAL). */
+static void sc_setup(size_t nops, size_t buf_len)
+{
+	g_sc.ops = calloc(nops, sizeof(*g_sc.ops));
+	g_sc.cap = nops;
+	g_sc.buf_len = buf_len;
+	if (!g_sc.ops || posix_memalign((void **)&g_sc.buf, 4096, buf_len))
+		die("out of memory");
+	memset(g_sc.buf, 0, buf_len);
+	g_sc.desc = local_desc(g_sc.buf, buf_len, &g_sc.mr);
+	if (!g_target_map)
+		die("scenarios check the target's file: pass -F");
+}
+
+/* Takes len bytes of the data buffer (4 KiB aligned). */
+static uint8_t *sc_bytes(size_t len)
+{
+	uint8_t *p = g_sc.buf + g_sc.buf_used;
+
+	g_sc.buf_used += (len + 4095) & ~(size_t)4095;
+	if (g_sc.buf_used > g_sc.buf_len)
+		die("internal: scenario buffer too small");
+	return p;
+}
+
+/* A new operation; a commit's data is generated into data now. */
+static struct sop *sop_new(enum sop_kind kind, unsigned owner,
+			   enum region_id region, uint64_t off, size_t len,
+			   uint8_t *data)
+{
+	struct sop *s;
+
+	if (g_sc.nops == g_sc.cap)
+		die("internal: more than %zu scenario operations", g_sc.cap);
+	s = &g_sc.ops[g_sc.nops++];
+	*s = (struct sop){ .kind = kind, .owner = owner, .round = g_sc.round,
+			   .region = region, .off = off, .len = len,
+			   .data = data };
+	if (kind == SOP_COMMIT)
+		gen_fill(data, len, (g_opt.seed << 40) ^ (uint64_t)g_sc.nops *
+				    0x9e3779b1u, off);
+	return s;
+}
+
+static const char *sop_str(const struct sop *s)
+{
+	static char buf[160];
+
+	snprintf(buf, sizeof(buf), "%s #%zu (endpoint %u) of %zu bytes %s %s "
+		 "at offset %" PRIu64, s->kind == SOP_COMMIT ? "commit" : "read",
+		 (size_t)(s - g_sc.ops), s->owner, s->len,
+		 s->kind == SOP_COMMIT ? "to" : "from", k_regions[s->region].name,
+		 s->off);
+	return buf;
+}
+
+/* True if the oracle has records, appended since s was posted, covering
+ * every byte of s (the agent persisted them); *hole: first byte not. */
+static bool sop_covered(const struct sop *s, uint64_t *hole)
+{
+	uint64_t addr = rma_addr(s->region, s->off);
+	uint64_t h;
+
+	if (!g_log)
+		die("this scenario checks the persistence oracle: pass -o, "
+		    "and FI_PMEMVERBS_ORACLE to the target");
+	h = oracle_first_hole(g_s.reg[s->region].key, addr, s->len, s->mark,
+			      oracle_count());
+
+	if (hole)
+		*hole = h;
+	return h >= addr + s->len;
+}
+
+/*
+ * At a commit's completion: flags FI_RMA|FI_WRITE, its bytes in the
+ * target's file (unless a later round rewrote them: late) and, for agent
+ * profiles, in the oracle.
+ */
+static void sop_check_commit(struct sop *s)
+{
+	const uint8_t *file = g_target_map + region_file_off(s->region) + s->off;
+	uint64_t addr = rma_addr(s->region, s->off);
+
+	if ((s->flags & OP_CLASS_FLAGS) != COMMIT_FLAGS)
+		s->bad |= BAD_FLAGS;
+	s->late = s->round != g_sc.round;
+	if (!s->late && memcmp(file, s->data, s->len)) {
+		size_t i = 0;
+
+		while (file[i] == s->data[i])
+			i++;
+		s->bad |= BAD_NOT_VISIBLE;
+		s->hole = addr + i;
+	}
+	if (s->oracle && !sop_covered(s, s->bad ? NULL : &s->hole))
+		s->bad |= BAD_NOT_COVERED;
+}
+
+static void sop_complete(struct sop *s, uint64_t flags, int err,
+			 const char *text)
+{
+	if (!s->posted)
+		s->bad |= BAD_NOT_POSTED;
+	if (s->ncomp++) {
+		s->bad |= BAD_DUP;
+		return;
+	}
+	g_sc.ndone++;
+	s->flags = flags;
+	s->err = err;
+	if (err)
+		snprintf(s->errtext, sizeof(s->errtext), "%s", text ? text : "");
+	else if (s->kind == SOP_COMMIT)
+		sop_check_commit(s);
+	if (g_sc.on_done)
+		g_sc.on_done(s);
+}
+
+/* Posts s on ep (a commit with FI_COMMIT_COMPLETE | flags); 0 or error. */
+static ssize_t sop_post(struct fid_ep *ep, struct sop *s, uint64_t flags,
+			uint64_t data)
+{
+	struct iovec iov = { s->data, s->len };
+	void *desc = g_sc.desc;
+	struct fi_rma_iov rma = { rma_addr(s->region, s->off), s->len,
+				  g_s.reg[s->region].key };
+	struct fi_msg_rma msg = { .msg_iov = &iov, .desc = &desc,
+				  .iov_count = 1, .rma_iov = &rma,
+				  .rma_iov_count = 1, .context = &s->fictx,
+				  .data = data };
+	ssize_t ret;
+
+	s->mark = oracle_count();
+	if (s->kind == SOP_COMMIT)
+		ret = fi_writemsg(ep, &msg, FI_COMMIT_COMPLETE | flags);
+	else
+		ret = fi_readmsg(ep, &msg, FI_COMPLETION);
+	if (!ret) {
+		s->posted = true;
+		g_sc.nposted++;
+	}
+	return ret;
+}
+
+/* Reads the main CQs and cq (if any) once; true if anything came. */
+static bool sc_poll(struct fid_cq *cq)
+{
+	bool any = progress();
+
+	if (cq)
+		any |= progress_cq(cq);
+	return any;
+}
+
+/* Posts s, retrying (bounded) while the provider says -FI_EAGAIN, with the
+ * CQs read meanwhile: back-pressure, not an error. */
+static void sop_post_retry(struct fid_ep *ep, struct sop *s, uint64_t flags,
+			   uint64_t data, struct fid_cq *cq)
+{
+	int64_t deadline = deadline_in(STEP_MS);
+	ssize_t ret;
+
+	while ((ret = sop_post(ep, s, flags, data)) == -FI_EAGAIN &&
+	       before(deadline)) {
+		g_sc.eagain++;
+		if (!sc_poll(cq))
+			pause_briefly();
+	}
+	if (ret)
+		die("posting %s: %s (%zd)", sop_str(s), errname(ret), ret);
+}
+
+/* Operations in [from, to) posted and not completed yet. */
+static size_t sc_pending(size_t from, size_t to)
+{
+	size_t n = 0;
+
+	for (size_t i = from; i < to; i++)
+		n += g_sc.ops[i].posted && !g_sc.ops[i].ncomp;
+	return n;
+}
+
+/* Reads the CQs until every operation in [from, nops) completed or ms
+ * pass; returns how many did not. */
+static size_t sc_wait(size_t from, struct fid_cq *cq, int ms)
+{
+	int64_t deadline = deadline_in(ms);
+	size_t left = sc_pending(from, g_sc.nops);
+
+	while (left && before(deadline)) {
+		if (sc_poll(cq))
+			left = sc_pending(from, g_sc.nops);
+		else
+			pause_briefly();
+	}
+	return left;
+}
+
+/* Reads the CQs for a moment: late or duplicate entries show up. */
+static void sc_drain(struct fid_cq *cq)
+{
+	int64_t deadline = deadline_in(DRAIN_MS);
+
+	while (before(deadline))
+		if (!sc_poll(cq))
+			pause_briefly();
+}
+
+/* Opens c on the given CQs with an EQ of its own, enabled and watched. */
+static void sc_conn_open(struct conn *c, struct fid_cq *tx, struct fid_cq *rx)
+{
+	*c = (struct conn){ 0 };
+	conn_open_on(c, g_net.info, open_eq(), tx, rx);
+	CHECK(fi_enable(c->ep));
+	watch_conn(c, true);
+}
+
+/* The agent persists commits to regions of this profile (the oracle
+ * records them); MHP commits may use read_flush, which it does not. */
+static bool agent_profile(uint32_t profile)
+{
+	return profile == FI_PMEM_PROFILE_PAGE ||
+	       profile == FI_PMEM_PROFILE_DMP;
+}
+
+/* What the operations a filter picks showed, and the first of each kind. */
+struct sc_sum {
+	unsigned n, posted, lost, ok, errors, dups, bad_flags, not_posted;
+	unsigned not_visible, not_covered, covered, late;
+	const struct sop *first_bad, *first_err, *first_lost;
+};
+
+static struct sc_sum sc_sum(bool (*pick)(const struct sop *s))
+{
+	struct sc_sum m = { 0 };
+
+	for (size_t i = 0; i < g_sc.nops; i++) {
+		const struct sop *s = &g_sc.ops[i];
+
+		if (!pick(s))
+			continue;
+		m.n++;
+		m.posted += s->posted;
+		if (s->posted && !s->ncomp && !m.lost++)
+			m.first_lost = s;
+		if (s->ncomp && s->err && !m.errors++)
+			m.first_err = s;
+		m.ok += s->ncomp && !s->err;
+		m.dups += !!(s->bad & BAD_DUP);
+		m.bad_flags += !!(s->bad & BAD_FLAGS);
+		m.not_posted += !!(s->bad & BAD_NOT_POSTED);
+		m.not_visible += !!(s->bad & BAD_NOT_VISIBLE);
+		m.not_covered += !!(s->bad & BAD_NOT_COVERED);
+		m.covered += s->oracle && s->ncomp && !s->err &&
+			     !(s->bad & BAD_NOT_COVERED);
+		m.late += s->late;
+		if (s->bad && !m.first_bad)
+			m.first_bad = s;
+	}
+	return m;
+}
+
+/* Text for the first problem of a sum, for a FAIL line. */
+static const char *sc_problem(const struct sc_sum *m)
+{
+	static char buf[400];
+	const struct sop *s = m->first_bad;
+
+	if (s && (s->bad & (BAD_DUP | BAD_NOT_POSTED)))
+		snprintf(buf, sizeof(buf), "%s completed %u times%s", sop_str(s),
+			 s->ncomp, s->posted ? "" : " without being posted");
+	else if (s && (s->bad & BAD_FLAGS))
+		snprintf(buf, sizeof(buf), "%s completed with flags 0x%" PRIx64
+			 ", expected FI_RMA|FI_WRITE", sop_str(s), s->flags);
+	else if (s && (s->bad & BAD_NOT_VISIBLE))
+		snprintf(buf, sizeof(buf), "%s completed while byte 0x%" PRIx64
+			 " was not yet in the target's file", sop_str(s),
+			 s->hole);
+	else if (s)
+		snprintf(buf, sizeof(buf), "%s completed while byte 0x%" PRIx64
+			 " was not covered by any oracle record (the agent had "
+			 "not persisted it)", sop_str(s), s->hole);
+	else if (m->first_err)
+		snprintf(buf, sizeof(buf), "%s failed: %s (%s)",
+			 sop_str(m->first_err), errname(m->first_err->err),
+			 m->first_err->errtext);
+	else if (m->first_lost)
+		snprintf(buf, sizeof(buf), "%s never completed",
+			 sop_str(m->first_lost));
+	else
+		snprintf(buf, sizeof(buf), "no problem");
+	return buf;
+}
+
+/* Every picked operation completed exactly once, successfully, with the
+ * right flags (errors_ok: or with an error). */
+static void sc_verdict_once(const char *check, const struct sc_sum *m,
+			    bool errors_ok)
+{
+	bool ok = !m->lost && !m->dups && !m->not_posted && !m->bad_flags &&
+		  (errors_ok || !m->errors);
+
+	if (ok)
+		verdict(true, check_name(check), "%u operations, each completed "
+			"exactly once with its own context%s (%u retried posts "
+			"after -FI_EAGAIN)", m->posted,
+			errors_ok ? "" : ", successfully", g_sc.eagain);
+	else
+		verdict(false, check_name(check), "expected each of %u "
+			"operations to complete exactly once%s got %u lost, %u "
+			"duplicated, %u failed, %u with wrong flags; first: %s",
+			m->posted, errors_ok ? "" : " successfully", m->lost,
+			m->dups, m->errors, m->bad_flags, sc_problem(m));
+}
+
+/* Every picked commit was durable (visible, covered) when read. */
+static void sc_verdict_durable(const char *check, const struct sc_sum *m)
+{
+	if (!m->not_visible && !m->not_covered)
+		verdict(true, check_name(check), "%u completions read, each "
+			"with its bytes in the target's file%s (%u covered by "
+			"the oracle)", m->ok, m->covered ? " and persisted" : "",
+			m->covered);
+	else
+		verdict(false, check_name(check), "expected every completion "
+			"to follow durability got %u not in the target's file, "
+			"%u not persisted; first: %s", m->not_visible,
+			m->not_covered, sc_problem(m));
+}
+
+/* No completion named a context that is none of ours (or none at all). */
+static void sc_verdict_strays(const char *check)
+{
+	verdict(!g_unexpected, check_name(check), "%s%u%s%s",
+		g_unexpected ? "expected no entry without one of our contexts "
+			       "got " : "", g_unexpected,
+		g_unexpected ? ": " : " entries with a context not ours or "
+				      "NULL",
+		g_unexpected ? g_unexpected_what : "");
+}
+
+/* ---- scenario reopen: close and reopen on a shared CQ ---- */
+
+#define RO_ROUNDS 6
+#define RO_BIG ((size_t)2 << 20)  /* endpoint A's commits: 3 x 2 MiB */
+#define RO_NBIG 3
+#define RO_READ ((size_t)1 << 20) /* and its reads: 2 x 1 MiB */
+#define RO_NREAD 2
+#define RO_BATCH 8                /* endpoint B's commits per batch */
+
+static const size_t k_ro_sizes[] = { 64, 4096, 65536, 1u << 20 };
+
+/* Endpoint A of a round is owner 2r, endpoint B 2r+1. */
+static bool ro_is_a(const struct sop *s)
+{
+	return !(s->owner & 1);
+}
+
+static bool ro_is_b(const struct sop *s)
+{
+	return s->owner & 1;
+}
+
+/*
+ * Endpoint A: a first commit (it learns the profile), then large commits
+ * and reads posted and left in flight, unread, while A is closed.
+ */
+static void ro_endpoint_a(unsigned r, struct fid_cq *tx, struct fid_cq *rx,
+			  bool agent)
+{
+	struct conn a;
+	struct sop *s;
+	size_t first;
+
+	sc_conn_open(&a, tx, rx);
+	conn_connect(&a, KIND_EXTRA);
+	first = g_sc.nops;
+	s = sop_new(SOP_COMMIT, 2 * r, REG_A, (7u << 20) + 5, 4096,
+		    sc_bytes(4096));
+	s->oracle = agent;
+	sop_post_retry(a.ep, s, 0, 0, tx);
+	if (sc_wait(first, tx, STEP_MS) || s->err)
+		die("reopen round %u: endpoint A's first commit did not "
+		    "complete (%s)", r, s->ncomp ? errname(s->err) : "none");
+	for (unsigned i = 0; i < RO_NBIG; i++) {
+		s = sop_new(SOP_COMMIT, 2 * r, REG_A, i * RO_BIG + 1 + i,
+			    RO_BIG - 64, sc_bytes(RO_BIG));
+		s->oracle = agent;
+		sop_post_retry(a.ep, s, 0, 0, tx);
+	}
+	for (unsigned i = 0; i < RO_NREAD; i++) {
+		s = sop_new(SOP_READ, 2 * r, REG_B, (6u << 20) + i * RO_READ,
+			    RO_READ, sc_bytes(RO_READ));
+		sop_post_retry(a.ep, s, 0, 0, tx);
+	}
+	initiator_close_conn(&a); /* all of that in flight, nothing read */
+}
+
+/*
+ * Endpoint B, on the same CQs: two batches of commits (the first before
+ * B knows the profile, the second after: read_flush on MHP), the CQ read
+ * only after each batch is posted.
+ */
+static void ro_endpoint_b(unsigned r, struct fid_cq *tx, struct fid_cq *rx,
+			  bool agent)
+{
+	struct conn b;
+	uint64_t off = 0;
+
+	sc_conn_open(&b, tx, rx);
+	conn_connect(&b, KIND_EXTRA);
+	for (unsigned batch = 0; batch < 2; batch++) {
+		size_t first = g_sc.nops;
+
+		for (unsigned j = 0; j < RO_BATCH; j++) {
+			size_t len = k_ro_sizes[j % ARRAY_LEN(k_ro_sizes)];
+			struct sop *s = sop_new(SOP_COMMIT, 2 * r + 1, REG_B,
+						off + 3, len, sc_bytes(len));
+
+			s->oracle = agent;
+			off += (len + 64 + 4095) & ~(uint64_t)4095;
+			sop_post_retry(b.ep, s, 0, 0, tx);
+		}
+		if (sc_wait(first, tx, 30000))
+			break; /* reported with the rest */
+	}
+	sc_drain(tx);
+	initiator_close_conn(&b);
+}
+
+/*
+ * reopen: rounds of an endpoint A closed with large commits and reads in
+ * flight, then an endpoint B on the same CQs.  B's completions must be
+ * its own, once each, durable when read; A's may surface only with A's
+ * contexts (an error, or a success that is durable), never with B's or
+ * none.
+ */
+static void sc_reopen(void)
+{
+	struct fid_cq *tx = open_cq_sized(4096, false);
+	struct fid_cq *rx = open_cq_sized(4096, false);
+	bool agent = agent_profile(g_s.want_profile);
+	struct sc_sum a, b;
+
+	sc_setup(RO_ROUNDS * 64, RO_ROUNDS * (size_t)14 << 20);
+	for (g_sc.round = 0; g_sc.round < RO_ROUNDS; g_sc.round++) {
+		ro_endpoint_a(g_sc.round, tx, rx, agent);
+		ro_endpoint_b(g_sc.round, tx, rx, agent);
+	}
+	sc_drain(tx);
+	b = sc_sum(ro_is_b);
+	a = sc_sum(ro_is_a);
+	sc_verdict_once("reopen/b-own-completions", &b, false);
+	sc_verdict_durable("reopen/b-durable-when-read", &b);
+	sc_verdict_strays("reopen/no-foreign-or-null-context");
+	if (!a.dups && !a.not_posted && !a.bad_flags && !a.not_visible &&
+	    !a.not_covered)
+		verdict(true, check_name("reopen/a-entries"), "%u of A's %u "
+			"operations surfaced after its close, each once with "
+			"A's context (%u errors, %u durable successes, %u late), "
+			"%u never", a.posted - a.lost, a.posted, a.errors,
+			a.ok, a.late, a.lost);
+	else
+		verdict(false, check_name("reopen/a-entries"), "expected A's "
+			"entries once each, successes durable got: %s",
+			sc_problem(&a));
+}
+
+/* ---- scenario rereg: a key re-registered with another profile ---- */
+
+#define RR_ROUNDS 24
+#define RR_WINDOW 8               /* commits in flight */
+#define RR_A_SLOTS 8              /* pmem-a in 1 MiB slots */
+#define RR_A_SLOT ((size_t)1 << 20)
+#define RR_B_SLOTS 1024           /* pmem-b in 4 KiB slots, 64-byte commits */
+#define RR_MAX_DURING 400         /* commits posted while one waits */
+
+/*
+ * Owners: pmem-a while MHP, pmem-a posted after RESIZED (PAGE), pmem-b;
+ * + RR_BROKEN: posted in a round whose connection broke (a write that
+ * reached pmem-a's key while it was unregistered: tcp drops the
+ * connection, and every commit in flight fails, which is allowed).
+ */
+enum { RR_A_MHP, RR_A_AFTER, RR_B, RR_BROKEN = 4 };
+
+static struct {
+	struct conn c;            /* the commits' connection */
+	bool broken;              /* it failed: a new one next round */
+	unsigned breaks, refused;
+	bool a_busy[RR_A_SLOTS];
+	unsigned b_next;
+	uint8_t *a_src, *b_src;
+	unsigned resized_ok;
+	char resize_problem[320];
+} g_rr;
+
+static void rr_done(struct sop *s)
+{
+	if (s->region == REG_A)
+		g_rr.a_busy[s->slot] = false;
+	if (s->err)
+		g_rr.broken = true;
+}
+
+/* Posts s on the commits' connection; a refusal other than -FI_EAGAIN
+ * means the connection broke. */
+static void rr_post_op(struct sop *s, uint64_t flags, uint64_t data)
+{
+	int64_t deadline = deadline_in(STEP_MS);
+	ssize_t ret;
+
+	while ((ret = sop_post(g_rr.c.ep, s, flags, data)) == -FI_EAGAIN &&
+	       before(deadline))
+		if (!progress())
+			pause_briefly();
+	if (ret == -FI_EAGAIN)
+		die("posting %s: -FI_EAGAIN for %d ms", sop_str(s), STEP_MS);
+	if (ret) {
+		g_rr.refused++;
+		g_rr.broken = true;
+		if (s->region == REG_A)
+			g_rr.a_busy[s->slot] = false;
+	}
+}
+
+/* Posts one commit: to pmem-a (len bytes, a free 1 MiB slot) or, if a is
+ * false or no slot is free, an FI_IMMED commit of 64 bytes to pmem-b. */
+static void rr_post(bool a, size_t len, unsigned owner)
+{
+	unsigned slot = 0;
+	struct sop *s;
+
+	while (a && slot < RR_A_SLOTS && g_rr.a_busy[slot])
+		slot++;
+	if (a && slot < RR_A_SLOTS) {
+		g_rr.a_busy[slot] = true;
+		s = sop_new(SOP_COMMIT, owner, REG_A, slot * RR_A_SLOT + 5 + slot,
+			    len, g_rr.a_src + slot * RR_A_SLOT);
+		s->slot = slot;
+		s->oracle = owner == RR_A_AFTER;
+		rr_post_op(s, 0, 0);
+		return;
+	}
+	slot = g_rr.b_next++ % RR_B_SLOTS;
+	s = sop_new(SOP_COMMIT, RR_B, REG_B, slot * 4096 + 7, 64,
+		    g_rr.b_src + slot * 64);
+	s->oracle = true; /* FI_IMMED: always the agent */
+	rr_post_op(s, FI_IMMED, g_sc.nops);
+}
+
+/* Checks a RESIZED answer: same key, the profile asked for. */
+static void rr_check_resized(const struct status_rsp *rsp, uint64_t key,
+			     uint32_t want)
+{
+	if (!rsp->status && rsp->key == key && rsp->profile == want) {
+		g_rr.resized_ok++;
+		return;
+	}
+	if (!g_rr.resize_problem[0])
+		snprintf(g_rr.resize_problem, sizeof(g_rr.resize_problem),
+			 "re-registration gave %s, key 0x%" PRIx64 " (was 0x%"
+			 PRIx64 "), profile %s (wanted %s) %s",
+			 errname(rsp->status), rsp->key, key,
+			 profile_name(rsp->profile), profile_name(want),
+			 rsp->detail);
+}
+
+/*
+ * Asks the target to re-register pmem-a (whole, same key) with granularity
+ * gran; with keep_busy, keeps RR_WINDOW commits to pmem-a (64 KiB) and
+ * pmem-b in flight until the answer arrives.
+ */
+static void rr_resize(enum gran_code gran, uint32_t want, bool keep_busy)
+{
+	struct resize_req req = { .region = REG_A, .gran = gran,
+				  .len = k_regions[REG_A].len };
+	int64_t deadline = deadline_in(STEP_MS);
+	const struct status_rsp *rsp;
+	unsigned posted = 0;
+
+	ctl_send(MSG_RESIZE, &req, sizeof(req));
+	while (!ctl_peek() && before(deadline)) {
+		if (keep_busy && !g_rr.broken && posted < RR_MAX_DURING &&
+		    g_sc.nposted - g_sc.ndone < RR_WINDOW) {
+			rr_post(posted % 2 == 0, 65536, RR_A_MHP);
+			posted++;
+		} else if (!progress()) {
+			pause_briefly();
+		}
+	}
+	rsp = ctl_expect(MSG_RESIZED, sizeof(*rsp), NULL);
+	rr_check_resized(rsp, g_s.reg[REG_A].key, want);
+	g_s.reg[REG_A].key = rsp->key;
+	ctl_release();
+}
+
+/* A commit to pmem-a, waited for: the initiator learns its profile. */
+static void rr_learn(void)
+{
+	size_t first = g_sc.nops;
+
+	rr_post(true, 4096, RR_A_MHP);
+	if (sc_wait(first, NULL, STEP_MS) || g_rr.broken)
+		die("rereg: a commit to pmem-a on a fresh connection failed");
+}
+
+/* A new commits' connection in place of a broken one. */
+static void rr_reconnect(void)
+{
+	if (g_rr.c.ep)
+		initiator_close_conn(&g_rr.c);
+	g_rr.c = (struct conn){ 0 };
+	initiator_open_conn(&g_rr.c, true);
+	conn_connect(&g_rr.c, KIND_EXTRA);
+	g_rr.broken = false;
+}
+
+/* Marks the round's operations when its connection broke. */
+static void rr_mark_broken(size_t first)
+{
+	if (!g_rr.broken)
+		return;
+	g_rr.breaks++;
+	for (size_t i = first; i < g_sc.nops; i++)
+		g_sc.ops[i].owner |= RR_BROKEN;
+}
+
+/*
+ * One round: pmem-a is MHP (byte) and known so; it is re-registered as
+ * PAGE while commits are in flight (every third round) or with none, and
+ * right after RESIZED, pairs of an FI_IMMED commit to pmem-b (the agent;
+ * its ack carries the new generation) and a 1 MiB commit to pmem-a go.
+ * Every pmem-a commit posted after RESIZED must be persisted by the agent.
+ */
+static void rr_round(unsigned r)
+{
+	size_t first = g_sc.nops;
+	unsigned pairs = 0;
+	int64_t deadline;
+
+	if (r)
+		rr_resize(GRAN_BYTE, FI_PMEM_PROFILE_MHP, false);
+	if (!g_rr.c.ep || g_rr.broken)
+		rr_reconnect();
+	rr_learn();
+	rr_learn();
+	rr_resize(GRAN_PAGE, FI_PMEM_PROFILE_PAGE, r % 3 == 0);
+	deadline = deadline_in(STEP_MS);
+	while (pairs < 8 && !g_rr.broken && before(deadline)) {
+		if (g_sc.nposted - g_sc.ndone + 2 > RR_WINDOW) {
+			if (!progress())
+				pause_briefly();
+			continue;
+		}
+		rr_post(false, 64, RR_B);
+		rr_post(true, RR_A_SLOT - 64, RR_A_AFTER);
+		pairs++;
+	}
+	sc_wait(first, NULL, 30000);
+	rr_mark_broken(first);
+}
+
+static bool rr_is_a_after(const struct sop *s)
+{
+	return s->owner == RR_A_AFTER;
+}
+
+static bool rr_is_b(const struct sop *s)
+{
+	return s->owner == RR_B;
+}
+
+static bool rr_is_whole(const struct sop *s)
+{
+	return !(s->owner & RR_BROKEN);
+}
+
+static bool rr_is_broken(const struct sop *s)
+{
+	return s->owner & RR_BROKEN;
+}
+
+/* Rounds whose connection broke: every commit ended, none twice, and
+ * those that succeeded were durable. */
+static void rr_verdict_broken(void)
+{
+	struct sc_sum m = sc_sum(rr_is_broken);
+
+	sc_verdict_once("rereg/broken-rounds-end", &m, true);
+	sc_verdict_durable("rereg/broken-rounds-durable", &m);
+	printf("rereg: %u of %d rounds lost their connection (a write reached "
+	       "pmem-a's key while it was unregistered); %u posts refused, "
+	       "%u commits failed\n", g_rr.breaks, RR_ROUNDS, g_rr.refused,
+	       m.errors);
+}
+
+static void sc_rereg(void)
+{
+	struct sc_sum all, after, b;
+
+	if (g_s.want_profile != FI_PMEM_PROFILE_MHP)
+		die("rereg starts from MHP: run it with -g byte");
+	sc_setup(RR_ROUNDS * (2 * RR_MAX_DURING + 64),
+		 RR_A_SLOTS * RR_A_SLOT + RR_B_SLOTS * 64);
+	g_rr.a_src = sc_bytes(RR_A_SLOTS * RR_A_SLOT);
+	g_rr.b_src = sc_bytes(RR_B_SLOTS * 64);
+	g_sc.on_done = rr_done;
+	for (unsigned r = 0; r < RR_ROUNDS; r++)
+		rr_round(r);
+	sc_drain(NULL);
+	g_sc.on_done = NULL;
+	all = sc_sum(rr_is_whole);
+	after = sc_sum(rr_is_a_after);
+	b = sc_sum(rr_is_b);
+	verdict(!g_rr.resize_problem[0], check_name("rereg/profile"),
+		"%s%u re-registrations of pmem-a under key 0x%" PRIx64
+		" (MHP <-> PAGE)%s", g_rr.resize_problem[0] ? "expected each "
+		"with the same key and the new profile: " : "",
+		g_rr.resized_ok, g_s.reg[REG_A].key, g_rr.resize_problem);
+	sc_verdict_once("rereg/complete", &all, false);
+	sc_verdict_durable("rereg/visible", &all);
+	sc_verdict_durable("rereg/after-rereg-persisted", &after);
+	sc_verdict_durable("rereg/immed-persisted", &b);
+	rr_verdict_broken();
+	sc_verdict_strays("rereg/no-stray");
+	if (g_rr.c.ep)
+		initiator_close_conn(&g_rr.c);
+}
+
+/* ---- scenario many-NxM: many endpoints on one CQ ---- */
+
+#define MANY_SLOT 256 /* bytes of a region per commit */
+
+/*
+ * Opens n pmem endpoints on one EQ and one pair of CQs and connects them
+ * all (KIND_MANY: the target shares its CQs too); bounded.
+ */
+static struct conn *many_connect(unsigned n, struct fid_eq *eq,
+				 struct fid_cq *tx, struct fid_cq *rx)
+{
+	struct conn *conns = calloc(n, sizeof(*conns));
+	char kind = KIND_MANY;
+	int64_t deadline = deadline_in(60000);
+	unsigned connected = 0;
+	struct cm_event ev;
+
+	if (!conns)
+		die("out of memory");
+	for (unsigned i = 0; i < n; i++) {
+		conn_open_on(&conns[i], g_net.info, eq, tx, rx);
+		CHECK(fi_enable(conns[i].ep));
+		CHECK(fi_connect(conns[i].ep, g_net.info->dest_addr, &kind, 1));
+	}
+	while (connected < n && before(deadline)) {
+		if (!eq_poll(eq, &ev)) {
+			progress();
+			pause_briefly();
+			continue;
+		}
+		if (ev.event != FI_CONNECTED || !ev.fid->context)
+			die("many: EQ event %u while connecting", ev.event);
+		((struct conn *)ev.fid->context)->connected = true;
+		connected++;
+	}
+	if (connected < n)
+		die("many: %u of %u endpoints connected within 60 s", connected,
+		    n);
+	return conns;
+}
+
+/* Sleeps ms without a libfabric call (the CQ is not read meanwhile). */
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000,
+			       .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* Posts per commits on each of n endpoints, round robin, each to its own
+ * range of pmem-a or pmem-b (by endpoint). */
+static void many_post(struct conn *conns, unsigned n, unsigned per,
+		      struct fid_cq *tx, bool agent)
+{
+	uint64_t next[REG_COUNT] = { 0 };
+
+	for (unsigned j = 0; j < per; j++) {
+		for (unsigned i = 0; i < n; i++) {
+			enum region_id reg = i % 2 ? REG_B : REG_A;
+			uint64_t k = next[reg]++;
+			size_t len = 8 + (size_t)((k * 37) % 240);
+			struct sop *s = sop_new(SOP_COMMIT, i, reg,
+						k * MANY_SLOT + k % 7, len,
+						sc_bytes(len));
+
+			s->oracle = agent;
+			sop_post_retry(conns[i].ep, s, 0, 0, tx);
+		}
+	}
+}
+
+static bool pick_all(const struct sop *s)
+{
+	(void)s;
+	return true;
+}
+
+/*
+ * many-NxM: N connections x M commits, all on one transmit CQ, all posted,
+ * then the CQ read only 300 ms later: every commit completes exactly once,
+ * with its own context, durable when read (a post refused with -FI_EAGAIN
+ * is retried: back-pressure, not loss).
+ */
+static void sc_many(unsigned n, unsigned per)
+{
+	size_t total = (size_t)n * per;
+	struct fid_eq *eq = open_eq_sized(4 * n);
+	struct fid_cq *tx = open_cq_sized(2 * total + 64, false);
+	struct fid_cq *rx = open_cq_sized(2 * total + 64, false);
+	bool agent = agent_profile(g_s.want_profile);
+	struct conn *conns;
+	struct sc_sum m;
+	size_t left;
+	char check[64];
+
+	sc_setup(total, total * 4096);
+	conns = many_connect(n, eq, tx, rx);
+	many_post(conns, n, per, tx, agent);
+	sleep_ms(300);
+	left = sc_wait(0, tx, 60000);
+	sc_drain(tx);
+	m = sc_sum(pick_all);
+	snprintf(check, sizeof(check), "many-%ux%u/each-once", n, per);
+	sc_verdict_once(check, &m, false);
+	if (left)
+		fprintf(stderr, "many: %zu commits never completed\n", left);
+	snprintf(check, sizeof(check), "many-%ux%u/durable-when-read", n, per);
+	sc_verdict_durable(check, &m);
+	snprintf(check, sizeof(check), "many-%ux%u/no-stray", n, per);
+	sc_verdict_strays(check);
+	for (unsigned i = 0; i < n; i++)
+		if (!close_fid(&conns[i].ep->fid))
+			verdict(false, check_name("many/close"), "expected "
+				"fi_close of endpoint %u to succeed", i);
+	free(conns);
+}
+
+/* ---- scenario immed-flood: FI_IMMED commits to a target not reading ---- */
+
+#define FLOOD_N 4000
+#define FLOOD_BASE 0xf100d00000000ull
+
+/* Asks the target to stop calling libfabric; returns once it has (it sets
+ * a marker in the volatile region, read here over RMA). */
+static void flood_idle_start(const struct idle_req *req)
+{
+	int64_t deadline = deadline_in(STEP_MS);
+	uint64_t *marker = (uint64_t *)(void *)(g_s.src + NOISE_SLOT *
+						 (size_t)LOCAL_STRIDE);
+
+	ctl_send(MSG_IDLE, req, sizeof(*req));
+	*marker = 0;
+	while (*marker != 1 && before(deadline))
+		if (rma_read(REG_VOL, req->marker_off, marker, 8))
+			die("immed-flood: reading the target's marker failed");
+	if (*marker != 1)
+		die("immed-flood: the target never went idle");
+}
+
+/* Writes the flag that ends the target's idle period, and waits for it. */
+static void flood_idle_end(const struct idle_req *req, uint64_t seed)
+{
+	const struct status_rsp *rsp;
+
+	if (plain_write_wait(REG_VOL, req->flag_off, 8, seed))
+		die("immed-flood: writing the flag failed");
+	rsp = ctl_expect(MSG_IDLE_DONE, sizeof(*rsp), NULL);
+	if (rsp->status)
+		die("immed-flood: %s", rsp->detail);
+	ctl_release();
+}
+
+/* The target's count of FI_IMMED entries against what was sent. */
+static void flood_verdict(const struct flood_rsp *r)
+{
+	bool ok = r->entries == FLOOD_N && r->in_range == FLOOD_N &&
+		  !r->duplicates && !r->missing && !r->bad_flags;
+
+	if (ok)
+		verdict(true, check_name("immed-flood/target-entries"), "the "
+			"target read exactly %d FI_REMOTE_CQ_DATA entries, one "
+			"per commit, every datum once, after leaving its receive "
+			"CQ unread during the flood", FLOOD_N);
+	else
+		verdict(false, check_name("immed-flood/target-entries"),
+			"expected %d entries, each datum once, got %" PRIu64
+			" entries: %" PRIu64 " missing (first 0x%" PRIx64 "), %"
+			PRIu64 " duplicated (first 0x%" PRIx64 "), %" PRIu64
+			" out of range, %" PRIu64 " with wrong flags", FLOOD_N,
+			r->entries, r->missing, r->first_missing, r->duplicates,
+			r->first_duplicate, r->out_of_range, r->bad_flags);
+}
+
+/*
+ * immed-flood: the target stops calling libfabric (its receive CQ unread)
+ * while FLOOD_N FI_COMMIT_COMPLETE|FI_IMMED commits go; afterwards it must
+ * read exactly one entry per commit, and every commit completes here.
+ */
+static void sc_immed_flood(void)
+{
+	struct idle_req req = { .marker_off = 256, .flag_off = 320 };
+	struct flood_req fr = { .base = FLOOD_BASE, .count = FLOOD_N };
+	struct flood_rsp rsp;
+	struct sc_sum m;
+
+	sc_setup(FLOOD_N, (size_t)FLOOD_N * 4096);
+	gen_fill((uint8_t *)&req.flag_value, 8, 0x7f1d, req.flag_off);
+	flood_idle_start(&req);
+	for (unsigned i = 0; i < FLOOD_N; i++) {
+		size_t len = 8 + i % 57;
+		struct sop *s = sop_new(SOP_COMMIT, 0, i % 2 ? REG_B : REG_A,
+					(uint64_t)(i / 2) * 128 + i % 5, len,
+					sc_bytes(len));
+
+		s->oracle = true; /* FI_IMMED: always the agent */
+		sop_post_retry(g_s.main.ep, s, FI_IMMED, FLOOD_BASE + i, NULL);
+	}
+	sc_wait(0, NULL, IDLE_MS / 2); /* the target's idle period is longer */
+	flood_idle_end(&req, 0x7f1d);
+	m = sc_sum(pick_all);
+	sc_verdict_once("immed-flood/initiator", &m, false);
+	sc_verdict_durable("immed-flood/durable", &m);
+	ctl_send(MSG_FLOOD_CHECK, &fr, sizeof(fr));
+	memcpy(&rsp, ctl_expect(MSG_FLOOD_RESULT, sizeof(rsp), NULL),
+	       sizeof(rsp));
+	ctl_release();
+	flood_verdict(&rsp);
+	sc_verdict_strays("immed-flood/no-stray");
+}
+
+/* Reads the CQs until nothing has come for a while (bounded). */
+static void target_settle(void)
+{
+	int64_t deadline = deadline_in(STEP_MS), quiet = deadline_in(DRAIN_MS);
+
+	while (before(deadline) && before(quiet))
+		if (progress())
+			quiet = deadline_in(DRAIN_MS);
+		else
+			pause_briefly();
+}
+
+/* Counts the FI_IMMED data read against base .. base + count - 1. */
+static void target_on_flood_check(const struct flood_req *req)
+{
+	uint8_t *seen = calloc(req->count ? req->count : 1, 1);
+	struct flood_rsp rsp = { .entries = 0 };
+
+	if (!seen)
+		die("out of memory");
+	target_settle();
+	rsp.entries = g_t.nimmed_all;
+	rsp.bad_flags = g_t.immed_bad_flags;
+	for (size_t i = 0; i < g_t.nimmed_all; i++) {
+		uint64_t d = g_t.immed_all[i] - req->base;
+
+		if (g_t.immed_all[i] < req->base || d >= req->count) {
+			rsp.out_of_range++;
+			continue;
+		}
+		rsp.in_range++;
+		if (seen[d] && !rsp.duplicates++)
+			rsp.first_duplicate = g_t.immed_all[i];
+		seen[d] = 1;
+	}
+	for (uint64_t d = 0; d < req->count; d++)
+		if (!seen[d] && !rsp.missing++)
+			rsp.first_missing = req->base + d;
+	free(seen);
+	ctl_send(MSG_FLOOD_RESULT, &rsp, sizeof(rsp));
+}
+
+/* ---- scenario counters: RMA counters on an FI_RMA_PMEM endpoint ---- */
+
+#define CN_COMMITS 8
+#define CN_LEN ((size_t)256 << 10)
+
+/* fi_ep_bind's answer for a counter of these events on a fresh, unconnected
+ * FI_RMA_PMEM endpoint. */
+static int cn_try_bind(uint64_t events)
+{
+	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP,
+				     .wait_obj = FI_WAIT_NONE };
+	struct fid_cntr *cntr;
+	struct fid_ep *ep;
+	int ret;
+
+	CHECK(fi_endpoint(g_net.domain, g_net.info, &ep, NULL));
+	CHECK(fi_cntr_open(g_net.domain, &attr, &cntr, NULL));
+	ret = fi_ep_bind(ep, &cntr->fid, events);
+	CHECK(fi_close(&ep->fid));
+	CHECK(fi_close(&cntr->fid));
+	return ret;
+}
+
+/* Commits of the scenario durable now by the oracle's evidence. */
+static unsigned cn_durable_now(void)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < g_sc.nops; i++)
+		n += g_sc.ops[i].posted && sop_covered(&g_sc.ops[i], NULL);
+	return n;
+}
+
+/* The first sample where the counter was ahead of durability. */
+static struct {
+	unsigned early;
+	uint64_t value, durable;
+} g_cn;
+
+/* Reads the counter, then the oracle: a value above the commits durable
+ * after the read means it counted one before it was durable. */
+static void cn_sample(struct fid_cntr *cntr)
+{
+	uint64_t v = fi_cntr_read(cntr);
+	unsigned durable = cn_durable_now();
+
+	if (v > durable && !g_cn.early++) {
+		g_cn.value = v;
+		g_cn.durable = durable;
+	}
+}
+
+/* Commits CN_LEN bytes on c and waits, sampling the counter (if any). */
+static void cn_commit(struct conn *c, unsigned i, struct fid_cntr *cntr)
+{
+	struct sop *s = sop_new(SOP_COMMIT, 0, REG_A, i * (CN_LEN + 4096) + 9,
+				CN_LEN, sc_bytes(CN_LEN));
+	int64_t deadline = deadline_in(STEP_MS);
+
+	s->oracle = true;
+	sop_post_retry(c->ep, s, 0, 0, NULL);
+	while (!s->ncomp && before(deadline)) {
+		if (cntr)
+			cn_sample(cntr);
+		if (!progress())
+			pause_briefly();
+	}
+}
+
+/* Verdict on a counter: refused with -FI_EOPNOTSUPP, or (bound) exact and
+ * never ahead of durability. */
+static void cn_verdict(const char *check, int bind_ret, bool bound_ok,
+		       const char *detail)
+{
+	if (bind_ret == -FI_EOPNOTSUPP)
+		verdict(true, check_name(check), "fi_ep_bind refused it with "
+			"-FI_EOPNOTSUPP");
+	else if (bind_ret)
+		verdict(false, check_name(check), "expected -FI_EOPNOTSUPP (or "
+			"a counter that never counts a commit before it is "
+			"durable) got fi_ep_bind %s", errname(bind_ret));
+	else
+		verdict(bound_ok, check_name(check), "%sfi_ep_bind accepted "
+			"it: %s", bound_ok ? "" : "expected -FI_EOPNOTSUPP or "
+			"a counter never ahead of durability, got ", detail);
+}
+
+/* The initiator's FI_WRITE counter over CN_COMMITS commits. */
+static void cn_write_verdict(int bind_ret, struct fid_cntr *cntr)
+{
+	char detail[200] = "";
+	bool ok = true;
+	uint64_t v;
+
+	if (cntr) {
+		sc_drain(NULL);
+		v = fi_cntr_read(cntr);
+		ok = !g_cn.early && v == CN_COMMITS;
+		snprintf(detail, sizeof(detail), "it read %" PRIu64 " after "
+			 "%d commits; %u samples were ahead of durability (the "
+			 "first: %" PRIu64 " counted, %" PRIu64 " durable)", v,
+			 CN_COMMITS, g_cn.early, g_cn.value, g_cn.durable);
+	}
+	cn_verdict("counters/write", bind_ret, ok, detail);
+}
+
+/* The target's FI_REMOTE_WRITE counter, as the target saw it. */
+static void cn_remote_verdict(const struct cntr_rsp *r)
+{
+	char detail[300];
+	bool ok = r->watched && !r->early && r->covered;
+
+	snprintf(detail, sizeof(detail), "%s; it read %" PRIu64 " once the "
+		 "commit's range was persisted (%s), %" PRIu64 " samples "
+		 "counted before that", r->detail[0] ? r->detail : "watched",
+		 r->value, r->covered ? "it was" : "it never was", r->early);
+	cn_verdict("counters/remote-write", r->bind_ret, ok, detail);
+}
+
+/*
+ * counters: FI_WRITE (initiator) and FI_REMOTE_WRITE (target) counters on
+ * FI_RMA_PMEM endpoints must be refused with -FI_EOPNOTSUPP, or count no
+ * commit before it is durable; FI_SEND counters bind as usual.
+ */
+static void sc_counters(void)
+{
+	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP,
+				     .wait_obj = FI_WAIT_NONE };
+	struct cntr_watch_req wr = { .region = REG_A, .off = 9, .len = CN_LEN };
+	struct fid_cntr *cntr;
+	struct cntr_rsp rr;
+	struct conn c = { 0 };
+	int wret;
+
+	sc_setup(CN_COMMITS, CN_COMMITS * (CN_LEN + 4096));
+	expect_ret("counters/send-counter-binds", cn_try_bind(FI_SEND), 0);
+	CHECK(fi_cntr_open(g_net.domain, &attr, &cntr, NULL));
+	track_fid(&cntr->fid);
+	conn_open_on(&c, g_net.info, open_eq(), open_cq(), open_cq());
+	wret = fi_ep_bind(c.ep, &cntr->fid, FI_WRITE);
+	CHECK(fi_enable(c.ep));
+	watch_conn(&c, true);
+	conn_connect(&c, KIND_CNTR);
+	ctl_send(MSG_CNTR_WATCH, &wr, sizeof(wr));
+	memcpy(&rr, ctl_expect(MSG_CNTR_READY, sizeof(rr), NULL), sizeof(rr));
+	ctl_release();
+	for (unsigned i = 0; i < CN_COMMITS; i++) {
+		cn_commit(&c, i, wret ? NULL : cntr);
+		if (!i && rr.watched) {
+			memcpy(&rr, ctl_expect(MSG_CNTR_RESULT, sizeof(rr),
+					       NULL), sizeof(rr));
+			ctl_release();
+		}
+	}
+	cn_write_verdict(wret, wret ? NULL : cntr);
+	cn_remote_verdict(&rr);
+	initiator_close_conn(&c);
+}
+
+/*
+ * Samples the target's counter, then the oracle, until the watched range
+ * is persisted (bounded): a count before that is a count ahead of
+ * durability.
+ */
+static void cntr_watch(const struct cntr_watch_req *req, uint64_t mark,
+		       struct cntr_rsp *rsp)
+{
+	const struct region *reg = &g_t.reg[req->region];
+	uint64_t addr = reg->rma_base + req->off;
+	int64_t deadline = deadline_in(STEP_MS / 2);
+
+	while (!rsp->covered && before(deadline)) {
+		uint64_t v = fi_cntr_read(g_t.rw_cntr);
+
+		rsp->covered = oracle_first_hole(reg->key, addr, req->len, mark,
+						 oracle_count()) >=
+			       addr + req->len;
+		if (v && !rsp->covered && !rsp->early++)
+			snprintf(rsp->detail, sizeof(rsp->detail), "it read %"
+				 PRIu64 " before the agent had persisted the "
+				 "commit", v);
+		if (!rsp->covered)
+			pause_briefly();
+	}
+	deadline = deadline_in(DRAIN_MS);
+	while (before(deadline))
+		pause_briefly();
+	rsp->value = fi_cntr_read(g_t.rw_cntr);
+}
+
+/*
+ * The target's side of counters: says whether its FI_REMOTE_WRITE counter
+ * was bound (KIND_CNTR); if it was, watches it while the initiator commits
+ * the range asked for, then reports.
+ */
+static void target_on_cntr_watch(const struct cntr_watch_req *req)
+{
+	struct cntr_rsp rsp = { .bind_ret = g_t.rw_bind_ret };
+	uint64_t mark;
+
+	if (!g_t.rw_tried || req->region >= REG_COUNT)
+		die("CNTR_WATCH without a counter connection");
+	rsp.watched = g_t.rw_cntr && g_t.log;
+	if (g_t.rw_cntr && !g_t.log)
+		snprintf(rsp.detail, sizeof(rsp.detail), "not watched: the "
+			 "target has no oracle (FI_PMEMVERBS_ORACLE)");
+	g_log = g_t.log;
+	g_log_cap = ORACLE_RECS;
+	mark = oracle_count();
+	ctl_send(MSG_CNTR_READY, &rsp, sizeof(rsp));
+	if (!rsp.watched)
+		return;
+	cntr_watch(req, mark, &rsp);
+	ctl_send(MSG_CNTR_RESULT, &rsp, sizeof(rsp));
+}
+
+/* ---- scenario no-pmem-caps: an application that did not ask ---- */
+
+/* The objects of an application opened with hints->caps FI_MSG|FI_RMA. */
+struct plain_app {
+	struct fi_info *info;
+	struct fid_mr *mr;  /* the source, if the domain wants FI_MR_LOCAL */
+	void *desc;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_eq *eq;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+};
+
+/* Opens fabric, domain, EQ, CQ and endpoint without FI_RMA_PMEM in caps. */
+static void plain_app_open(struct plain_app *p)
+{
+	struct fi_info *hints = make_hints();
+	struct fi_eq_attr eq_attr = { .size = 16, .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_cq_attr cq_attr = { .size = 64, .format = FI_CQ_FORMAT_DATA,
+				      .wait_obj = FI_WAIT_NONE };
+	int ret;
+
+	hints->caps = FI_MSG | FI_RMA;
+	ret = fi_getinfo(PMV_FI_VERSION, g_opt.addr, g_opt.port, 0, hints,
+			 &p->info);
+	fi_freeinfo(hints);
+	if (ret)
+		die("fi_getinfo with caps FI_MSG|FI_RMA: %s", fi_strerror(-ret));
+	CHECK(fi_fabric(p->info->fabric_attr, &p->fabric, NULL));
+	CHECK(fi_domain(p->fabric, p->info, &p->domain, NULL));
+	CHECK(fi_eq_open(p->fabric, &eq_attr, &p->eq, NULL));
+	CHECK(fi_cq_open(p->domain, &cq_attr, &p->cq, NULL));
+	CHECK(fi_endpoint(p->domain, p->info, &p->ep, NULL));
+	CHECK(fi_ep_bind(p->ep, &p->eq->fid, 0));
+	CHECK(fi_ep_bind(p->ep, &p->cq->fid, FI_TRANSMIT | FI_RECV));
+	CHECK(fi_enable(p->ep));
+	if (p->info->domain_attr->mr_mode & FI_MR_LOCAL) {
+		CHECK(fi_mr_reg(p->domain, g_sc.buf, 4096, FI_WRITE, 0, 0x5200,
+				0, &p->mr, NULL));
+		p->desc = fi_mr_desc(p->mr);
+	}
+}
+
+static void plain_app_close(struct plain_app *p)
+{
+	CHECK(fi_close(&p->ep->fid));
+	if (p->mr)
+		CHECK(fi_close(&p->mr->fid));
+	CHECK(fi_close(&p->cq->fid));
+	CHECK(fi_close(&p->eq->fid));
+	CHECK(fi_close(&p->domain->fid));
+	CHECK(fi_close(&p->fabric->fid));
+	fi_freeinfo(p->info);
+}
+
+/* Connects the plain application's endpoint to the target (bounded). */
+static void plain_app_connect(struct plain_app *p)
+{
+	char kind = KIND_EXTRA;
+	int64_t deadline = deadline_in(STEP_MS);
+	struct cm_event ev;
+
+	CHECK(fi_connect(p->ep, p->info->dest_addr, &kind, 1));
+	while (before(deadline)) {
+		if (!eq_poll(p->eq, &ev)) {
+			pause_briefly();
+			continue;
+		}
+		if (ev.event == FI_CONNECTED)
+			return;
+		die("no-pmem-caps: EQ event %u while connecting", ev.event);
+	}
+	die("no-pmem-caps: not connected within %d ms", STEP_MS);
+}
+
+/* Reads the plain application's CQ for one completion (bounded); true if
+ * one came, with its error (0: success) in *err. */
+static bool plain_app_wait(struct plain_app *p, int *err)
+{
+	int64_t deadline = deadline_in(STEP_MS);
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry ee = { 0 };
+	ssize_t n;
+
+	while (before(deadline)) {
+		n = fi_cq_read(p->cq, &e, 1);
+		if (n == 1) {
+			*err = 0;
+			return true;
+		}
+		if (n == -FI_EAVAIL && fi_cq_readerr(p->cq, &ee, 0) == 1) {
+			*err = ee.err ? ee.err : -1;
+			return true;
+		}
+		pause_briefly();
+	}
+	return false;
+}
+
+/* One write of 64 bytes to pmem-a with these flags: the call's return,
+ * then (if accepted) how it completed. */
+static void plain_app_write(struct plain_app *p, uint64_t flags,
+			    ssize_t *ret, bool *completed, int *err)
+{
+	struct fi_context2 ctx;
+	struct iovec iov = { g_sc.buf, 64 };
+	struct fi_rma_iov rma = { rma_addr(REG_A, 4096), 64,
+				  g_s.reg[REG_A].key };
+	struct fi_msg_rma msg = { .msg_iov = &iov, .desc = &p->desc,
+				  .iov_count = 1, .rma_iov = &rma,
+				  .rma_iov_count = 1, .context = &ctx };
+	int64_t deadline = deadline_in(STEP_MS);
+
+	while ((*ret = fi_writemsg(p->ep, &msg, flags)) == -FI_EAGAIN &&
+	       before(deadline))
+		pause_briefly();
+	*completed = !*ret && plain_app_wait(p, err);
+}
+
+/*
+ * no-pmem-caps: an application with hints->caps FI_MSG|FI_RMA (no
+ * FI_RMA_PMEM): fi_mr_reg(FI_RMA_PMEM) and fi_writemsg(FI_COMMIT_COMPLETE)
+ * must be refused at the call (-FI_EOPNOTSUPP), never complete as if
+ * durable; a plain write still works.
+ */
+static void sc_no_pmem_caps(void)
+{
+	struct plain_app p = { 0 };
+	struct fid_mr *mr = NULL;
+	bool completed;
+	ssize_t ret;
+	int err = 0;
+
+	sc_setup(1, 4096);
+	plain_app_open(&p);
+	printf("no-pmem-caps: fi_getinfo returned caps %s FI_RMA_PMEM\n",
+	       p.info->caps & FI_RMA_PMEM ? "with" : "without");
+	ret = fi_mr_reg(p.domain, g_sc.buf, 4096, FI_REMOTE_WRITE, 0, 0x5100,
+			FI_RMA_PMEM, &mr, NULL);
+	if (!ret)
+		CHECK(fi_close(&mr->fid));
+	expect_ret("no-pmem-caps/mr-reg-pmem", ret, -FI_EOPNOTSUPP);
+	plain_app_connect(&p);
+	plain_app_write(&p, FI_COMMIT_COMPLETE, &ret, &completed, &err);
+	if (ret || !completed)
+		expect_ret("no-pmem-caps/commit", ret, -FI_EOPNOTSUPP);
+	else
+		verdict(false, check_name("no-pmem-caps/commit"), "expected "
+			"-FI_EOPNOTSUPP got the commit accepted and completed "
+			"with %s, though no agent made it durable",
+			errname(err));
+	plain_app_write(&p, 0, &ret, &completed, &err);
+	verdict(!ret && completed && !err, check_name("no-pmem-caps/plain-write"),
+		"%sfi_writemsg without flags: %s, completion %s",
+		!ret && completed && !err ? "" : "expected success got ",
+		errname(ret), completed ? errname(err) : "none");
+	fi_shutdown(p.ep, 0);
+	plain_app_close(&p);
+}
+
+/* ---- running a scenario ---- */
+
+struct scenario {
+	const char *name;
+	void (*run)(void);
+};
+
+static void sc_many_64(void)
+{
+	sc_many(64, 32);
+}
+
+static void sc_many_128(void)
+{
+	sc_many(128, 32);
+}
+
+static const struct scenario k_scenarios[] = {
+	{ "reopen", sc_reopen },
+	{ "rereg", sc_rereg },
+	{ "many-64x32", sc_many_64 },
+	{ "many-128x32", sc_many_128 },
+	{ "immed-flood", sc_immed_flood },
+	{ "counters", sc_counters },
+	{ "no-pmem-caps", sc_no_pmem_caps },
+};
+
+/* Runs the scenario -c names, then the target's report (guards). */
+static void run_scenario(void)
+{
+	const struct scenario *sc = NULL;
+	struct report *rep;
+
+	for (size_t i = 0; i < ARRAY_LEN(k_scenarios); i++)
+		if (!strcmp(g_opt.only, k_scenarios[i].name))
+			sc = &k_scenarios[i];
+	if (!sc)
+		usage();
+	g_case = sc->name;
+	sc->run();
+	g_case = "the final drain";
+	drain_cqs();
+	rep = initiator_finish(false);
+	check_report_file(rep);
+	free(rep);
+	free(g_sc.ops);
+	free(g_sc.buf);
+}
+
 static int initiator_main(void)
 {
 	g_role = "initiator";
@@ -4234,6 +5932,8 @@ static int initiator_main(void)
 		run_exit();
 	if (g_opt.test == TEST_BADINPUT)
 		run_badinput();
+	else if (g_opt.test == TEST_SCENARIO)
+		run_scenario();
 	else
 		run_workload();
 	initiator_close();

@@ -75,6 +75,20 @@ run_pmem() {
 	count_result "$out"
 }
 
+# A hostile peer on the plain tcp core writes crafted requests into a
+# pmemverbs target's inbox while an honest initiator commits: the target
+# survives, its guard bytes hold, the honest commits all complete
+# (test/hostile/run_hostile.sh, one port per granularity from port_base).
+run_hostile() {
+	local label=$1 dir=$2 port_base=$3 out
+	echo "== hostile peer against a pmemverbs target ($label)"
+	out=$(FI_PROVIDER_PATH=$dir/.libs \
+	      bash "$ROOT/test/hostile/run_hostile.sh" \
+	      "$dir/test/hostile/pmv_hostile" "$port_base" 2>&1)
+	printf '%s\n' "$out" | grep -v '^PASS'
+	count_result "$out"
+}
+
 # Counts a suite's last line ("N passed, N failed"); none is a failure.
 count_result() {
 	local last
@@ -298,6 +312,7 @@ run_fabtest_commit 9360 cache_line
 run_fabtest_commit 9361 byte
 run_integration normal "$BUILD" 9230
 run_pmem normal "$BUILD" 9800
+run_hostile normal "$BUILD" 10400
 run_failure normal "$BUILD" 9380
 run_idle
 echo "== fi_pingpong through pmemverbs"
@@ -318,6 +333,7 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_unit sanitizers "$ASAN_BUILD"
 run_integration sanitizers "$ASAN_BUILD" 9530
 run_pmem sanitizers "$ASAN_BUILD" 10100
+run_hostile sanitizers "$ASAN_BUILD" 10450
 run_failure sanitizers "$ASAN_BUILD" 9400
 unset ASAN_OPTIONS UBSAN_OPTIONS
 

@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+# Hostile-peer tests of pmemverbs (issue 11 item 5).  For each granularity:
+# a pmemverbs target (a /dev/shm region between PROT_NONE guard pages), an
+# honest pmemverbs initiator that commits all along, and a hostile client on
+# the plain tcp core (FI_PROVIDER=tcp) that impersonates a pmemverbs peer
+# and writes crafted requests and bytes into the target's inbox
+# (pmv_hostile.c).  Prints one "PASS|FAIL name" line per check, the
+# hostile's summary of the refusals it got, and as its last line
+# "N passed, N failed".
+#
+# usage: run_hostile.sh BIN [PORT_BASE]
+#   BIN        the pmv_hostile binary
+#   PORT_BASE  first TCP port (default 10400); one port per granularity
+# env:
+#   FI_PROVIDER_PATH      directory of libpmemverbs-fi.so (default build/.libs)
+#   PMV_HOSTILE_GRANS     granularities (default "page cache_line byte")
+#   PMV_HOSTILE_SEED      the hostile's random seed (default 1)
+#   PMV_HOSTILE_VERBOSE=1 print every attack's outcome
+#   PMV_HOSTILE_KEEP=1    keep every process's output (its directory is printed)
+set -u
+
+if [[ $# -lt 1 || $# -gt 2 || ! -x $1 ]]; then
+	sed -n '12,20p' "$0" | sed 's/^# \{0,1\}//' >&2
+	exit 2
+fi
+BIN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+export FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-$ROOT/build/.libs}
+PORT=${2:-10400}
+GRANS=${PMV_HOSTILE_GRANS:-page cache_line byte}
+SEED=${PMV_HOSTILE_SEED:-1}
+VERBOSE=()
+[[ ${PMV_HOSTILE_VERBOSE:-0} == 1 ]] && VERBOSE=(-v)
+PROC_TIMEOUT=500 # seconds, per process (each bounds its own waits too)
+READY_POLLS=300  # x 0.1 s for READY and STARTED
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/pmv_hostile.XXXXXX")
+SHM=$WORK
+if [[ -d /dev/shm && -w /dev/shm ]]; then
+	SHM=$(mktemp -d /dev/shm/pmv_hostile.XXXXXX)
+fi
+PIDS=()
+
+# Stops the processes still running (ours, by pid) and removes the files.
+cleanup() {
+	local pid
+	for pid in "${PIDS[@]}"; do
+		kill "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	if [[ ${PMV_HOSTILE_KEEP:-0} == 1 ]]; then
+		echo "outputs kept in $WORK" >&2
+		rm -rf "$SHM"
+		return
+	fi
+	rm -rf "$WORK" "$SHM"
+}
+trap cleanup EXIT
+
+passed=0
+failed=0
+
+# Prints and counts one verdict: report PASS|FAIL NAME [REASON].
+report() {
+	if [[ $1 == PASS ]]; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+	fi
+	echo "$1 $2${3:+: $3}"
+}
+
+# Why a process ended as it did, from its exit status and stderr.
+describe_rc() {
+	local rc=$1 err=$2 last
+	last=$(grep -v '^[[:space:]]*$' "$err" 2>/dev/null | grep -m1 -E 'ERROR|AddressSanitizer|runtime error|terminated with signal' ||
+	       grep -v '^[[:space:]]*$' "$err" 2>/dev/null | tail -n1)
+	case $rc in
+	124) echo "timed out after ${PROC_TIMEOUT}s" ;;
+	134) echo "crashed (SIGABRT); ${last:-no message}" ;;
+	139) echo "crashed (SIGSEGV: a guard page?); ${last:-no message}" ;;
+	*) echo "exit $rc: ${last:-no message}" ;;
+	esac
+}
+
+# Waits (bounded) for a line starting with WORD in FILE while PID lives.
+wait_line() {
+	local pid=$1 file=$2 word=$3 i
+	for ((i = 0; i < READY_POLLS; i++)); do
+		grep -q "^$word" "$file" 2>/dev/null && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 2
+}
+
+# Forwards a role's PASS/FAIL lines with the run's prefix; sets NFAIL.
+forward() {
+	local prefix=$1 file=$2 line
+	NFAIL=0
+	while IFS= read -r line; do
+		case $line in
+		PASS\ *) report PASS "$prefix/${line#PASS }" ;;
+		FAIL\ *) report FAIL "$prefix/${line#FAIL }"; NFAIL=$((NFAIL + 1)) ;;
+		esac
+	done <"$file"
+}
+
+# Judges a role's exit: its FAIL lines, or a FAIL for an exit without any.
+judge_role() {
+	local prefix=$1 role=$2 rc=$3 dir=$4
+	forward "$prefix" "$dir/$role.out"
+	if [[ $rc -ne 0 && $NFAIL -eq 0 ]]; then
+		report FAIL "$prefix/$role" "$(describe_rc "$rc" "$dir/$role.err")"
+	fi
+}
+
+# Starts the target of a run in the background (TPID); its REGION in REGION.
+start_target() {
+	local gran=$1 port=$2 dir=$3
+	env PMEM2_FORCE_GRANULARITY="$gran" timeout "$PROC_TIMEOUT" "$BIN" \
+		-r target -a 127.0.0.1 -P "$port" -f "$SHM/$gran.region" \
+		>"$dir/target.out" 2>"$dir/target.err" &
+	TPID=$!
+	PIDS+=("$TPID")
+	wait_line "$TPID" "$dir/target.out" READY || return 1
+	REGION=$(awk '/^REGION/ {print $2; exit}' "$dir/target.out")
+}
+
+# Starts the honest initiator (HPID); 0 once its first commit completed.
+start_honest() {
+	local port=$1 dir=$2
+	timeout "$PROC_TIMEOUT" "$BIN" -r honest -a 127.0.0.1 -P "$port" \
+		-x "$REGION" -c "$dir/ctl" -m "$dir/attack.done" \
+		>"$dir/honest.out" 2>"$dir/honest.err" &
+	HPID=$!
+	PIDS+=("$HPID")
+	wait_line "$HPID" "$dir/honest.out" STARTED
+}
+
+# The target survived: it reached its final checks and exited by itself
+# (0, or 1 for a failed check).  libpsm2, which libfabric loads, catches
+# SIGSEGV, prints "terminated with signal 11" and exits 1: that is a crash.
+judge_target_alive() {
+	local prefix=$1 rc=$2 dir=$3 profile crash
+	profile=$(awk '/^REGION/ {print $4; exit}' "$dir/target.out")
+	crash=$(grep -m1 'terminated with signal' "$dir/target.err")
+	if [[ ($rc -eq 0 || $rc -eq 1) && -z $crash ]] &&
+	   grep -qE '^(PASS|FAIL) target-served' "$dir/target.out"; then
+		report PASS "$prefix/target-alive" "the target survived the attack and exited $rc (profile ${profile:-?})"
+	else
+		report FAIL "$prefix/target-alive" "target ${crash:-$(describe_rc "$rc" "$dir/target.err")}"
+	fi
+}
+
+# One run: target, honest, hostile on granularity GRAN and PORT.
+run() {
+	local gran=$1 port=$2 dir=$WORK/$1 prefix=$1 xrc hrc trc
+	mkdir -p "$dir"
+	truncate -s 4096 "$dir/ctl"
+	if ! start_target "$gran" "$port" "$dir"; then
+		kill "$TPID" 2>/dev/null
+		wait "$TPID"
+		report FAIL "$prefix/target-alive" "no READY: target $(describe_rc $? "$dir/target.err")"
+		return
+	fi
+	if ! start_honest "$port" "$dir"; then
+		report FAIL "$prefix/honest" "no first commit: $(describe_rc 1 "$dir/honest.err")"
+	fi
+	env FI_PROVIDER=tcp timeout "$PROC_TIMEOUT" "$BIN" -r hostile \
+		-a 127.0.0.1 -P "$port" -x "$REGION" -c "$dir/ctl" \
+		-s "$SEED" "${VERBOSE[@]}" >"$dir/hostile.out" 2>"$dir/hostile.err"
+	xrc=$?
+	touch "$dir/attack.done"
+	wait "$HPID"
+	hrc=$?
+	wait "$TPID"
+	trc=$?
+	PIDS=()
+	judge_target_alive "$prefix" "$trc" "$dir"
+	judge_role "$prefix" target "$trc" "$dir"
+	judge_role "$prefix" honest "$hrc" "$dir"
+	judge_role "$prefix" hostile "$xrc" "$dir"
+	grep -h -E '^(SUMMARY|INFO target: requests|INFO target: [0-9]+ conn)' \
+		"$dir/hostile.out" "$dir/target.out" | sed "s|^|  $prefix: |"
+	[[ ${#VERBOSE[@]} -gt 0 ]] && grep -h -E '^(REFUSED|IGNORED|INFO)' \
+		"$dir/hostile.out" | sed "s|^|  $prefix: |"
+	return 0
+}
+
+echo "pmemverbs hostile-peer tests: $BIN (FI_PROVIDER_PATH=$FI_PROVIDER_PATH, 127.0.0.1, ports from $PORT, seed $SEED)"
+for gran in $GRANS; do
+	run "$gran" "$PORT"
+	PORT=$((PORT + 1))
+done
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

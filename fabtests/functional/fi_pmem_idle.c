@@ -261,10 +261,13 @@ static int open_domain(struct side *s)
 		.size = (size_t) (2 * s->o->conns + 16),
 		.wait_obj = FI_WAIT_UNSPEC,
 	};
+	/* -m none: an application that never waits on its CQ (it polls
+	 * while it has work); -m sread: one that waits in fi_cq_sread */
 	struct fi_cq_attr cq_attr = {
 		.size = (size_t) (2 * s->o->conns + 64),
 		.format = FI_CQ_FORMAT_DATA,
-		.wait_obj = FI_WAIT_UNSPEC,
+		.wait_obj = s->o->mode == MODE_SREAD ? FI_WAIT_UNSPEC :
+						       FI_WAIT_NONE,
 	};
 	int ret = pm_check(fi_fabric(s->res.info->fabric_attr, &s->res.fabric,
 				     NULL), "fi_fabric");
@@ -964,6 +967,8 @@ int main(int argc, char **argv)
 	int ret;
 
 	parse(argc, argv, &o);
+	/* -m none: the CQ has no wait object; waits for own work poll it */
+	pm_busy_poll = o.mode == MODE_NONE;
 	pm_role = o.server ? "[initiator]" : "[target]";
 	raise_fd_limit(o.conns);
 	ret = open_side(&s);

@@ -242,6 +242,7 @@ struct pmv_cq {
 	struct pmv_cq_hook *hooks;  /* pmem endpoints' progress */
 	int pmem_refs;              /* pmem endpoints bound (either side) */
 	int wait_fd;                /* the core CQ's fd (agent sleeps), or -1 */
+	bool wait_pollfd;           /* the core CQ waits on a list of fds */
 	bool app_wait_none;         /* the application asked FI_WAIT_NONE */
 	char errbuf[160];
 };
@@ -426,6 +427,7 @@ static inline void pmv_domain_nudge_agent(struct pmv_domain *dom)
 int pmv_agent_add(struct pmv_domain *dom, struct pmv_ep *ep);
 void pmv_agent_remove(struct pmv_domain *dom, struct pmv_ep *ep);
 void pmv_agent_stop(struct pmv_domain *dom);
+void pmv_serve_attach(struct pmv_ep *ep);
 void pmv_agent_stop_all(void);
 struct pmv_mr *pmv_domain_get_mr(struct pmv_domain *dom, uint64_t key);
 void pmv_mr_put(struct pmv_mr *mr);

@@ -637,30 +637,34 @@ static struct fi_ops pmv_cq_fi_ops = {
  * The agent of a pmem domain over tcp sleeps on its endpoints' core CQ
  * fds, which the tcp core makes readable when bytes arrive for a bound
  * endpoint (a commit request is a plain RMA write: no completion).  Such
- * a domain's core CQs get an fd even when the application asked for none,
- * and FI_WAIT_UNSPEC means an fd (tcp's own choice, a list of sockets,
- * cannot be slept on).
+ * a domain's core CQs get an fd when the application asked for none (it
+ * never waits on them; the agent does).  Other wait objects stay the
+ * application's choice: an fd on a CQ the application waits on in
+ * fi_cq_sread cost a send commit about 25 us here (tcp signals it on every
+ * completion), and tcp's FI_WAIT_UNSPEC (a list of sockets) cannot be
+ * slept on, so there the agent naps.
  */
 static void pmv_cq_choose_wait(const struct pmv_domain *dom,
 			       const struct fi_cq_attr *attr,
 			       struct fi_cq_attr *core_attr, struct pmv_cq *cq)
 {
-	if ((attr->wait_obj != FI_WAIT_NONE &&
-	     attr->wait_obj != FI_WAIT_UNSPEC) ||
-	    !(dom->caps & FI_RMA_PMEM) || dom->transport != PMV_TRANSPORT_TCP)
+	if (attr->wait_obj != FI_WAIT_NONE || !(dom->caps & FI_RMA_PMEM) ||
+	    dom->transport != PMV_TRANSPORT_TCP)
 		return;
 	core_attr->wait_obj = FI_WAIT_FD;
-	cq->app_wait_none = attr->wait_obj == FI_WAIT_NONE;
+	cq->app_wait_none = true;
 }
 
-/* The core CQ's fd if its wait object is one, else -1. */
+/* The core CQ's fd if its wait object is one, else -1 (notes a list). */
 static int pmv_cq_core_fd(struct pmv_cq *cq)
 {
 	enum fi_wait_obj obj = FI_WAIT_NONE;
 	int fd = -1;
 
-	if (fi_control(&cq->core->fid, FI_GETWAITOBJ, &obj) || obj != FI_WAIT_FD ||
-	    fi_control(&cq->core->fid, FI_GETWAIT, &fd))
+	if (fi_control(&cq->core->fid, FI_GETWAITOBJ, &obj))
+		return -1;
+	cq->wait_pollfd = obj == FI_WAIT_POLLFD;
+	if (obj != FI_WAIT_FD || fi_control(&cq->core->fid, FI_GETWAIT, &fd))
 		return -1;
 	return fd;
 }

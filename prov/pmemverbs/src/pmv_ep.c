@@ -57,6 +57,9 @@ static int pmv_ep_bind_cq(struct pmv_ep *ep, struct fid *bfid, uint64_t flags)
 		__atomic_store_n(&ep->rx_cq, cq, __ATOMIC_RELEASE);
 		pmv_cq_ref_pmem(cq, 1);
 	}
+	/* an accepting endpoint joined its agent before its CQs were bound */
+	if (ep->pmem && ep->in_agent)
+		pmv_serve_attach(ep);
 	return 0;
 }
 

@@ -2,8 +2,10 @@
 /*
  * pmemverbs: fault injection (test only), librpma's pattern: a parameter
  * per failure point names the N-th call that fails.  Off (0), a check is
- * one load.
+ * one load.  And the clock both sides use, which unit tests move forward.
  */
+#include <time.h>
+
 #include "pmv.h"
 
 static uint64_t pmv_fault_calls[PMV_FAULT_POINTS];
@@ -45,4 +47,16 @@ void pmv_fault_reset(void)
 {
 	for (int i = 0; i < PMV_FAULT_POINTS; i++)
 		__atomic_store_n(&pmv_fault_calls[i], 0, __ATOMIC_RELAXED);
+}
+
+/* Unit tests move the engine's clock forward instead of waiting. */
+uint64_t pmv_clock_skew_ms;
+
+uint64_t pmv_ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
+	       __atomic_load_n(&pmv_clock_skew_ms, __ATOMIC_RELAXED);
 }

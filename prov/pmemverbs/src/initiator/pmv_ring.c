@@ -15,18 +15,6 @@
 
 #include "pmv_initiator.h"
 
-/* Unit tests move the engine's clock forward instead of waiting. */
-uint64_t pmv_clock_skew_ms;
-
-uint64_t pmv_ms_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
-	       __atomic_load_n(&pmv_clock_skew_ms, __ATOMIC_RELAXED);
-}
-
 int pmv_err_to_fi(int prov_errno)
 {
 	switch (prov_errno) {

@@ -41,6 +41,9 @@ static pthread_mutex_t pmv_agents_lock = PTHREAD_MUTEX_INITIALIZER;
  * their progress nor sleeps on their fds. */
 #define PMV_AGENT_CQS 64
 
+/* Most fds the agent sleeps on (CQ fds, sockets of list-waiting CQs). */
+#define PMV_AGENT_FDS 4096
+
 /* Longest sleep on fds, in ms (an eventfd ends it sooner). */
 #define PMV_AGENT_SLEEP_MS 1000
 
@@ -108,6 +111,26 @@ static void pmv_agent_progress(struct pmv_agent *agent)
 }
 
 /*
+ * The fds a CQ's core wait object is made of, into fds (room for max):
+ * its fd, or its list of sockets (tcp's FI_WAIT_UNSPEC).  Returns how
+ * many, or 0 if the agent cannot sleep on it.
+ */
+static int pmv_agent_cq_fds(struct pmv_cq *cq, struct pollfd *fds,
+			    unsigned max)
+{
+	struct fi_wait_pollfd list = { .nfds = max, .fd = fds };
+
+	if (cq->wait_fd >= 0 && max) {
+		fds[0] = (struct pollfd) { .fd = cq->wait_fd, .events = POLLIN };
+		return 1;
+	}
+	if (!cq->wait_pollfd ||
+	    fi_control(&cq->core->fid, FI_GETWAIT, &list) || !list.nfds)
+		return 0;
+	return (int) list.nfds;
+}
+
+/*
  * Fills fds with the CQs' fds and the agent's eventfd if the agent may
  * sleep on them: every CQ has one and the core says nothing is pending
  * (fi_trywait).  Returns how many, 0 if it may not; domain lock held.
@@ -117,16 +140,18 @@ static unsigned pmv_agent_sleep_fds(struct pmv_domain *dom,
 {
 	struct pmv_cq *set[PMV_AGENT_CQS];
 	struct fid *fids[PMV_AGENT_CQS];
-	unsigned n = pmv_agent_cqs(dom->agent, set), i;
+	unsigned n = pmv_agent_cqs(dom->agent, set), i, nfds = 0;
+	int got;
 
 	if (n > PMV_AGENT_CQS)
 		return 0;
 	for (i = 0; i < n; i++) {
-		if (set[i]->wait_fd < 0)
+		got = pmv_agent_cq_fds(set[i], fds + nfds,
+				       PMV_AGENT_FDS - 1 - nfds);
+		if (got <= 0)
 			return 0;
+		nfds += (unsigned) got;
 		fids[i] = &set[i]->core->fid;
-		fds[i] = (struct pollfd) { .fd = set[i]->wait_fd,
-					   .events = POLLIN };
 	}
 	/* from here on, the application's CQ reads wake the agent */
 	__atomic_store_n(&dom->agent_sleeping, true, __ATOMIC_SEQ_CST);
@@ -137,14 +162,15 @@ static unsigned pmv_agent_sleep_fds(struct pmv_domain *dom,
 	for (struct pmv_ep *ep = dom->agent->eps; ep; ep = ep->agent_next)
 		if (pmv_serve_pending(ep))
 			return 0;
-	fds[n] = (struct pollfd) { .fd = dom->agent->wake_fd, .events = POLLIN };
-	return n + 1;
+	fds[nfds] = (struct pollfd) { .fd = dom->agent->wake_fd,
+				      .events = POLLIN };
+	return nfds + 1;
 }
 
 /* Sleeps until bytes arrive, an endpoint joins or stop; false: cannot. */
 static bool pmv_agent_sleep(struct pmv_domain *dom)
 {
-	struct pollfd fds[PMV_AGENT_CQS + 1];
+	struct pollfd fds[PMV_AGENT_FDS];
 	unsigned n;
 	uint64_t v;
 

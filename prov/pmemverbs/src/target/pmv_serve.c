@@ -401,13 +401,17 @@ bool pmv_serve_by_app(struct pmv_ep *ep, uint64_t now_ms)
 	return last && now_ms - last < PMV_SERVE_DEFER_MS;
 }
 
-/* Lets the application's reads of ep's CQ serve ep (receive CQ first). */
+/*
+ * Lets the application's reads of ep's CQ serve ep: its receive CQ, or its
+ * transmit CQ until a receive CQ is bound (then the hook moves there).
+ */
 void pmv_serve_attach(struct pmv_ep *ep)
 {
 	struct pmv_cq *cq = ep->rx_cq ? ep->rx_cq : ep->tx_cq;
 
-	if (!cq || ep->serve_cq)
+	if (!cq || ep->serve_cq == cq)
 		return;
+	pmv_serve_detach(ep);
 	ep->serve_hook = (struct pmv_cq_hook) { .progress = pmv_serve_hook,
 						.arg = ep };
 	ep->serve_cq = cq;

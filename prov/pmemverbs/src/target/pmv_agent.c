@@ -143,7 +143,8 @@ static unsigned pmv_agent_sleep_fds(struct pmv_domain *dom,
 	unsigned n = pmv_agent_cqs(dom->agent, set), i, nfds = 0;
 	int got;
 
-	if (n > PMV_AGENT_CQS)
+	/* over verbs an incoming RDMA write (a request) wakes no fd */
+	if (n > PMV_AGENT_CQS || dom->transport != PMV_TRANSPORT_TCP)
 		return 0;
 	for (i = 0; i < n; i++) {
 		got = pmv_agent_cq_fds(set[i], fds + nfds,

@@ -206,13 +206,14 @@ run_guest() {
 	if [[ -n $VERBS_ONLY ]]; then
 		printf '%s\n' "$out"
 	else
-		printf '%s\n' "$out" | grep -v '^PASS'
+		printf '%s\n' "$out" | grep -a -v '^PASS'
 	fi
-	last=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
-	if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
+	# only the guest's own total: a suite's line must not stand for it
+	last=$(printf '%s\n' "$out" | grep -a -E '^guest-total: [0-9]+ passed, [0-9]+ failed$' | tail -n 1)
+	if [[ $last =~ ^guest-total:\ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
 		add "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
 	else
-		echo "FAIL verbs-guest-$mode: no result line (vm.sh exit $rc)"
+		echo "FAIL verbs-guest-$mode: no guest-total line: the guest stopped before the end of its tests (vm.sh exit $rc)"
 		add 0 1
 	fi
 	echo "(guest $mode: $((SECONDS - start)) s, software emulation; no timing from the guest is a performance figure)"

@@ -135,9 +135,13 @@ if [ $nvdimm != none ]; then
 	qemu+=(-object "memory-backend-file,id=nv,share=on,mem-path=$work/nvdimm.img,size=524416K"
 	       -device nvdimm,id=nvdimm0,memdev=nv,label-size=128K)
 fi
+# The serial console sometimes carries NUL bytes: dropped (tr), and grep
+# -a, so that it never switches to "binary file matches" and swallows the
+# rest of the guest's output.
 timeout "$timeout_s" "${qemu[@]}" </dev/null 2>&1 | tee "$work/console.log" |
+	tr -d '\000' |
 	sed -u -e 's/\x1bc//g' -e 's/\x1b\[[0-9;?]*[a-zA-Z]//g' -e '/^\s*$/d' |
-	grep -v -E '^(SeaBIOS|iPXE|Press Ctrl-B|Booting from ROM|No TPM handle|failed to open file /etc/ndctl|\[ *[0-9.]+\] reboot: Power down|PMV-GUEST-EXIT )' || true
+	grep -a --line-buffered -v -E '^(SeaBIOS|iPXE|Press Ctrl-B|Booting from ROM|No TPM handle|failed to open file /etc/ndctl|\[ *[0-9.]+\] reboot: Power down|PMV-GUEST-EXIT )' || true
 status=$(sed -n 's/.*PMV-GUEST-EXIT \([0-9]*\).*/\1/p' "$work/console.log" | tail -n 1)
 [ -n "$status" ] || { echo "vm.sh: the guest did not finish (timeout or boot failure)" >&2; exit 124; }
 exit "$status"

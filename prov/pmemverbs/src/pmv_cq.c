@@ -72,13 +72,13 @@ int pmv_cq_reserve(struct pmv_cq *cq)
 
 	pthread_mutex_lock(&cq->aux_lock);
 	ok = pmv_cq_aux_grow(cq);
-	if (ok)
-		cq->aux_reserved++;
+	cq->aux_reserved += ok;
 	pthread_mutex_unlock(&cq->aux_lock);
-	if (!ok)
-		PMV_WARN(FI_LOG_CQ, "out of memory for a completion queue "
-			 "entry; the operation is refused\n");
-	return ok ? 0 : -FI_ENOMEM;
+	if (ok)
+		return 0;
+	PMV_WARN(FI_LOG_CQ, "out of memory for a completion queue entry; the "
+		 "operation is refused\n");
+	return -FI_ENOMEM;
 }
 
 /* Gives back a reservation that raised nothing. */

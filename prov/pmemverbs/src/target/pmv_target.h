@@ -16,7 +16,6 @@ int pmv_serve_try(struct pmv_domain *dom, struct pmv_ep *ep);
 /* The application read ep's CQ this recently (ms): it serves ep itself. */
 #define PMV_SERVE_DEFER_MS 2
 bool pmv_serve_by_app(struct pmv_ep *ep, uint64_t now_ms);
-void pmv_serve_attach(struct pmv_ep *ep);
 void pmv_serve_detach(struct pmv_ep *ep);
 
 #endif /* PMV_TARGET_H */

@@ -61,6 +61,8 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_ext_pmem.h>
 
+#include "../common/pmv_test_time.h"
+
 #include "proto/pmv_proto.h"
 
 #define PMV_FI_VERSION FI_VERSION(1, 17)
@@ -178,31 +180,6 @@ static void info(const char *fmt, ...)
 			die("%s: %s (%zd)", #call, fi_strerror((int)-rc_),   \
 			    rc_);                                            \
 	} while (0)
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t deadline_in(int ms)
-{
-	return now_ms() + ms;
-}
-
-static bool before(int64_t deadline)
-{
-	return now_ms() < deadline;
-}
-
-static void pause_briefly(void)
-{
-	struct timespec ts = { .tv_nsec = 20000 };
-
-	nanosleep(&ts, NULL);
-}
 
 /* splitmix64's finalizer: the test's deterministic byte source. */
 static uint64_t mix64(uint64_t x)

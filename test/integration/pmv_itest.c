@@ -35,6 +35,8 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
+#include "../common/pmv_test_time.h"
+
 #define PMV_FI_VERSION FI_VERSION(1, 17)
 #define EXIT_FAIL 1
 #define EXIT_USAGE 2
@@ -113,19 +115,6 @@ static const char *tostr(char *buf, size_t len, const void *val,
 /* ------------------------------------------------------------------ */
 /* Time bounds                                                        */
 /* ------------------------------------------------------------------ */
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t deadline_in(int ms)
-{
-	return now_ms() + ms;
-}
 
 /* Milliseconds left until deadline, never negative. */
 static int ms_left(int64_t deadline)

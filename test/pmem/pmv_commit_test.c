@@ -61,6 +61,8 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_ext_pmem.h>
 
+#include "../common/pmv_test_time.h"
+
 #include "target/pmv_oracle.h"
 
 #define PMV_FI_VERSION FI_VERSION(1, 17)
@@ -286,37 +288,6 @@ int dlclose(void *handle)
 	if (g_slow_dlclose)
 		nanosleep(&pause, NULL);
 	return ret;
-}
-
-/* ------------------------------------------------------------------ */
-/* Time bounds                                                        */
-/* ------------------------------------------------------------------ */
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t deadline_in(int ms)
-{
-	return now_ms() + ms;
-}
-
-/* True while the deadline has not passed. */
-static bool before(int64_t deadline)
-{
-	return now_ms() < deadline;
-}
-
-/* Short sleep between idle polls, so a busy loop does not starve the peer. */
-static void pause_briefly(void)
-{
-	struct timespec ts = { .tv_sec = 0, .tv_nsec = 20000 };
-
-	nanosleep(&ts, NULL);
 }
 
 /* ------------------------------------------------------------------ */

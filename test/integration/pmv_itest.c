@@ -2037,21 +2037,6 @@ static void at_await(struct ctx *c, void *fctx, const char *what,
 	await_one(c, c->txcq, expect_op(what, fctx, FI_ATOMIC | flags));
 }
 
-/* fi_atomic FI_SUM of 1..AT_SUM_ROUNDS into the first target word. */
-static void at_sums(struct ctx *c, struct mreg *l, const struct remote *rem)
-{
-	for (uint64_t k = 1; k <= AT_SUM_ROUNDS; k++) {
-		struct fi_context2 fctx;
-
-		store_u64(at_slot(l, 0), k);
-		POST_RETRY(c, "fi_atomic",
-			   fi_atomic(c->ep, at_slot(l, 0), 1, l->desc, c->peer,
-				     at_addr(rem, AT_SUM), rem->key, FI_UINT64,
-				     FI_SUM, &fctx));
-		at_await(c, &fctx, "fi_atomic FI_SUM", FI_WRITE);
-	}
-}
-
 /* One fi_fetch_atomic on target word `which`; returns the fetched value. */
 static uint64_t at_fetch(struct ctx *c, struct mreg *l, const struct remote *rem,
 			 int which, enum fi_op op, uint64_t operand,
@@ -2068,6 +2053,49 @@ static uint64_t at_fetch(struct ctx *c, struct mreg *l, const struct remote *rem
 				   &fctx));
 	at_await(c, &fctx, what, FI_READ);
 	return load_u64(at_slot(l, 2));
+}
+
+/* Whether the domain does FI_SUM without fetching. The verbs core does not
+ * (InfiniBand has only fetch-and-add): fi_query_atomic says -FI_ENOSYS. */
+static bool at_plain_sum_supported(const struct ctx *c)
+{
+	struct fi_atomic_attr attr = { 0 };
+	int ret = fi_query_atomic(c->domain, FI_UINT64, FI_SUM, &attr, 0);
+
+	if (ret == -FI_ENOSYS || ret == -FI_EOPNOTSUPP)
+		return false;
+	if (ret)
+		die("fi_query_atomic(FI_SUM, FI_UINT64) failed: %s",
+		    fi_strerror(-ret));
+	return true;
+}
+
+/* FI_SUM of 1..AT_SUM_ROUNDS into the first target word: fi_atomic, or
+ * fi_fetch_atomic where the domain only adds while fetching. */
+static void at_sums(struct ctx *c, struct mreg *l, const struct remote *rem)
+{
+	bool plain = at_plain_sum_supported(c);
+
+	if (plain)
+		require_atomic(c, FI_SUM, 0, "FI_SUM");
+	else
+		printf("fi_atomic FI_SUM not supported here: summing with "
+		       "fi_fetch_atomic\n");
+	for (uint64_t k = 1; k <= AT_SUM_ROUNDS; k++) {
+		struct fi_context2 fctx;
+
+		if (!plain) {
+			at_fetch(c, l, rem, AT_SUM, FI_SUM, k,
+				 "fi_fetch_atomic FI_SUM (sum rounds)");
+			continue;
+		}
+		store_u64(at_slot(l, 0), k);
+		POST_RETRY(c, "fi_atomic",
+			   fi_atomic(c->ep, at_slot(l, 0), 1, l->desc, c->peer,
+				     at_addr(rem, AT_SUM), rem->key, FI_UINT64,
+				     FI_SUM, &fctx));
+		at_await(c, &fctx, "fi_atomic FI_SUM", FI_WRITE);
+	}
 }
 
 static void at_fetch_add(struct ctx *c, struct mreg *l,
@@ -2149,13 +2177,12 @@ static void atomic_server(struct ctx *c)
 	finish(c);
 }
 
-/* Client: query support, then SUMs, fetch-add, two CSWAPs, read-back. */
+/* Client: query support, then SUMs (plain or fetching), fetch-add, two CSWAPs, read-back. */
 static void atomic_client(struct ctx *c)
 {
 	struct remote rem = recv_remote(c);
 	struct mreg *l = mreg_alloc(c, 3 * sizeof(uint64_t));
 
-	require_atomic(c, FI_SUM, 0, "FI_SUM");
 	require_atomic(c, FI_SUM, FI_FETCH_ATOMIC, "fetch FI_SUM");
 	require_atomic(c, FI_CSWAP, FI_COMPARE_ATOMIC, "FI_CSWAP");
 	require_atomic(c, FI_ATOMIC_READ, FI_FETCH_ATOMIC, "FI_ATOMIC_READ");

@@ -4854,7 +4854,7 @@ static void ro_endpoint_a(unsigned r, struct fid_cq *tx, struct fid_cq *rx,
 {
 	struct conn a;
 	struct sop *s;
-	size_t first;
+	size_t first, reads;
 
 	sc_conn_open(&a, tx, rx);
 	conn_connect(&a, KIND_EXTRA);
@@ -4872,12 +4872,19 @@ static void ro_endpoint_a(unsigned r, struct fid_cq *tx, struct fid_cq *rx,
 		s->oracle = agent;
 		sop_post_retry(a.ep, s, 0, 0, tx);
 	}
+	reads = g_sc.nops;
 	for (unsigned i = 0; i < RO_NREAD; i++) {
 		s = sop_new(SOP_READ, 2 * r, REG_B, (6u << 20) + i * RO_READ,
 			    RO_READ, sc_bytes(RO_READ));
 		sop_post_retry(a.ep, s, 0, 0, tx);
 	}
-	initiator_close_conn(&a); /* all of that in flight, nothing read */
+	/* libfabric 1.17's tcp core corrupts its CQ's pool when an endpoint
+	 * closes mid read response (test/failure/tcp_read_close.c): there,
+	 * A's reads end before A closes; its commits stay in flight */
+	if (getenv("PMV_CORE_READ_CLOSE_DEFECT") &&
+	    sc_wait(reads, tx, STEP_MS) > 0)
+		die("reopen round %u: endpoint A's reads did not end", r);
+	initiator_close_conn(&a); /* commits (and reads) in flight, unread */
 }
 
 /*

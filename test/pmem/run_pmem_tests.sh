@@ -22,6 +22,7 @@
 #                     "oracle-byte contents-byte"); default: all
 #   PMV_TARGET_ENV    VAR=VALUE words added to every target's environment
 #                     (e.g. FI_PMEMVERBS_WSP=1)
+#   PMV_KEEP          set: keep the scratch directory (its path is printed)
 set -u
 
 if [[ $# -ne 1 || ! -x $1 ]]; then
@@ -55,12 +56,28 @@ cleanup() {
 		kill "$TARGET_PID" 2>/dev/null
 		wait "$TARGET_PID" 2>/dev/null
 	fi
-	rm -rf "$WORK" "$SHM"
+	[[ -n ${PMV_KEEP:-} ]] && echo "kept $WORK" || rm -rf "$WORK" "$SHM"
 }
 trap cleanup EXIT
 
 passed=0
 failed=0
+
+# libfabric 1.17's tcp core frees a read's transfer entry twice when an
+# endpoint closes mid read response, and a later endpoint on the same CQ
+# loses its framing (test/failure/tcp_read_close.c shows it on the plain
+# core).  Over 127.0.0.1 (the tcp core) the probe runs once; where it shows
+# the defect, the reopen scenarios let A's plain reads end before A closes.
+probe_read_close_defect() {
+	local probe
+	probe=$(dirname "$BIN")/../failure/tcp_read_close
+	[[ $ADDR == 127.0.0.1 && -x $probe ]] || return 0
+	if ! timeout 120 "$probe" -P "$((PORT + 900))" >"$WORK/probe.out" 2>&1; then
+		export PMV_CORE_READ_CLOSE_DEFECT=1
+		echo "core defect: $(tail -n 1 "$WORK/probe.out") (tcp_read_close); reopen scenarios wait for A's plain reads before closing A"
+	fi
+}
+probe_read_close_defect
 
 # Prints and counts one verdict: report PASS|FAIL NAME [REASON].
 report() {
@@ -274,17 +291,9 @@ done
 run exit-with-endpoints-open exit cache_line exit no
 # scenarios: ways a commit could complete before it is durable, or a
 # completion be lost (README.md, Scenarios)
-for gran in page cache_line; do
+for gran in page cache_line byte; do
 	CASE=reopen run "scenario-reopen-$gran" scenario "$gran" lines yes
 done
-# byte (read_flush): an open defect, run only when named in PMV_RUNS.  With
-# plain 1 MiB reads of the closed endpoint in flight, the target's tcp core
-# stops reading a read request of the new endpoint from its socket; its
-# commits fail with FI_ETIMEDOUT after FI_PMEMVERBS_PEER_TIMEOUT_MS (never
-# complete early).  test/pmem/README.md, Scenarios.
-if [[ " $RUNS " == *" scenario-reopen-byte "* ]]; then
-	CASE=reopen run scenario-reopen-byte scenario byte lines yes
-fi
 CASE=rereg run scenario-rereg-byte scenario byte lines yes
 for gran in page cache_line byte; do
 	CASE=many-64x32 run "scenario-many-64x32-$gran" scenario "$gran" lines yes

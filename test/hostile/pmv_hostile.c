@@ -1135,7 +1135,7 @@ static struct {
 	struct hconn c;               /* the connection the attacks use */
 	uint8_t wbuf[REGION_LEN + 4096]; /* what a write sends */
 	unsigned refusals[PMV_ERR_LAST - PMV_ERR_BASE];
-	unsigned served, ignored, unanswered, conns, dropped;
+	unsigned served, bad, ignored, unanswered, conns, dropped;
 } g_x;
 
 /* Size of an inbox of slots of slot_size bytes. */
@@ -1406,7 +1406,10 @@ static size_t img_build(const struct pmv_req *h, const struct pmv_extent *ext,
 enum expect {
 	EX_SERVED,  /* a valid request: status 0 (the harness works) */
 	EX_REFUSED, /* an ack with a nonzero status */
-	EX_IGNORED, /* no ack: the agent must not take the slot */
+	EX_IGNORED, /* no ack: nothing was written to the slot for the seq */
+	EX_BAD,     /* the slot holds no valid request: an ack refusing it as
+		     * PMV_ERR_BAD_REQUEST (after FI_PMEMVERBS_BAD_REQUEST_MS),
+		     * never a stall */
 	EX_ANY,     /* either; only reported */
 };
 
@@ -1542,32 +1545,32 @@ static const struct attack k_refused[] = {
 	  .fence_back = 3, FLUSH8 },
 };
 
-static const struct attack k_ignored[] = {
-	{ "bad-checksum", EX_IGNORED, 0, FLUSH8, .mangle = M_BAD_SUM },
-	{ "zero-checksum", EX_IGNORED, 0, FLUSH8, .mangle = M_ZERO_SUM },
-	{ "seq-zero", EX_IGNORED, 0, FLUSH8, .mangle = M_SEQ_ZERO },
-	{ "seq-previous", EX_IGNORED, 0, FLUSH8, .mangle = M_SEQ_OLD },
-	{ "seq-next-lap", EX_IGNORED, 0, FLUSH8, .mangle = M_SEQ_LAP },
-	{ "seq-max", EX_IGNORED, 0, FLUSH8, .mangle = M_SEQ_MAX },
-	{ "seq-far", EX_IGNORED, 0, FLUSH8, .mangle = M_SEQ_FAR },
+static const struct attack k_bad[] = {
+	{ "bad-checksum", EX_BAD, 0, FLUSH8, .mangle = M_BAD_SUM },
+	{ "zero-checksum", EX_BAD, 0, FLUSH8, .mangle = M_ZERO_SUM },
+	{ "seq-zero", EX_BAD, 0, FLUSH8, .mangle = M_SEQ_ZERO },
+	{ "seq-previous", EX_BAD, 0, FLUSH8, .mangle = M_SEQ_OLD },
+	{ "seq-next-lap", EX_BAD, 0, FLUSH8, .mangle = M_SEQ_LAP },
+	{ "seq-max", EX_BAD, 0, FLUSH8, .mangle = M_SEQ_MAX },
+	{ "seq-far", EX_BAD, 0, FLUSH8, .mangle = M_SEQ_FAR },
 	{ "wrong-slot", EX_IGNORED, 0, FLUSH8, .mangle = M_WRONG_SLOT },
-	{ "torn", EX_IGNORED, 0, .next = 2,
+	{ "torn", EX_BAD, 0, .next = 2,
 	  .ext = { { REL(ZB), 8 }, { REL(ZB + 8), 8 } }, .mangle = M_TORN },
-	{ "random-bytes-right-seq", EX_IGNORED, 0, .mangle = M_RANDOM_SEQ },
-	{ "random-bytes", EX_IGNORED, 0, .mangle = M_RANDOM },
-	{ "send-data-over-slot", EX_IGNORED, 0, .inl = true,
+	{ "random-bytes-right-seq", EX_BAD, 0, .mangle = M_RANDOM_SEQ },
+	{ "random-bytes", EX_BAD, 0, .mangle = M_RANDOM },
+	{ "send-data-over-slot", EX_BAD, 0, .inl = true,
 	  .inl_ext = { REL(ZB), 0 }, .dyn = D_INLINE_OVER },
-	{ "send-data-1000", EX_IGNORED, 0, .inl = true,
+	{ "send-data-1000", EX_BAD, 0, .inl = true,
 	  .inl_ext = { REL(ZB), 1000 } },
-	{ "send-data-huge", EX_IGNORED, 0, .inl = true,
+	{ "send-data-huge", EX_BAD, 0, .inl = true,
 	  .inl_ext = { REL(ZB), UINT64_MAX } },
-	{ "extents-over-slot", EX_IGNORED, 0, .dyn = D_EXTENTS_OVER },
-	{ "send-no-room-for-data", EX_IGNORED, 0, .inl = true,
+	{ "extents-over-slot", EX_BAD, 0, .dyn = D_EXTENTS_OVER },
+	{ "send-no-room-for-data", EX_BAD, 0, .inl = true,
 	  .inl_ext = { REL(ZB), 1 }, .dyn = D_INLINE_NO_ROOM },
-	{ "nextents-max", EX_IGNORED, 0, FLUSH8, .dyn = D_NEXTENTS_MAX },
+	{ "nextents-max", EX_BAD, 0, FLUSH8, .dyn = D_NEXTENTS_MAX },
 };
 
-/* The probe: a valid flush that must be served after ignored requests. */
+/* The probe: a valid flush that must be served after refused requests. */
 static const struct attack k_probe = { "probe", EX_SERVED, 0, FLUSH8 };
 
 static uint64_t attack_key(enum key_sel k)
@@ -1709,8 +1712,13 @@ static void judge_ack(const struct attack *a, int32_t status)
 		verdict(false, name, "the target's agent served a request it "
 			"must refuse");
 	else if (a->expect == EX_IGNORED)
-		verdict(false, name, "the agent took a slot it must ignore "
-			"(%s)", status_name(status));
+		verdict(false, name, "the agent acked a seq nothing was "
+			"written for (%s)", status_name(status));
+	else if (a->expect == EX_BAD && status != PMV_ERR_BAD_REQUEST)
+		verdict(false, name, "a slot without a valid request was acked "
+			"%s, expected PMV_ERR_BAD_REQUEST", status_name(status));
+	else if (a->expect == EX_BAD)
+		g_x.bad++;
 	else if (other) /* refused, but not as pmv_proto.c says: reported */
 		info("REFUSED %s: %s (expected %s)", a->name,
 		     status_name(status), status_name(a->code));
@@ -1724,8 +1732,10 @@ static void judge_silence(const struct attack *a)
 	char name[96];
 
 	snprintf(name, sizeof(name), "hostile-%s", a->name);
-	if (a->expect == EX_SERVED) {
-		verdict(false, name, "no ack within %d ms%s", ACK_MS,
+	if (a->expect == EX_SERVED || a->expect == EX_BAD) {
+		verdict(false, name, "no ack within %d ms%s%s", ACK_MS,
+			a->expect == EX_BAD ? ": a slot without a valid "
+			"request stalled the connection" : "",
 			g_x.c.up ? "" : " (connection gone)");
 		return;
 	}
@@ -1736,6 +1746,30 @@ static void judge_silence(const struct attack *a)
 	if (g_opt.verbose || a->expect == EX_REFUSED)
 		info("IGNORED %s: no ack%s", a->name,
 		     a->expect == EX_REFUSED ? " (a refusal was expected)" : "");
+}
+
+/*
+ * Puts every request slot back to empty in one write: the seq of its
+ * previous lap in the header, zeros after it.  Garbage the test left in
+ * slots ahead of the agent would otherwise be refused, by rule, once the
+ * agent reaches them.
+ */
+static void clear_slots(struct hconn *c)
+{
+	uint32_t slot = c->peer.slot_size;
+	size_t len = (size_t)PMV_SLOTS * slot;
+	int ret;
+
+	memset(g_x.wbuf, 0, len);
+	for (uint64_t s = c->seq; s < c->seq + PMV_SLOTS; s++) {
+		uint64_t idle = htole64(s > PMV_SLOTS ? s - PMV_SLOTS : 0);
+
+		memcpy(g_x.wbuf + ((s - 1) % PMV_SLOTS) * slot, &idle,
+		       sizeof(idle));
+	}
+	ret = hconn_write(c, len, req_addr(c, 1), c->peer.inbox_key);
+	if (ret)
+		info("INFO clearing the request slots: %s", fi_strerror(-ret));
 }
 
 /* Writes one crafted request into the target's inbox and judges what the
@@ -1761,6 +1795,8 @@ static void run_attack(const struct attack *a)
 	if (!hconn_ack(c, seq, a->expect == EX_IGNORED ? IGNORE_MS : ACK_MS,
 		       &ack)) {
 		judge_silence(a);
+		if (slot_seq != seq)
+			clear_slots(c);
 		return;
 	}
 	c->seq++;
@@ -1833,8 +1869,8 @@ static bool inside_region(const struct pmv_extent *e)
 	       e->len <= REGION_LEN - off;
 }
 
-/* The test's own model of a request: ignored (it does not fit the slot),
- * served (valid), or refused. */
+/* The test's own model of a request: bad (it does not fit the slot:
+ * refused as PMV_ERR_BAD_REQUEST), served (valid), or refused. */
 static enum expect fuzz_model(const struct pmv_req *h,
 			      const struct pmv_extent *ext, unsigned n,
 			      uint32_t slot)
@@ -1848,9 +1884,9 @@ static enum expect fuzz_model(const struct pmv_req *h,
 
 	if ((h->flags & PMV_REQ_INLINE) &&
 	    (ext[n - 1].len > slot || size + ext[n - 1].len > slot))
-		return EX_IGNORED;
+		return EX_BAD;
 	if (size > slot)
-		return EX_IGNORED;
+		return EX_BAD;
 	for (unsigned i = 0; i < n && valid; i++)
 		valid = inside_region(&ext[i]);
 	return valid ? EX_SERVED : EX_REFUSED;
@@ -1896,8 +1932,7 @@ static void fuzz_one(uint32_t slot)
 	if (hconn_write(&g_x.c, len, req_addr(&g_x.c, g_x.c.seq),
 			g_x.c.peer.inbox_key))
 		die("fuzz: writing a slot failed");
-	if (!hconn_ack(&g_x.c, g_x.c.seq, a.expect == EX_IGNORED ? IGNORE_MS :
-		       ACK_MS, &ack)) {
+	if (!hconn_ack(&g_x.c, g_x.c.seq, ACK_MS, &ack)) {
 		judge_silence(&a);
 		return;
 	}
@@ -2005,17 +2040,20 @@ static void raw_inbox_writes(void)
 			     fi_strerror(-ret));
 		if (!g_x.c.up)
 			hostile_reconnect();
+		clear_slots(&g_x.c);
 		run_attack(&k_probe);
 	}
 }
 
-/* A request spilling into the next slot: served, the garbage ignored. */
+/* A request spilling into the next slot: served, then the garbage
+ * cleared before the agent's rule refuses it. */
 static void spill_write(void)
 {
 	static const struct attack spill = { "spill-into-next-slot", EX_SERVED,
 					     0, FLUSH8, .mangle = M_SPILL };
 
 	run_attack(&spill);
+	clear_slots(&g_x.c);
 	run_attack(&k_probe);
 }
 
@@ -2166,12 +2204,11 @@ static void group_refused(void)
 	run_attacks(k_refused, ARRAY_LEN(k_refused));
 }
 
-static void group_ignored(void)
+static void group_bad(void)
 {
-	for (size_t i = 0; i < ARRAY_LEN(k_ignored); i++) {
-		run_attack(&k_ignored[i]);
-		/* every other one is followed by a probe, the others by the
-		 * next ignored request in the same slot */
+	for (size_t i = 0; i < ARRAY_LEN(k_bad); i++) {
+		run_attack(&k_bad[i]);
+		/* every other one is followed by a probe */
 		if (i % 2)
 			run_attack(&k_probe);
 	}
@@ -2336,11 +2373,13 @@ static void hostile_summary(void)
 					       "%s%s x%u", at ? ", " : "",
 					       status_name(PMV_ERR_BASE + i),
 					       g_x.refusals[i]);
-	info("SUMMARY refusals: %s; served %u valid requests; %u ignored as "
-	     "malformed; %u refusals expected but unanswered; %u connections, "
-	     "%u dropped by the target's core after a refused write",
-	     at ? line : "none", g_x.served, g_x.ignored, g_x.unanswered,
-	     g_x.conns, g_x.dropped);
+	info("SUMMARY refusals: %s; served %u valid requests; %u slots "
+	     "without a valid request refused as PMV_ERR_BAD_REQUEST; %u "
+	     "seqs left unwritten and not acked; %u refusals expected but "
+	     "unanswered; %u connections, %u dropped by the target's core "
+	     "after a refused write",
+	     at ? line : "none", g_x.served, g_x.bad, g_x.ignored,
+	     g_x.unanswered, g_x.conns, g_x.dropped);
 }
 
 static void hostile_close(void)
@@ -2367,7 +2406,7 @@ static int hostile_main(void)
 	     g_x.inbox_addr, g_x.inbox_key);
 	group("valid", group_valid);
 	group("refused", group_refused);
-	group("ignored", group_ignored);
+	group("bad-slots", group_bad);
 	group("fuzz", group_fuzz);
 	group("flood", group_flood);
 	group("inbox-writes", group_inbox);

@@ -69,6 +69,7 @@ struct pmv_params {
 	int fault_alloc;      /* FI_PMEMVERBS_FAULT_ALLOC (test only) */
 	int fault_mr_reg;     /* FI_PMEMVERBS_FAULT_MR_REG (test only) */
 	int peer_timeout_ms;  /* FI_PMEMVERBS_PEER_TIMEOUT_MS */
+	int bad_request_ms;   /* FI_PMEMVERBS_BAD_REQUEST_MS */
 	int peer_probe_ms;    /* FI_PMEMVERBS_PEER_PROBE_MS */
 };
 extern struct pmv_params pmv_params;
@@ -205,6 +206,12 @@ struct pmv_ep {
 	int agent_status;          /* ... and its status */
 	uint8_t agent_profile;
 	uint32_t agent_gen;        /* registration generation it validated in */
+	uint64_t bad_seq;          /* seq whose slot holds no valid request */
+	uint64_t bad_since_ms;     /* ... since then (FI_PMEMVERBS_BAD_REQUEST_MS) */
+	uint64_t bad_refused;      /* requests refused that way, for warnings */
+	uint32_t slot_sum[PMV_SLOTS]; /* checksum field each slot held when
+				    * served or refused: with the previous
+				    * lap's seq, the slot is empty */
 	struct pmv_agent_hist {    /* served requests: key and status by seq */
 		uint64_t seq, key;
 		int status;

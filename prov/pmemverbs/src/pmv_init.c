@@ -85,6 +85,15 @@ static void pmv_define_params(void)
 			"learn whether the connection still carries anything "
 			"(a dead connection fails every commit at once). "
 			"0: never. Default 100.");
+	fi_param_define(&pmv_prov, "bad_request_ms", FI_PARAM_INT,
+			"Milliseconds a request slot of the target's inbox may "
+			"hold bytes that are not a whole, valid request for "
+			"the sequence number expected (a request still "
+			"arriving, or a corrupt, malformed or out-of-sequence "
+			"one) before the agent refuses it: it acks that "
+			"sequence number with an error (the commit fails with "
+			"FI_EINVAL), warns, and serves the next slot instead "
+			"of waiting for ever. Default 100.");
 	fi_param_define(&pmv_prov, "fault_persist", FI_PARAM_INT,
 			"Test only: the N-th persist call of the agent (an "
 			"msync or a CPU flush of one range) fails with FI_EIO "
@@ -137,6 +146,7 @@ static void pmv_read_params(void)
 	pmv_params.ddio = 1;
 	pmv_params.peer_timeout_ms = 10000;
 	pmv_params.peer_probe_ms = 100;
+	pmv_params.bad_request_ms = 100;
 	fi_param_get_bool(&pmv_prov, "wsp", &pmv_params.wsp);
 	fi_param_get_bool(&pmv_prov, "ddio", &pmv_params.ddio);
 	fi_param_get_str(&pmv_prov, "method", &method);
@@ -152,6 +162,8 @@ static void pmv_read_params(void)
 	fi_param_get_int(&pmv_prov, "peer_timeout_ms",
 			 &pmv_params.peer_timeout_ms);
 	fi_param_get_int(&pmv_prov, "peer_probe_ms", &pmv_params.peer_probe_ms);
+	fi_param_get_int(&pmv_prov, "bad_request_ms",
+			 &pmv_params.bad_request_ms);
 }
 
 FI_EXT_INI

@@ -89,6 +89,7 @@ static void setup(void)
 					.slots = PMV_SLOTS, .slot_size = SLOT };
 	pmv_params.fault_persist = 0;
 	pmv_params.fault_alloc = 0;
+	pmv_params.bad_request_ms = 100;
 	pmv_fault_reset();
 }
 
@@ -104,13 +105,14 @@ static void teardown(void)
 TestSuite(serve, .init = setup, .fini = teardown);
 
 /*
- * Writes request seq (one extent, or none if len is 0) into the inbox; a
- * fenced one looks one request back.
+ * Writes a request claiming seq (one extent, or none if len is 0) into
+ * the slot of slot_seq, checksum right; a fenced one looks one back.
  */
-static struct pmv_req *put_req(uint64_t seq, uint64_t key, uint64_t addr,
-			       uint64_t len, uint32_t flags)
+static struct pmv_req *put_req_claiming(uint64_t slot_seq, uint64_t seq,
+					uint64_t key, uint64_t addr,
+					uint64_t len, uint32_t flags)
 {
-	struct pmv_req *slot = pmv_inbox_req(&g_ep.inbox, seq);
+	struct pmv_req *slot = pmv_inbox_req(&g_ep.inbox, slot_seq);
 
 	memset(slot, 0, SLOT);
 	*slot = (struct pmv_req) { .seq = seq, .key = key, .flags = flags,
@@ -119,6 +121,13 @@ static struct pmv_req *put_req(uint64_t seq, uint64_t key, uint64_t addr,
 	slot->ext[0] = (struct pmv_extent) { .addr = addr, .len = len };
 	cr_assert_gt(pmv_req_encode(slot, SLOT), 0);
 	return slot;
+}
+
+/* Writes request seq into its own slot (see put_req_claiming). */
+static struct pmv_req *put_req(uint64_t seq, uint64_t key, uint64_t addr,
+			       uint64_t len, uint32_t flags)
+{
+	return put_req_claiming(seq, seq, key, addr, len, flags);
 }
 
 /* Serves what waits and returns the status of ack seq (it must exist). */
@@ -164,6 +173,51 @@ Test(serve, a_torn_request_waits_until_it_is_whole)
 	pmv_serve_ep(&g_dom, &g_ep);
 	pmv_serve_ep(&g_dom, &g_ep);
 	cr_assert_eq(g_nacks, 0, "a torn request was served");
+	put_req(1, KEY, BASE, 64, 0);
+	cr_assert_eq(serve_and_ack(1), 0);
+}
+
+/* Serves twice and says whether any ack was sent. */
+static bool serve_twice_acks(void)
+{
+	pmv_serve_ep(&g_dom, &g_ep);
+	pmv_serve_ep(&g_dom, &g_ep);
+	return g_nacks > 0;
+}
+
+Test(serve, a_corrupt_request_is_refused_after_bad_request_ms)
+{
+	struct pmv_req *slot = put_req(1, KEY, BASE, 64, 0);
+
+	slot->checksum ^= 1;
+	cr_assert_not(serve_twice_acks(), "refused before its time");
+	pmv_clock_skew_ms += 100;
+	cr_assert_eq(serve_and_ack(1), PMV_ERR_BAD_REQUEST);
+	cr_assert_eq(g_ep.counters.bytes_persisted, 0);
+	put_req(2, KEY, BASE, 64, 0);
+	cr_assert_eq(serve_and_ack(2), 0, "the next slot was not served");
+}
+
+Test(serve, out_of_sequence_requests_are_refused_not_waited_for)
+{
+	/* the first lap's slot 1 claiming seq 0 (the empty value), then
+	 * slot 2 claiming the next lap's seq */
+	put_req_claiming(1, 0, KEY, BASE, 64, 0);
+	cr_assert_not(serve_twice_acks());
+	pmv_clock_skew_ms += 100;
+	cr_assert_eq(serve_and_ack(1), PMV_ERR_BAD_REQUEST);
+	put_req_claiming(2, 2 + PMV_SLOTS, KEY, BASE, 64, 0);
+	pmv_serve_ep(&g_dom, &g_ep);
+	pmv_clock_skew_ms += 100;
+	cr_assert_eq(serve_and_ack(2), PMV_ERR_BAD_REQUEST);
+	cr_assert_eq(g_ep.counters.bytes_persisted, 0);
+}
+
+Test(serve, an_empty_slot_is_never_refused)
+{
+	cr_assert_not(serve_twice_acks());
+	pmv_clock_skew_ms += 100000;
+	cr_assert_not(serve_twice_acks(), "an empty slot was refused");
 	put_req(1, KEY, BASE, 64, 0);
 	cr_assert_eq(serve_and_ack(1), 0);
 }

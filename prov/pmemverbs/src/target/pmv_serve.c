@@ -341,6 +341,66 @@ static bool pmv_agent_immed_room(struct pmv_ep *ep, const struct pmv_req *req,
 			!pmv_cq_reserve(*rx));
 }
 
+/* Remembers what the slot of the request just done holds (pmv_serve_pending). */
+static void pmv_agent_slot_done(struct pmv_ep *ep, uint64_t seq)
+{
+	struct pmv_req *slot = pmv_inbox_req(&ep->inbox, seq);
+
+	__atomic_store_n(&ep->slot_sum[(seq - 1) % PMV_SLOTS],
+			 __atomic_load_n(&slot->checksum, __ATOMIC_RELAXED),
+			 __ATOMIC_RELAXED);
+}
+
+/*
+ * True once the slot for the expected seq has held something other than
+ * its previous occupant's seq (a slot still empty) and no whole, valid
+ * request for that seq for FI_PMEMVERBS_BAD_REQUEST_MS: corrupt,
+ * malformed, out of sequence, or torn and never finished.  A request
+ * still arriving is valid within microseconds.
+ */
+static bool pmv_agent_slot_bad(struct pmv_ep *ep)
+{
+	uint64_t seq = ep->agent_seq, now;
+
+	if (!pmv_serve_pending(ep)) {
+		ep->bad_seq = 0; /* empty again: a later write starts afresh */
+		return false;
+	}
+	now = pmv_ms_now();
+	if (ep->bad_seq != seq) {
+		ep->bad_seq = seq;
+		ep->bad_since_ms = now;
+		return false;
+	}
+	return now - ep->bad_since_ms >= (uint64_t) pmv_params.bad_request_ms;
+}
+
+/*
+ * Acks the expected seq with PMV_ERR_BAD_REQUEST and moves past it.  The
+ * slot gets that seq back, as a served slot has, so that it reads as
+ * empty when its turn comes again.
+ */
+static void pmv_agent_refuse_slot(struct pmv_ep *ep)
+{
+	struct pmv_agent_hist *h = &ep->agent_hist[(ep->agent_seq - 1) % PMV_SLOTS];
+	struct pmv_req *slot = pmv_inbox_req(&ep->inbox, ep->agent_seq);
+
+	if (!ep->bad_refused++ || !(ep->bad_refused & 1023))
+		PMV_WARN(FI_LOG_EP_DATA, "agent: request slot %llu held no "
+			 "valid request for %d ms (corrupt, malformed or out "
+			 "of sequence; %llu refused on this endpoint): acked "
+			 "as an error, its commit fails with FI_EINVAL\n",
+			 (unsigned long long) ep->agent_seq,
+			 pmv_params.bad_request_ms,
+			 (unsigned long long) ep->bad_refused);
+	__atomic_store_n(&slot->seq, htole64(ep->agent_seq), __ATOMIC_RELEASE);
+	ep->agent_status = PMV_ERR_BAD_REQUEST;
+	*h = (struct pmv_agent_hist) { .seq = ep->agent_seq,
+				       .status = PMV_ERR_BAD_REQUEST };
+	ep->bad_seq = 0;
+	ep->agent_unacked = ep->agent_seq++;
+}
+
 /* Serves the requests waiting in one endpoint's inbox; returns how many. */
 int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep)
 {
@@ -352,10 +412,16 @@ int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep)
 	while (served < PMV_SLOTS) {
 		if (ep->agent_unacked && !pmv_agent_send_ack(ep))
 			break;
-		if (!pmv_agent_read_req(ep, ep->agent_seq, req, sizeof(buf)) ||
-		    !pmv_agent_immed_room(ep, req, &rx))
+		if (!pmv_agent_read_req(ep, ep->agent_seq, req, sizeof(buf))) {
+			if (!pmv_agent_slot_bad(ep))
+				break;
+			pmv_agent_refuse_slot(ep);
+		} else if (!pmv_agent_immed_room(ep, req, &rx)) {
 			break;
-		pmv_agent_serve_req(dom, ep, req, rx);
+		} else {
+			pmv_agent_serve_req(dom, ep, req, rx);
+		}
+		pmv_agent_slot_done(ep, ep->agent_unacked);
 		served++;
 	}
 	return served;
@@ -427,15 +493,25 @@ void pmv_serve_detach(struct pmv_ep *ep)
 	ep->serve_cq = NULL;
 }
 
-/* True if ep has a request waiting or an ack to send (a few loads). */
+/*
+ * True if ep has an ack to send or its next slot is not empty (a request,
+ * or bytes pmv_agent_slot_bad judges).  Empty: the previous lap's seq and
+ * the checksum field the slot had when that request was done (all zeros
+ * before the first lap); a few loads.
+ */
 bool pmv_serve_pending(struct pmv_ep *ep)
 {
-	struct pmv_req *slot = pmv_inbox_req(&ep->inbox, ep->agent_seq);
+	uint64_t seq = ep->agent_seq;
+	struct pmv_req *slot = pmv_inbox_req(&ep->inbox, seq);
 
 	return ep->agent_unacked ||
-	       le64toh(__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE)) ==
-	       ep->agent_seq;
+	       le64toh(__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE)) !=
+	       (seq > PMV_SLOTS ? seq - PMV_SLOTS : 0) ||
+	       __atomic_load_n(&slot->checksum, __ATOMIC_RELAXED) !=
+	       __atomic_load_n(&ep->slot_sum[(seq - 1) % PMV_SLOTS],
+			       __ATOMIC_RELAXED);
 }
+
 
 /* Maps the oracle log the test named (FI_PMEMVERBS_ORACLE), once. */
 void pmv_serve_init(void)

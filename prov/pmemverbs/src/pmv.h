@@ -220,8 +220,9 @@ struct pmv_ep {
 	struct pmv_ep *agent_next; /* domain agent list */
 	pthread_mutex_t serve_lock; /* one server at a time: agent or app */
 	int serve_holds;           /* agent passes that may serve it (atomic) */
-	struct pmv_cq_hook serve_hook; /* inline serving, run by its rx CQ */
-	struct pmv_cq *serve_cq;   /* the CQ running serve_hook, or NULL */
+	struct pmv_cq_hook serve_hook[2]; /* inline serving, run by reads of
+				    * its rx and tx CQs */
+	struct pmv_cq *serve_cq[2]; /* the CQs running them, or NULL */
 	uint64_t hook_ms;          /* last time serve_hook ran (atomic) */
 	struct pmv_cq_hook hook;   /* engine progress, run by the tx CQ */
 	struct fi_pmem_ep_counters counters;

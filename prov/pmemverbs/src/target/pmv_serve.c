@@ -468,29 +468,38 @@ bool pmv_serve_by_app(struct pmv_ep *ep, uint64_t now_ms)
 }
 
 /*
- * Lets the application's reads of ep's CQ serve ep: its receive CQ, or its
- * transmit CQ until a receive CQ is bound (then the hook moves there).
+ * Lets the application's reads of ep's CQs serve ep: its receive CQ and
+ * its transmit CQ.  Either read also tells the agent that the application
+ * progresses ep (an initiator reads only its transmit CQ), so the agent
+ * stays off the core's locks.
  */
 void pmv_serve_attach(struct pmv_ep *ep)
 {
-	struct pmv_cq *cq = ep->rx_cq ? ep->rx_cq : ep->tx_cq;
+	struct pmv_cq *want[2] = { ep->rx_cq,
+				   ep->tx_cq != ep->rx_cq ? ep->tx_cq : NULL };
 
-	if (!cq || ep->serve_cq == cq)
-		return;
-	pmv_serve_detach(ep);
-	ep->serve_hook = (struct pmv_cq_hook) { .progress = pmv_serve_hook,
-						.arg = ep };
-	ep->serve_cq = cq;
-	pmv_cq_add_hook(cq, &ep->serve_hook);
+	for (int i = 0; i < 2; i++) {
+		if (ep->serve_cq[i] == want[i])
+			continue;
+		if (ep->serve_cq[i])
+			pmv_cq_remove_hook(ep->serve_cq[i], &ep->serve_hook[i]);
+		ep->serve_cq[i] = want[i];
+		if (!want[i])
+			continue;
+		ep->serve_hook[i] = (struct pmv_cq_hook) {
+			.progress = pmv_serve_hook, .arg = ep };
+		pmv_cq_add_hook(want[i], &ep->serve_hook[i]);
+	}
 }
 
-/* Takes the hook off; returns once no read is running it. */
+/* Takes the hooks off; returns once no read is running them. */
 void pmv_serve_detach(struct pmv_ep *ep)
 {
-	if (!ep->serve_cq)
-		return;
-	pmv_cq_remove_hook(ep->serve_cq, &ep->serve_hook);
-	ep->serve_cq = NULL;
+	for (int i = 0; i < 2; i++) {
+		if (ep->serve_cq[i])
+			pmv_cq_remove_hook(ep->serve_cq[i], &ep->serve_hook[i]);
+		ep->serve_cq[i] = NULL;
+	}
 }
 
 /*

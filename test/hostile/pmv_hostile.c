@@ -1987,13 +1987,23 @@ static void flood(unsigned rounds)
 					g_x.c.peer.inbox_key))
 				die("flood: writing a slot failed");
 		}
-		for (uint64_t s = first; s < g_x.c.seq; s++) {
-			const struct attack *a = (s - first) % 4 == 3 ? &bad : &ok;
+		for (uint64_t s = first; s < g_x.c.seq;) {
+			uint64_t n;
 
-			if (hconn_ack(&g_x.c, s, ACK_MS, &ack))
-				judge_ack(a, ack.status);
-			else
+			if (!hconn_ack(&g_x.c, s, ACK_MS, &ack))
 				die("flood: no ack for request %" PRIu64, s);
+			n = ack.covers ? ack.covers : 1;
+			if (n > g_x.c.seq - s) {
+				verdict(false, "hostile-flood-covers", "an ack "
+					"covers %" PRIu64 " requests, %" PRIu64
+					" were left", n, g_x.c.seq - s);
+				n = g_x.c.seq - s;
+			}
+			/* an ack ends requests s .. s + n - 1; the others
+			 * succeeded, the last has the status */
+			for (; n; n--, s++)
+				judge_ack((s - first) % 4 == 3 ? &bad : &ok,
+					  n == 1 ? ack.status : 0);
 		}
 	}
 }

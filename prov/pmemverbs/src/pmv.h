@@ -202,7 +202,8 @@ struct pmv_ep {
 	struct pmv_ini *ini;       /* initiator commit engine (initiator/) */
 	bool raw_ordered;          /* the core orders reads after writes */
 	uint64_t agent_seq;        /* next request our agent expects */
-	uint64_t agent_unacked;    /* served request whose ack is not sent */
+	uint64_t agent_unacked;    /* last served request, ack not sent yet */
+	uint64_t agent_acked;      /* last request acked (0: none) */
 	int agent_status;          /* ... and its status */
 	uint8_t agent_profile;
 	uint32_t agent_gen;        /* registration generation it validated in */

@@ -182,6 +182,19 @@ static void ack(struct pmv_ep *ep, uint64_t seq, int status, uint8_t profile,
 	ep->hook.progress(ep->hook.arg);
 }
 
+/* Writes one ack for requests first .. first + covers - 1, the last one's
+ * status, as the agent does for a batch. */
+static void ack_covering(struct pmv_ep *ep, uint64_t first, uint16_t covers,
+			 int status)
+{
+	struct pmv_ack a = { .seq = first, .covers = covers, .status = status,
+			     .profile = FI_PMEM_PROFILE_PAGE };
+
+	pmv_ack_encode(&a);
+	memcpy(pmv_inbox_ack(&ep->inbox, first), &a, sizeof(a));
+	ep->hook.progress(ep->hook.arg);
+}
+
 /* Pops one entry of the CQ's own queue; false if none. */
 static bool pop(struct fi_cq_err_entry *out, bool *is_error)
 {
@@ -229,6 +242,46 @@ Test(engine, agent_commit_completes_only_at_its_ack)
 	cr_assert(!err);
 	cr_assert_eq(e.op_context, &ctx);
 	cr_assert(!pop(&e, &err), "reported twice");
+}
+
+/* Three agent commits, their posts completed; returns nothing. */
+static void three_commits(int ctx[3])
+{
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(commit(g_ep, (uint64_t) i * 64, 64, 0, &ctx[i]), 0);
+	for (unsigned i = 0; i < g_nposts; i++)
+		complete_post(i, 0);
+}
+
+Test(engine, one_ack_covering_three_requests_completes_them_in_order)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+	int ctx[3];
+
+	three_commits(ctx);
+	ack_covering(g_ep, 1, 3, -FI_EIO);
+	for (int i = 0; i < 3; i++) {
+		cr_assert(pop(&e, &err), "commit %d not completed", i);
+		cr_assert_eq(e.op_context, &ctx[i]);
+		cr_assert_eq(err, i == 2, "only the last carries the status");
+	}
+	cr_assert(!pop(&e, &err));
+}
+
+Test(engine, an_ack_covering_more_than_was_sent_ends_only_what_was_sent)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+	int ctx[3], n = 0;
+
+	three_commits(ctx);
+	ack_covering(g_ep, 1, 60, 0);
+	while (pop(&e, &err))
+		cr_assert_eq(e.op_context, &ctx[n++]);
+	cr_assert_eq(n, 3);
+	cr_assert_eq(commit(g_ep, 192, 64, 0, &ctx[0]), 0, "the ring is "
+		     "still usable");
 }
 
 Test(engine, ack_before_the_data_write_completes_waits_for_it)

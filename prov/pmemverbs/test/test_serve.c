@@ -185,6 +185,23 @@ static bool serve_twice_acks(void)
 	return g_nacks > 0;
 }
 
+Test(serve, waiting_requests_get_one_ack_and_a_failure_its_own)
+{
+	put_req(1, KEY, BASE, 64, 0);
+	put_req(2, KEY + 1, BASE, 64, 0); /* no such key */
+	put_req(3, KEY, BASE + 64, 64, 0);
+	put_req(4, KEY, BASE + 128, 64, 0);
+	pmv_serve_ep(&g_dom, &g_ep);
+	cr_assert_eq(g_nacks, 2, "%u acks", g_nacks);
+	cr_assert_eq(g_acks[0].seq, 1);
+	cr_assert_eq(g_acks[0].covers, 2);
+	cr_assert_eq(g_acks[0].status, PMV_ERR_NO_KEY);
+	cr_assert_eq(g_acks[1].seq, 3);
+	cr_assert_eq(g_acks[1].covers, 2);
+	cr_assert_eq(g_acks[1].status, 0);
+	cr_assert_eq(g_ep.counters.requests_served, 3);
+}
+
 Test(serve, a_corrupt_request_is_refused_after_bad_request_ms)
 {
 	struct pmv_req *slot = put_req(1, KEY, BASE, 64, 0);

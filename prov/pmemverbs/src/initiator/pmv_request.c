@@ -134,25 +134,46 @@ static void pmv_remember_fact(struct pmv_ini *ini, uint64_t key,
 }
 
 /* Reads every ack that has arrived, in request order; lock held. */
-void pmv_ini_poll_acks(struct pmv_ini *ini)
+/*
+ * Ends request seq's commit: with the ack's status and facts if ack is
+ * its own, else (covered by a later request's ack) successfully.
+ */
+static void pmv_ini_ack_one(struct pmv_ini *ini, uint64_t seq,
+			    const struct pmv_ack *ack)
 {
 	struct pmv_commit *c;
+
+	ini->acked_req = seq;
+	c = pmv_ini_commit(ini, ini->req_commit[(seq - 1) % PMV_SLOTS]);
+	if (!c)
+		return;
+	if (c->inl.len)
+		__atomic_fetch_sub(&ini->sends_busy, 1, __ATOMIC_RELEASE);
+	if (ack && !ack->status)
+		pmv_remember_fact(ini, c->key, ack);
+	pmv_ini_finish(ini, c, ack ? ack->status : 0);
+}
+
+/*
+ * Reads acks in sequence order: each lands in the slot of the first
+ * request it covers and ends up to covers requests (never more than were
+ * sent, whatever a target claims).
+ */
+void pmv_ini_poll_acks(struct pmv_ini *ini)
+{
 	struct pmv_ack ack;
-	uint64_t seq;
+	uint64_t first, n;
 
 	while (ini->acked_req + 1 < ini->next_req) {
-		seq = ini->acked_req + 1;
-		if (!pmv_read_ack(ini->ep, seq, &ack))
+		first = ini->acked_req + 1;
+		if (!pmv_read_ack(ini->ep, first, &ack))
 			return;
-		ini->acked_req = seq;
 		ini->quiet_since = 0; /* the peer answered */
-		c = pmv_ini_commit(ini, ini->req_commit[(seq - 1) % PMV_SLOTS]);
-		if (!c)
-			continue;
-		if (c->inl.len)
-			__atomic_fetch_sub(&ini->sends_busy, 1, __ATOMIC_RELEASE);
-		if (!ack.status)
-			pmv_remember_fact(ini, c->key, &ack);
-		pmv_ini_finish(ini, c, ack.status);
+		n = ack.covers ? ack.covers : 1;
+		if (n > ini->next_req - first)
+			n = ini->next_req - first;
+		for (uint64_t k = 0; k + 1 < n; k++)
+			pmv_ini_ack_one(ini, first + k, NULL);
+		pmv_ini_ack_one(ini, first + n - 1, &ack);
 	}
 }

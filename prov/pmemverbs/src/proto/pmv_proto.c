@@ -183,6 +183,7 @@ void pmv_ack_encode(struct pmv_ack *ack)
 	ack->seq = htole64(ack->seq);
 	ack->status = (int32_t) htole32((uint32_t) ack->status);
 	ack->mr_gen = htole32(ack->mr_gen);
+	ack->covers = htole16(ack->covers);
 	ack->checksum = 0;
 	ack->checksum = htole32(pmv_checksum(ack, sizeof(*ack)));
 }
@@ -202,6 +203,7 @@ bool pmv_ack_decode(const void *slot, uint64_t seq, struct pmv_ack *out)
 	out->seq = seq;
 	out->status = (int32_t) le32toh((uint32_t) out->status);
 	out->mr_gen = le32toh(out->mr_gen);
+	out->covers = le16toh(out->covers);
 	return true;
 }
 

@@ -52,7 +52,7 @@ enum pmv_transport {
  *  12  inbox key (little-endian 64-bit)
  * The number of slots is fixed by the protocol version (PMV_SLOTS).
  */
-#define PMV_PROTO_VERSION 1
+#define PMV_PROTO_VERSION 2 /* 2: cumulative acks (pmv_ack.covers) */
 #define PMV_CM_HDR_SIZE 20
 
 struct pmv_cm_hdr {
@@ -92,7 +92,9 @@ struct pmv_ack {
 	int32_t status;       /* 0 or a negative FI_E* code */
 	uint8_t profile;      /* enum fi_pmem_profile of the key */
 	uint8_t target_flags; /* PMV_ACK_* */
-	uint8_t reserved[2];
+	uint16_t covers;      /* requests it ends: seq .. seq + covers - 1
+			       * (0 reads as 1); status, profile and mr_gen
+			       * are the last one's, the others succeeded */
 	uint32_t checksum;    /* over the ack with this field 0 */
 	uint32_t mr_gen;      /* the target domain's registration generation */
 };

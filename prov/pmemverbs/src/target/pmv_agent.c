@@ -328,6 +328,7 @@ static int pmv_agent_link(struct pmv_domain *dom, struct pmv_ep *ep)
 	if (ret || ep->in_agent || (ret = pmv_agent_grow_snap(dom->agent)))
 		return ret;
 	ep->agent_seq = 1;
+	ep->agent_acked = 0;
 	ep->agent_next = dom->agent->eps;
 	dom->agent->eps = ep;
 	dom->agent->neps++;

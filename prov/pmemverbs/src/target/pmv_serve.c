@@ -249,18 +249,26 @@ static bool pmv_agent_read_req(struct pmv_ep *ep, uint64_t seq,
  * learns it from its own probe, and the context-less error entry the core
  * raises is not shown to the application (pmv_cq.c).
  */
-static ssize_t pmv_agent_post_ack(struct pmv_ep *ep, struct pmv_ack *ack)
+static ssize_t pmv_agent_post_ack(struct pmv_ep *ep, uint64_t seq,
+				  const struct pmv_ack *wire)
 {
-	return fi_inject_write(ep->core, ack, sizeof(*ack), 0,
-			       pmv_peer_ack_addr(&ep->peer, ack->seq),
+	return fi_inject_write(ep->core, wire, sizeof(*wire), 0,
+			       pmv_peer_ack_addr(&ep->peer, seq),
 			       ep->peer.inbox_key);
 }
 
-/* Writes the ack for the last served request; false if the core is busy. */
+/*
+ * Writes one ack for every request served since the last ack: into the
+ * slot of the first, covering up to the last, with the last one's status
+ * (a failed request is acked before the next is served, so the others
+ * succeeded).  False if the core is busy.
+ */
 static bool pmv_agent_send_ack(struct pmv_ep *ep)
 {
+	uint64_t first = ep->agent_acked + 1;
 	struct pmv_ack ack = {
-		.seq = ep->agent_unacked,
+		.seq = first,
+		.covers = (uint16_t) (ep->agent_unacked - first + 1),
 		.status = ep->agent_status,
 		.profile = ep->agent_profile,
 		.target_flags = pmv_params.ddio ? 0 : PMV_ACK_DDIO_OFF,
@@ -269,15 +277,32 @@ static bool pmv_agent_send_ack(struct pmv_ep *ep)
 	ssize_t ret;
 
 	pmv_ack_encode(&ack);
-	ret = pmv_agent_post_ack(ep, &ack);
+	ret = pmv_agent_post_ack(ep, first, &ack);
 	if (ret == -FI_EAGAIN)
 		return false;
 	if (ret)
 		PMV_WARN(FI_LOG_DOMAIN, "agent: sending ack %llu: %s\n",
 			 (unsigned long long) ep->agent_unacked,
 			 fi_strerror((int) -ret));
+	ep->agent_acked = ep->agent_unacked;
 	ep->agent_unacked = 0;
 	return true;
+}
+
+/*
+ * Requests acked together, at most: past it the pass acks what it served
+ * so far, so that a long pass of slow persists (msync) does not hold back
+ * the first commits' completions.
+ */
+#define PMV_ACK_BATCH 16
+
+/* True if the served requests must be acked before the next is served: the
+ * last one failed (its status is its own), or the batch is full. */
+static bool pmv_agent_must_ack(const struct pmv_ep *ep)
+{
+	return ep->agent_unacked &&
+	       (ep->agent_status ||
+		ep->agent_unacked - ep->agent_acked >= PMV_ACK_BATCH);
 }
 
 /*
@@ -410,8 +435,8 @@ int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep)
 	int served = 0;
 
 	while (served < PMV_SLOTS) {
-		if (ep->agent_unacked && !pmv_agent_send_ack(ep))
-			break;
+		if (pmv_agent_must_ack(ep) && !pmv_agent_send_ack(ep))
+			return served;
 		if (!pmv_agent_read_req(ep, ep->agent_seq, req, sizeof(buf))) {
 			if (!pmv_agent_slot_bad(ep))
 				break;
@@ -424,6 +449,8 @@ int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep)
 		pmv_agent_slot_done(ep, ep->agent_unacked);
 		served++;
 	}
+	if (ep->agent_unacked)
+		(void) pmv_agent_send_ack(ep); /* the pass's cumulative ack */
 	return served;
 }
 

@@ -61,7 +61,8 @@ static bool pmv_iop_grow(struct pmv_iop_pool *pool)
 		pool->free = &slab->iops[i];
 	}
 	slab->next = pool->slabs;
-	pool->slabs = slab;
+	/* pmv_iop_find peeks at slabs before taking the lock */
+	__atomic_store_n(&pool->slabs, slab, __ATOMIC_RELEASE);
 	return true;
 }
 

@@ -289,10 +289,10 @@ static int pmv_commit_check(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 			 "NULL\n", msg->iov_count);
 		return -FI_EINVAL;
 	}
-	if (ep->ini->error) {
+	if (pmv_ini_error(ep->ini)) {
 		PMV_WARN(FI_LOG_EP_DATA, "commit: endpoint unusable (%s)\n",
-			 fi_strerror(-ep->ini->error));
-		return ep->ini->error;
+			 fi_strerror(-pmv_ini_error(ep->ini)));
+		return pmv_ini_error(ep->ini);
 	}
 	if (!ep->tx_cq) {
 		PMV_WARN(FI_LOG_EP_DATA, "commit: bind a transmit CQ to the "

@@ -39,7 +39,7 @@ static void pmv_ini_watch_peer(struct pmv_ini *ini)
 			 "in flight on this endpoint fails; close it and "
 			 "connect again (FI_PMEMVERBS_PEER_TIMEOUT_MS sets "
 			 "the limit)\n", quiet);
-		ini->error = -FI_ETIMEDOUT;
+		pmv_ini_set_error(ini, -FI_ETIMEDOUT);
 		pmv_ini_fail_ring(ini, PMV_ERR_PEER_TIMEOUT, FI_ETIMEDOUT);
 	} else if (!ini->probing && pmv_params.peer_probe_ms > 0 &&
 		   quiet >= (uint64_t) pmv_params.peer_probe_ms) {
@@ -135,7 +135,7 @@ void pmv_ini_fail_all(struct pmv_ep *ep, int err)
 	if (!ini)
 		return;
 	pthread_mutex_lock(&ini->lock);
-	ini->error = err;
+	pmv_ini_set_error(ini, err);
 	pmv_ini_fail_ring(ini, PMV_ERR_PEER_GONE, 0);
 	pthread_mutex_unlock(&ini->lock);
 }

@@ -161,4 +161,16 @@ int pmv_flush_post_data(struct pmv_ini *ini, struct pmv_commit *c,
 			const struct fi_msg_rma *msg,
 			enum pmv_iop_kind data_kind);
 
+/* The endpoint's sticky error: set under ini->lock, read without it by
+ * posting threads (pmv_commit_check). */
+static inline int pmv_ini_error(const struct pmv_ini *ini)
+{
+	return __atomic_load_n(&ini->error, __ATOMIC_ACQUIRE);
+}
+
+static inline void pmv_ini_set_error(struct pmv_ini *ini, int err)
+{
+	__atomic_store_n(&ini->error, err, __ATOMIC_RELEASE);
+}
+
 #endif /* PMV_INITIATOR_H */

@@ -276,7 +276,7 @@ void pmv_ini_conn_failed(struct pmv_ini *ini, int err)
 	PMV_WARN(FI_LOG_EP_DATA, "the connection to the target is gone (%s); "
 		 "every commit in flight on this endpoint fails\n",
 		 fi_strerror(err));
-	ini->error = -FI_ENOTCONN;
+	pmv_ini_set_error(ini, -FI_ENOTCONN);
 	pmv_ini_fail_ring(ini, PMV_ERR_PEER_GONE, err);
 }
 

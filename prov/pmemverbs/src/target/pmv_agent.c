@@ -28,8 +28,11 @@ struct pmv_agent {
 	struct pmv_domain *domain;
 	struct pmv_agent *next; /* every running agent, for unloading */
 	int wake_fd;            /* eventfd: an endpoint joined, or stop */
-	struct pmv_ep **snap;   /* a pass's endpoints, held (domain lock) */
-	size_t neps, snap_cap;
+	struct pmv_ep **snap;   /* a pass's endpoints, held; the agent
+				 * thread's alone, read outside the lock */
+	size_t snap_len;        /* room in snap */
+	struct pmv_ep **snap_new; /* a larger array for it (domain lock) */
+	size_t neps, snap_cap;  /* endpoints; room in the larger array */
 };
 
 /* Every running agent: libfabric may unload the plugin at exit while
@@ -62,47 +65,63 @@ static uint64_t pmv_now_us(void)
 	return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* Adds ep's CQs to set (n of them so far) unless there; false if full. */
+static bool pmv_agent_add_cqs(const struct pmv_ep *ep, struct pmv_cq **set,
+			      unsigned *n)
+{
+	struct pmv_cq *cq[2] = {
+		__atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE),
+		__atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE),
+	};
+	unsigned i;
+
+	for (int k = 0; k < 2; k++) {
+		for (i = 0; i < *n && cq[k] && set[i] != cq[k]; i++)
+			;
+		if (!cq[k] || i < *n)
+			continue;
+		if (*n == PMV_AGENT_CQS)
+			return false;
+		set[(*n)++] = cq[k];
+	}
+	return true;
+}
+
 /*
  * The distinct CQs the agent's endpoints are bound to, into set; returns
  * how many, or PMV_AGENT_CQS + 1 if there are more; domain lock held.
  */
 static unsigned pmv_agent_cqs(struct pmv_agent *agent, struct pmv_cq **set)
 {
-	struct pmv_cq *cq[2];
-	unsigned n = 0, i;
+	unsigned n = 0;
 
-	for (struct pmv_ep *ep = agent->eps; ep; ep = ep->agent_next) {
-		cq[0] = __atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE);
-		cq[1] = __atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE);
-		for (int k = 0; k < 2; k++) {
-			for (i = 0; i < n && cq[k] && set[i] != cq[k]; i++)
-				;
-			if (!cq[k] || i < n)
-				continue;
-			if (n == PMV_AGENT_CQS)
-				return PMV_AGENT_CQS + 1;
-			set[n++] = cq[k];
-		}
-	}
+	for (struct pmv_ep *ep = agent->eps; ep; ep = ep->agent_next)
+		if (!pmv_agent_add_cqs(ep, set, &n))
+			return PMV_AGENT_CQS + 1;
 	return n;
 }
 
 /*
- * Drives the core's progress once per CQ the agent's endpoints are bound
- * to, however many endpoints share it (a target that never polls still
- * moves data over tcp); domain lock held.
+ * Drives the core's progress once per CQ the pass's endpoints (held, so
+ * their CQs stay bound) are bound to, however many endpoints share it (a
+ * target that never polls still moves data over tcp).  No lock held: an
+ * application serving its endpoints from its CQ reads is never kept
+ * waiting behind the agent's progress.
  */
-static void pmv_agent_progress(struct pmv_agent *agent)
+static void pmv_agent_progress(struct pmv_agent *agent, size_t neps)
 {
 	struct pmv_cq *set[PMV_AGENT_CQS];
-	unsigned n = pmv_agent_cqs(agent, set), i;
+	unsigned n = 0, i;
+	size_t k;
 
-	if (n <= PMV_AGENT_CQS) {
-		for (i = 0; i < n; i++)
-			pmv_cq_progress_core(set[i]);
-		return;
-	}
-	for (struct pmv_ep *ep = agent->eps; ep; ep = ep->agent_next) {
+	for (k = 0; k < neps; k++)
+		if (!pmv_agent_add_cqs(agent->snap[k], set, &n))
+			break;
+	for (i = 0; i < n; i++)
+		pmv_cq_progress_core(set[i]);
+	for (; k < neps; k++) { /* past PMV_AGENT_CQS distinct CQs */
+		struct pmv_ep *ep = agent->snap[k];
+
 		if (ep->rx_cq)
 			pmv_cq_progress_core(ep->rx_cq);
 		if (ep->tx_cq && ep->tx_cq != ep->rx_cq)
@@ -198,12 +217,22 @@ static void pmv_agent_wake(struct pmv_agent *agent)
  * napping (10 us doubling to 1 ms), then to sleeping on fds where the core
  * gives them, so that an idle target costs no CPU.
  */
-/* Holds the agent's endpoints in agent->snap for a pass; domain lock held. */
+/*
+ * Holds the agent's endpoints in agent->snap for a pass, first taking the
+ * larger array an endpoint that joined left (the agent thread alone uses
+ * snap, outside the lock, so nobody else may move it); domain lock held.
+ */
 static size_t pmv_agent_hold_eps(struct pmv_agent *agent)
 {
 	size_t n = 0;
 
-	for (struct pmv_ep *ep = agent->eps; ep && n < agent->snap_cap;
+	if (agent->snap_new) {
+		free(agent->snap);
+		agent->snap = agent->snap_new;
+		agent->snap_len = agent->snap_cap;
+		agent->snap_new = NULL;
+	}
+	for (struct pmv_ep *ep = agent->eps; ep && n < agent->snap_len;
 	     ep = ep->agent_next) {
 		__atomic_add_fetch(&ep->serve_holds, 1, __ATOMIC_ACQ_REL);
 		agent->snap[n++] = ep;
@@ -226,11 +255,11 @@ static int pmv_agent_pass(struct pmv_domain *dom)
 
 	pthread_mutex_lock(&dom->lock);
 	n = pmv_agent_hold_eps(agent);
+	pthread_mutex_unlock(&dom->lock);
 	for (i = 0; i < n; i++)
 		left_to_app += pmv_serve_by_app(agent->snap[i], now);
-	if (left_to_app < n || !n)
-		pmv_agent_progress(agent);
-	pthread_mutex_unlock(&dom->lock);
+	if (left_to_app < n)
+		pmv_agent_progress(agent, n);
 	for (i = 0; i < n; i++) {
 		if (!pmv_serve_by_app(agent->snap[i], now))
 			served += pmv_serve_try(dom, agent->snap[i]);
@@ -303,7 +332,10 @@ static int pmv_agent_start(struct pmv_domain *dom)
 	return 0;
 }
 
-/* Room in the pass snapshot for one more endpoint; domain lock held. */
+/*
+ * Room in the pass snapshot for one more endpoint: a larger array, which
+ * the agent thread takes at its next pass; domain lock held.
+ */
 static int pmv_agent_grow_snap(struct pmv_agent *agent)
 {
 	size_t cap = agent->snap_cap ? agent->snap_cap * 2 : 16;
@@ -312,10 +344,11 @@ static int pmv_agent_grow_snap(struct pmv_agent *agent)
 	if (agent->neps < agent->snap_cap)
 		return 0;
 	snap = pmv_fault(PMV_FAULT_ALLOC) ? NULL :
-	       realloc(agent->snap, cap * sizeof(*snap));
+	       malloc(cap * sizeof(*snap));
 	if (!snap)
 		return -FI_ENOMEM;
-	agent->snap = snap;
+	free(agent->snap_new); /* never taken: the agent had no pass since */
+	agent->snap_new = snap;
 	agent->snap_cap = cap;
 	return 0;
 }
@@ -442,6 +475,7 @@ static void pmv_agent_stop_waiting(struct pmv_domain *dom, int wait_ms)
 	dom->agent_wake_fd = -1;
 	close(agent->wake_fd);
 	free(agent->snap);
+	free(agent->snap_new);
 	free(agent);
 }
 

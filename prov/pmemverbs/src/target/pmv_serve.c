@@ -285,7 +285,7 @@ static bool pmv_agent_send_ack(struct pmv_ep *ep)
 			 (unsigned long long) ep->agent_unacked,
 			 fi_strerror((int) -ret));
 	ep->agent_acked = ep->agent_unacked;
-	ep->agent_unacked = 0;
+	__atomic_store_n(&ep->agent_unacked, 0, __ATOMIC_RELAXED);
 	return true;
 }
 
@@ -303,6 +303,19 @@ static bool pmv_agent_must_ack(const struct pmv_ep *ep)
 	return ep->agent_unacked &&
 	       (ep->agent_status ||
 		ep->agent_unacked - ep->agent_acked >= PMV_ACK_BATCH);
+}
+
+/*
+ * The request just done is the one to ack, and the next is expected.  Its
+ * server holds serve_lock; CQ readers peek at both (pmv_serve_pending), so
+ * they are stored atomically.
+ */
+static void pmv_agent_advance(struct pmv_ep *ep)
+{
+	uint64_t seq = ep->agent_seq;
+
+	__atomic_store_n(&ep->agent_unacked, seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&ep->agent_seq, seq + 1, __ATOMIC_RELAXED);
 }
 
 /*
@@ -342,7 +355,7 @@ static void pmv_agent_serve_req(struct pmv_domain *dom, struct pmv_ep *ep,
 		pmv_cq_unreserve(rx);
 	*h = (struct pmv_agent_hist) { .seq = req->seq, .key = req->key,
 				       .status = ep->agent_status };
-	ep->agent_unacked = ep->agent_seq++;
+	pmv_agent_advance(ep);
 }
 
 /*
@@ -423,7 +436,7 @@ static void pmv_agent_refuse_slot(struct pmv_ep *ep)
 	*h = (struct pmv_agent_hist) { .seq = ep->agent_seq,
 				       .status = PMV_ERR_BAD_REQUEST };
 	ep->bad_seq = 0;
-	ep->agent_unacked = ep->agent_seq++;
+	pmv_agent_advance(ep);
 }
 
 /* Serves the requests waiting in one endpoint's inbox; returns how many. */
@@ -537,10 +550,10 @@ void pmv_serve_detach(struct pmv_ep *ep)
  */
 bool pmv_serve_pending(struct pmv_ep *ep)
 {
-	uint64_t seq = ep->agent_seq;
+	uint64_t seq = __atomic_load_n(&ep->agent_seq, __ATOMIC_RELAXED);
 	struct pmv_req *slot = pmv_inbox_req(&ep->inbox, seq);
 
-	return ep->agent_unacked ||
+	return __atomic_load_n(&ep->agent_unacked, __ATOMIC_RELAXED) ||
 	       le64toh(__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE)) !=
 	       (seq > PMV_SLOTS ? seq - PMV_SLOTS : 0) ||
 	       __atomic_load_n(&slot->checksum, __ATOMIC_RELAXED) !=

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Runs the whole pmemverbs test suite against a normal build and a
-# sanitizer (ASan+UBSan) build, then the verbs-core tests in a QEMU guest
+# sanitizer (ASan+UBSan) build, the threads tests against a ThreadSanitizer
+# build and the two-process tests under valgrind (test/threads/README.md),
+# then the verbs-core tests in a QEMU guest
 # (soft-RoCE and an emulated NVDIMM, test/verbs: two boots, devdax and
 # fsdax), and prints the total as its last line: "N passed, N failed".
 #
-# usage: test/run_all.sh BUILD_DIR ASAN_BUILD_DIR
+# usage: test/run_all.sh BUILD_DIR ASAN_BUILD_DIR [TSAN_BUILD_DIR]
 #        test/run_all.sh --verbs BUILD_DIR      (the two guest boots only)
 #
 # Exit status: 0 all passed, 1 a failure, 2 usage.
@@ -22,12 +24,13 @@ if [[ ${1:-} == --verbs ]]; then
 	VERBS_ONLY=yes
 	shift
 fi
-if [[ $# -ne 2 && -z $VERBS_ONLY ]] || [[ $# -ne 1 && -n $VERBS_ONLY ]]; then
-	sed -n '7,8p' "$0" | sed 's/^# \{0,1\}//' >&2
+if [[ ($# -lt 2 || $# -gt 3) && -z $VERBS_ONLY ]] || [[ $# -ne 1 && -n $VERBS_ONLY ]]; then
+	sed -n '10,11p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 fi
 BUILD=$(cd "$1" && pwd)
 ASAN_BUILD=${2:-}
+TSAN_BUILD=${3:-}
 passed=0
 failed=0
 
@@ -85,6 +88,50 @@ run_hostile() {
 	out=$(FI_PROVIDER_PATH=$dir/.libs \
 	      bash "$ROOT/test/hostile/run_hostile.sh" \
 	      "$dir/test/hostile/pmv_hostile" "$port_base" 2>&1)
+	printf '%s\n' "$out" | grep -v '^PASS'
+	count_result "$out"
+}
+
+# Threads (issue 11 item 7): FI_THREAD_SAFE domains, threads committing on
+# one endpoint and on several at once, each completion checked by the
+# oracle (test/threads/run_threads.sh; ports port_base..port_base+16).
+run_threads() {
+	local label=$1 dir=$2 port_base=$3 out
+	echo "== threads committing at once ($label)"
+	out=$(FI_PROVIDER_PATH=$dir/.libs \
+	      bash "$ROOT/test/threads/run_threads.sh" \
+	      "$dir/test/threads/pmv_threads" "$port_base" 2>&1)
+	printf '%s\n' "$out" | grep -v '^PASS'
+	count_result "$out"
+}
+
+# The threads tests against the ThreadSanitizer build: a race TSan reports
+# ends that process (exit 66) and fails its run.  test/threads/tsan.supp
+# names the only races suppressed (inside libfabric and libibverbs).  The
+# Criterion unit tests cannot run under TSan (Criterion cannot map its
+# arena under TSan: Snaipe/Criterion#274).
+run_threads_tsan() {
+	local dir=$1 port_base=$2
+	if [[ -z $dir ]]; then
+		echo "== threads under ThreadSanitizer: FAIL, no TSAN_BUILD_DIR given"
+		add 0 1
+		return
+	fi
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$ROOT/test/threads/tsan.supp" \
+		run_threads tsan "$dir" "$port_base"
+}
+
+# The two-process tests under valgrind, on the normal build: pmv_threads
+# and a subset of pmv_commit_test (test/run_valgrind.sh, about 4 minutes;
+# PMV_TEST_VALGRIND=0 leaves it out).
+run_valgrind() {
+	local dir=$1 port_base=$2 out
+	if [[ ${PMV_TEST_VALGRIND:-1} == 0 ]]; then
+		echo "== two-process tests under valgrind: not run (PMV_TEST_VALGRIND=0)"
+		return
+	fi
+	echo "== two-process tests under valgrind"
+	out=$(bash "$ROOT/test/run_valgrind.sh" "$dir" "$port_base" 2>&1)
 	printf '%s\n' "$out" | grep -v '^PASS'
 	count_result "$out"
 }
@@ -314,6 +361,7 @@ run_fabtest_commit 9361 byte
 run_integration normal "$BUILD" 9230
 run_pmem normal "$BUILD" 9800
 run_hostile normal "$BUILD" 10400
+run_threads normal "$BUILD" 12500
 run_failure normal "$BUILD" 9380
 run_idle
 echo "== fi_pingpong through pmemverbs"
@@ -335,8 +383,11 @@ run_unit sanitizers "$ASAN_BUILD"
 run_integration sanitizers "$ASAN_BUILD" 9530
 run_pmem sanitizers "$ASAN_BUILD" 10100
 run_hostile sanitizers "$ASAN_BUILD" 10450
+run_threads sanitizers "$ASAN_BUILD" 12600
 run_failure sanitizers "$ASAN_BUILD" 9400
 unset ASAN_OPTIONS UBSAN_OPTIONS
+run_threads_tsan "$TSAN_BUILD" 12700
+run_valgrind "$BUILD" 12800
 
 # The verbs core, in a QEMU guest (soft-RoCE, emulated NVDIMM): about ten
 # minutes under software emulation.  run_guest installs what they need first

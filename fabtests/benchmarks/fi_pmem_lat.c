@@ -3,10 +3,10 @@
  * fi_pmem_lat: latency of durable RMA writes (FI_COMMIT_COMPLETE) to a
  * remote file mapping, next to the plain RMA operations that bound it.
  *
- *   target:    fi_pmem_lat [-p PROV] [-B PORT] [-S SIZES] [-f FILE]
+ *   target:    fi_pmem_lat [-p PROV] [-B PORT] [-S SIZES] [-f FILE] [-y]
  *   initiator: fi_pmem_lat [-p PROV] -s SERVER_ADDR [-B PORT] [-S SIZES]
  *                          [-I ITERS] [-W WARMUP] [-m MODES] [-b BATCH]
- *                          [--csv]
+ *                          [-i IDLE_US] [--csv]
  *
  * The target maps a file (MAP_SHARED; a temporary file unless -f is given)
  * large enough for the largest size twice, registers it for remote access
@@ -24,7 +24,13 @@
  *   batch       BATCH fi_writes of SIZE, then one pure-flush commit
  *               (iov_count 0, rma_iov {addr, 0, key}); pmemverbs only
  *
- * and prints count, p50, p99, max and mean in microseconds (nearest-rank
+ * With -i IDLE_US the initiator sleeps (nanosleep) that long before each
+ * iteration, warmup included, outside the timed interval, in every mode:
+ * the operation then finds the target idle (its threads asleep), as an
+ * occasional commit does; read8 is measured the same way, so the ratio of
+ * the two stays a like-for-like comparison.
+ *
+ * It prints count, p50, p99, max and mean in microseconds (nearest-rank
  * percentiles of the sorted samples; warmup excluded), as a table or, with
  * --csv, as rows "provider,profile,mode,size,iters,p50_us,p99_us,max_us,
  * mean_us,method" (method: what pmemverbs commits took, for the commit
@@ -37,12 +43,14 @@
  * hour for the target's whole session.  Exit status: 0 on success, 1 on a
  * failure, 2 on a usage error.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <getopt.h>
 
@@ -60,6 +68,7 @@
 #define MAX_SIZE (256UL << 20)
 #define MAX_ITERS 10000000L
 #define MAX_BATCH 256
+#define MAX_IDLE_US 1000000L  /* -i: at most 1 s before each iteration */
 #define MAX_OPS_PER_SAMPLE (MAX_BATCH + 1)
 #define PROBE_SIZE 8          /* the 8-byte read of read8 and write_read */
 #define MIN_REGION (1UL << 20) /* room to rotate even for the largest size */
@@ -75,6 +84,7 @@ struct options {
 	long iters;
 	long warmup;
 	int batch;
+	long idle_us; /* sleep before each iteration, 0: none */
 	const char *file;
 	bool csv;
 };
@@ -285,7 +295,19 @@ static int time_sample(struct bench *b, const struct mode *mode, size_t size,
 	return ret;
 }
 
-/* The common timing loop: warmup, then opts->iters recorded samples. */
+/* Sleeps us microseconds (resuming after signals), outside any timing. */
+static void idle_for(long us)
+{
+	struct timespec left = { us / 1000000, (us % 1000000) * 1000 };
+
+	while (nanosleep(&left, &left) && errno == EINTR)
+		;
+}
+
+/*
+ * The common timing loop: warmup, then opts->iters recorded samples, each
+ * after opts->idle_us of sleep when that is set.
+ */
 static int measure(struct bench *b, const struct mode *mode, size_t size,
 		   int64_t *samples)
 {
@@ -294,6 +316,8 @@ static int measure(struct bench *b, const struct mode *mode, size_t size,
 	int ret;
 
 	for (i = 0; i < total; i++) {
+		if (b->opts->idle_us)
+			idle_for(b->opts->idle_us);
 		ret = time_sample(b, mode, size, (uint64_t) i, &elapsed);
 		if (ret) {
 			pm_complain("%s of %zu bytes failed at iteration %ld",
@@ -403,8 +427,9 @@ static int run_initiator(const struct options *opts)
 		ret = receive_region(opts, &conn, &b->region);
 	if (!ret) {
 		pm_say("%s to %s port %s: region of %" PRIu64 " bytes, "
-		       "profile %s", opts->prov, opts->server, opts->port,
-		       b->region.len, b->region.profile);
+		       "profile %s, %ld us idle before each operation",
+		       opts->prov, opts->server, opts->port, b->region.len,
+		       b->region.profile, opts->idle_us);
 		b->opts = opts;
 		b->res = &res;
 		b->conn = &conn;
@@ -430,7 +455,8 @@ static void usage(const char *prog)
 		"usage: %s [-p PROV] [-s SERVER_ADDR] [-B PORT] "
 		"[-S SIZE[,SIZE...]]\n"
 		"        [-I ITERS] [-W WARMUP] [-m MODE[,MODE...]] [-b BATCH] "
-		"[-f FILE] [-y] [--csv]\n"
+		"[-i IDLE_US]\n"
+		"        [-f FILE] [-y] [--csv]\n"
 		"  without -s: the target; with -s: the initiator, which "
 		"measures\n"
 		"  -p  provider (%s); -B port (%s); -S sizes (%s)\n"
@@ -438,6 +464,8 @@ static void usage(const char *prog)
 		"-b writes per batch (%d)\n"
 		"  -m  modes among write,read,read8,write_read,commit,batch "
 		"(%s)\n"
+		"  -i  initiator: sleep IDLE_US microseconds before each "
+		"iteration, untimed (0)\n"
 		"  -f  target's file (default: a temporary file)\n"
 		"  -y  target: busy-poll its CQ (fi_cq_read) instead of "
 		"waiting in fi_cq_sread\n",
@@ -488,6 +516,10 @@ static bool options_consistent(const struct options *opts)
 		fprintf(stderr, "-f is for the target (no -s)\n");
 		return false;
 	}
+	if (!opts->server && opts->idle_us) {
+		fprintf(stderr, "-i is for the initiator (-s)\n");
+		return false;
+	}
 	return true;
 }
 
@@ -510,6 +542,7 @@ static bool parse_option(int c, char *arg, struct options *opts)
 			return false;
 		opts->batch = (int) value;
 		return true;
+	case 'i': return pm_parse_long(arg, 0, MAX_IDLE_US, &opts->idle_us);
 	case 'f': opts->file = arg; return true;
 	case 'y': pm_busy_poll = true; return true;
 	case 'C': opts->csv = true; return true;
@@ -535,7 +568,7 @@ static bool parse_options(int argc, char **argv, struct options *opts)
 	if (!pm_parse_sizes(sizes, 1, MAX_SIZE, opts->sizes, &opts->nsizes) ||
 	    !parse_modes(modes, opts))
 		return false;
-	while ((c = getopt_long(argc, argv, "p:s:B:S:I:W:m:b:f:yh", long_opts,
+	while ((c = getopt_long(argc, argv, "p:s:B:S:I:W:m:b:i:f:yh", long_opts,
 				NULL)) != -1)
 		if (!parse_option(c, optarg, opts))
 			return false;

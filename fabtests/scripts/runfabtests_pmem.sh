@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # runfabtests_pmem.sh: the pmemverbs fabtests over 127.0.0.1, in the manner
 # of libfabric's runfabtests.sh: the functional test first (fi_pmem_commit),
-# then the benchmarks (fi_pmem_lat through pmv_commit_lat.sh, fi_pmem_bw,
+# then the benchmarks (pmv_commit_modes.sh: commit latency against one read
+# round trip with a busy, a passive and an idle target, and pipelined commit
+# throughput; fi_pmem_lat through pmv_commit_lat.sh, fi_pmem_bw,
 # fi_pmem_remotelog and the recovery of its logs), for the pmemverbs
 # profiles PAGE, DMP and MHP (PMEM2_FORCE_GRANULARITY=page, cache_line,
 # byte on the target), each method pmemverbs offers for them (MHP: the
@@ -13,6 +16,8 @@
 #
 # Writes into OUT_DIR:
 #   functional.log           one result per test, as runfabtests.sh prints
+#   commit_modes*.csv, commit_modes.txt  from pmv_commit_modes.sh (its
+#                            table is printed at the end, before the ratios)
 #   commit_latency.csv       (and _summary.csv) from pmv_commit_lat.sh
 #   commit_bw.csv            fi_pmem_bw --csv rows of every run
 #   remotelog.csv            fi_pmem_remotelog --csv rows of every run
@@ -28,15 +33,18 @@
 #          benchmarks/ subdirectories); default: $PATH
 #        PMV_FT_PORT (12000): first TCP port; each run takes the next one
 #        PMV_FT_BUDGET (450): seconds the whole run may take
-#        PMV_FT_LAT_ROUNDS (5), PMV_FT_LAT_ITERS (1500),
+#        PMV_FT_CM_ROUNDS (3), PMV_FT_CM_BUDGET (200): pmv_commit_modes.sh's
+#          rounds and seconds (its other PMV_CM_* settings pass through)
+#        PMV_FT_LAT_ROUNDS (3), PMV_FT_LAT_ITERS (1500),
 #        PMV_FT_LAT_SIZES ("64 256 1024 4096 16384 65536")
 #        PMV_FT_BW_ROUNDS (3), PMV_FT_BW_MS (250): fi_pmem_bw -R and -T
 #          (each bandwidth measurement runs PMV_FT_BW_MS ms)
 #        PMV_FT_BW_SIZES ("4096,65536,1048576")
 #        PMV_FT_LOG_APPENDS (5000), PMV_FT_LOG_SIZES ("64,256,4096")
 #        PMV_GOAL_READ8_FLUSH (1.10), PMV_GOAL_READ8_AGENT (1.25),
-#        PMV_GOAL_TCP (1.0), PMV_GOAL_BW_MIB (0.9), PMV_GOAL_BATCH16 (3.0):
-#          the thresholds of the ratio table (the project's goals);
+#        PMV_GOAL_TCP (1.0), PMV_GOAL_BW_MIB (0.9), PMV_GOAL_BATCH16 (3.0),
+#        PMV_GOAL_PIPE_WRITE (0.5): the thresholds of the ratio table (the
+#          project's goals; pmv_commit_modes.sh reads the same variables);
 #        PMV_GOAL_SEND (0.75): compound appends with the send method
 #          against the agent's two-round-trip fence (the design's one
 #          round trip instead of two)
@@ -61,7 +69,12 @@ LOGS=$OUT/logs
 SCRIPTS=$(cd "$(dirname "$0")" && pwd)
 port=${PMV_FT_PORT:-12000}
 BUDGET=${PMV_FT_BUDGET:-450}
-LAT_ROUNDS=${PMV_FT_LAT_ROUNDS:-5}
+CM_ROUNDS=${PMV_FT_CM_ROUNDS:-3}
+CM_BUDGET=${PMV_FT_CM_BUDGET:-200}
+# pmv_commit_modes.sh's configurations (GRANULARITY[:METHOD]) and targets
+CM_CONFIGS="page cache_line byte byte:agent cache_line:send"
+CM_TARGETS="busy passive idle"
+LAT_ROUNDS=${PMV_FT_LAT_ROUNDS:-3}
 LAT_ITERS=${PMV_FT_LAT_ITERS:-1500}
 LAT_SIZES=${PMV_FT_LAT_SIZES:-"64 256 1024 4096 16384 65536"}
 BW_ROUNDS=${PMV_FT_BW_ROUNDS:-3}
@@ -76,6 +89,7 @@ GOAL_TCP=${PMV_GOAL_TCP:-1.0}
 GOAL_BW_MIB=${PMV_GOAL_BW_MIB:-0.9}
 GOAL_BATCH16=${PMV_GOAL_BATCH16:-3.0}
 GOAL_SEND=${PMV_GOAL_SEND:-0.75}
+GOAL_PIPE=${PMV_GOAL_PIPE_WRITE:-0.5}
 GRANULARITIES="page cache_line byte"
 # benchmark configurations: GRANULARITY[:METHOD]
 CONFIGS="page cache_line byte byte:agent"
@@ -92,6 +106,9 @@ FI_ENODATA=61   # a test that cannot run here (fabtests' "Notrun")
 
 mkdir -p "$LOGS" || die "cannot create $LOGS"
 rm -f "$OUT"/functional.log "$OUT"/commit_bw.csv "$OUT"/remotelog.csv \
+	"$OUT"/commit_modes.csv "$OUT"/commit_modes_bw.csv \
+	"$OUT"/commit_modes_summary.csv "$OUT"/commit_modes_bw_summary.csv \
+	"$OUT"/commit_modes.txt \
 	"$OUT"/remotelog_recovery.csv "$OUT"/ratios.csv \
 	"$OUT"/commit_latency.png "$OUT"/commit_bw.png "$OUT"/remotelog.png
 rm -rf "$OUT/plotdata"
@@ -226,6 +243,36 @@ functional() {
 		report "fi_pmem_commit -p $prov -e rdm" "$run_status" \
 			$((SECONDS - start))
 	done
+}
+
+# ------------------------------------------ latency by target, throughput
+
+commit_modes() {
+	local t status=0 ncfg ntgt
+	echo "# benchmark: commit latency by target mode, pipelined throughput" \
+		"(pmv_commit_modes.sh, fi_pmem_lat, fi_pmem_bw)"
+	t=$(time_left)
+	[ "$t" -gt 30 ] || { echo "commit modes: skipped, budget spent" >&2; return 1; }
+	ncfg=$(wc -w <<<"$CM_CONFIGS")
+	ntgt=$(wc -w <<<"$CM_TARGETS")
+	PMV_LAT_BIN=$LAT_BIN PMV_BW_BIN=$BW_BIN PMV_CM_PORT=$port \
+		PMV_CM_ROUNDS=$CM_ROUNDS PMV_CM_CONFIGS=$CM_CONFIGS \
+		PMV_CM_TARGETS=$CM_TARGETS PMV_GOAL_READ8_FLUSH=$GOAL_READ8_FLUSH \
+		PMV_GOAL_READ8_AGENT=$GOAL_READ8_AGENT PMV_GOAL_PIPE_WRITE=$GOAL_PIPE \
+		PMV_GOAL_BATCH16=$GOAL_BATCH16 \
+		PMV_CM_BUDGET=$((t - 20 > CM_BUDGET ? CM_BUDGET : t - 20)) \
+		timeout -k "$KILL_AFTER" "$t" "$SCRIPTS/pmv_commit_modes.sh" "$OUT" \
+		>"$LOGS/pmv_commit_modes.out" 2>"$LOGS/pmv_commit_modes.log" ||
+		status=$?
+	# its runs took ports from $port on, one each: leave them behind
+	port=$((port + CM_ROUNDS * (ncfg * (ntgt + 1) + 1) + 1))
+	tail -n 1 "$LOGS/pmv_commit_modes.out"
+	if [ "$status" -ne 0 ]; then
+		echo "pmv_commit_modes.sh failed ($status); see $LOGS/pmv_commit_modes.log" >&2
+		tail -n 5 "$LOGS/pmv_commit_modes.log" >&2
+		report "pmv_commit_modes.sh" "$status" 0 >/dev/null
+		return 1
+	fi
 }
 
 # -------------------------------------------------------------- latency
@@ -402,27 +449,55 @@ ratio_row() {
 	echo "$goal,$what,$profile,$size,$ratio,$cmp,$limit,$verdict" >>"$OUT/ratios.csv"
 }
 
+# Goal (a) for config $1 with target $2 (pmv_commit_modes.sh's summary):
+# the largest commit / read8 ratio over its sizes up to 4 KiB, n/a if
+# one of them is missing.
+modes_row() {
+	local g=$1 t=$2 m ratio limit sizes
+	read -r m ratio limit sizes < <(awk -F, -v c="$g" -v t="$t" '
+		NR > 1 && $3 == c && $4 == t && $5 <= 4096 {
+			m = $2; l = $10
+			if (lo == "" || $5 + 0 < lo) lo = $5 + 0
+			if (hi == "" || $5 + 0 > hi) hi = $5 + 0
+			if ($9 == "n/a") na = 1
+			else if (r == "" || $9 + 0 > r + 0) r = $9
+		}
+		END {
+			if (m != "")
+				print m, (na || r == "" ? "n/a" : r), l,
+				      lo == hi ? lo : lo "-" hi
+		}' "$OUT/commit_modes_summary.csv")
+	[ -n "${m:-}" ] || return 0
+	ratio_row a "commit ($m)/read8 p50, $t, max" \
+		"$(profile_of "$g")" "$sizes" "$ratio" le "$limit"
+}
+
+# Goals (d) and (f) for config $2 from pmv_commit_modes.sh's throughput
+# summary: goal $1, mode $3, ratio column $4, label $5, limit $6.
+modes_bw_row() {
+	local ratio
+	ratio=$(awk -F, -v c="$2" -v m="$3" -v col="$4" '
+		NR == 1 {for (i = 1; i <= NF; i++) idx[$i] = i; next}
+		$3 == c && $4 == m {print $idx[col]; exit}' \
+		"$OUT/commit_modes_bw_summary.csv")
+	ratio_row "$1" "$5" "$(profile_of "$2")" 4096 "${ratio:-n/a}" ge "$6"
+}
+
 ratios() {
-	local g p size num den mib
+	local g p t size num den mib
 	echo "goal,comparison,profile,size,ratio,cmp,limit,verdict" >"$OUT/ratios.csv"
 	echo
 	echo "# ratios vs the goals (medians over rounds; thresholds: PMV_GOAL_*)"
 	printf '%-3s %-44s %-8s %8s %7s %5s %-6s\n' goal comparison profile size \
 		ratio limit verdict
-	if [ -s "$OUT/commit_latency.csv" ]; then
-		for g in $CONFIGS; do
-			local m limit=$GOAL_READ8_AGENT
-			m=$(lat_method "$g")
-			[ "$m" = read_flush ] && limit=$GOAL_READ8_FLUSH
-			for size in $LAT_SIZES; do
-				[ "$size" -le 4096 ] || continue
-				num=$(lat_p50 "pmemverbs/$g" commit "$size")
-				den=$(lat_p50 "pmemverbs/$g" read8 "$size")
-				ratio_row a "commit ($m) p50 / 8-byte fi_read p50" \
-					"$(profile_of "$g")" "$size" \
-					"$(divide "$num" "$den")" le "$limit"
+	if [ -s "$OUT/commit_modes_summary.csv" ]; then
+		for g in $CM_CONFIGS; do
+			for t in $CM_TARGETS; do
+				modes_row "$g" "$t"
 			done
 		done
+	fi
+	if [ -s "$OUT/commit_latency.csv" ]; then
 		for g in $CONFIGS; do
 			for size in $LAT_SIZES; do
 				[ "$size" -le 4096 ] || continue
@@ -444,15 +519,6 @@ ratios() {
 			ratio_row c "64K writes, commit/MiB MB/s / fi_write MB/s" \
 				"$p" $size "$(divide "$num" "$den")" ge "$GOAL_BW_MIB"
 		done
-		for g in $CONFIGS; do
-			p=$(profile_of "$g")
-			for size in 4096 65536; do
-				num=$(bw_of pmemverbs "$p" commit $size 16 ops_per_s)
-				den=$(bw_of tcp n/a core_commit $size 1 ops_per_s)
-				ratio_row d "16 writes+1 commit / tcp core commits, ops/s" \
-					"$p" $size "$(divide "$num" "$den")" ge "$GOAL_BATCH16"
-			done
-		done
 		# the same against pmemverbs's own commit of every write, measured
 		# in the same run (the tcp baseline's target progresses only in
 		# fi_cq_sread, pmemverbs's agent polls the core)
@@ -464,6 +530,21 @@ ratios() {
 				ratio_row "d'" "16 writes+1 commit / pmemverbs commit each" \
 					"$p" $size "$(divide "$num" "$den")" ge "$GOAL_BATCH16"
 			done
+		done
+	fi
+	if [ -s "$OUT/commit_modes_bw_summary.csv" ]; then
+		# 4 KiB does not go by send: no throughput for :send configs
+		for g in $CM_CONFIGS; do
+			[[ $g == *:send ]] ||
+				modes_bw_row d "$g" commit_flush per_tcp_commit \
+					"16 writes+1 commit / tcp commits, 16 deep" \
+					"$GOAL_BATCH16"
+		done
+		for g in $CM_CONFIGS; do
+			[[ $g == *:send ]] ||
+				modes_bw_row f "$g" core_commit per_fi_write \
+					"commit each / fi_write, 16 deep, writes/s" \
+					"$GOAL_PIPE"
 		done
 	fi
 	if [ -s "$OUT/remotelog.csv" ]; then
@@ -627,10 +708,16 @@ GP
 echo "# runfabtests_pmem.sh: output in $OUT, budget $BUDGET s, target on" \
 	"CPU 0, initiator on CPU 1, ports from $((port + 1))"
 functional
+commit_modes
 latency
 bandwidth
 remotelog
 plots
+if [ -s "$OUT/commit_modes.txt" ]; then
+	echo
+	echo "# commit latency by target mode, pipelined throughput (pmv_commit_modes.sh)"
+	cat "$OUT/commit_modes.txt"
+fi
 ratios
 echo
 echo "# $SECONDS s; tests: total $total, pass $passed, notrun $notrun, fail $failed" \

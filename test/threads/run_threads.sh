@@ -1,0 +1,261 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+# Threads (issue 11 item 7): pmv_threads target/initiator pairs over
+# 127.0.0.1 on FI_THREAD_SAFE domains.  For each granularity (page,
+# cache_line, byte, and byte with every commit sent to the agent) and each
+# mode (one-ep: the threads on one endpoint and one CQ; multi-ep: an
+# endpoint and a CQ each; mix: two endpoints on one CQ, plain writes,
+# FI_FENCE commits and pure flushes), every completion is checked by the
+# oracle when it is read.  Two runs must fail and are PASS only when the
+# initiator detects it (exit 3): the agent skips an extent
+# (FI_PMEMVERBS_FAULT_SKIP_EXTENT), and -X corrupt.  Prints one
+# "PASS|FAIL name" line per check and, as its last line, "N passed, N failed".
+#
+# usage: run_threads.sh BIN [PORT_BASE]
+#   BIN        the pmv_threads binary
+#   PORT_BASE  first TCP port (default 12500); one port per run
+# env:
+#   FI_PROVIDER_PATH     directory of libpmemverbs-fi.so (default build/.libs)
+#   PMV_THREADS_GRANS    granularities (default "page cache_line byte byte-agent")
+#   PMV_THREADS_MODES    modes (default "one-ep multi-ep mix")
+#   PMV_THREADS_T        initiator threads (default 4)
+#   PMV_THREADS_N        batches (each ending in a commit) per thread (default 500)
+#   PMV_THREADS_FAULTS   0: leave out the two runs that must fail (default 1)
+#   PMV_THREADS_WIDE     0: leave out the runs with twice the threads (default 1)
+#   PMV_THREADS_WRAP     a command both processes run under (e.g. valgrind ...)
+#   PMV_THREADS_TIMEOUT  seconds per process (default 300)
+#   PMV_THREADS_KEEP=1   keep every process's output (its directory is printed)
+set -u
+
+if [[ $# -lt 1 || $# -gt 2 || ! -x $1 ]]; then
+	sed -n '14,29p' "$0" | sed 's/^# \{0,1\}//' >&2
+	exit 2
+fi
+BIN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+export FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-$ROOT/build/.libs}
+PORT=${2:-12500}
+GRANS=${PMV_THREADS_GRANS:-page cache_line byte byte-agent}
+MODES=${PMV_THREADS_MODES:-one-ep multi-ep mix}
+THREADS=${PMV_THREADS_T:-4}
+BATCHES=${PMV_THREADS_N:-500}
+PROC_TIMEOUT=${PMV_THREADS_TIMEOUT:-300}
+read -r -a WRAP <<<"${PMV_THREADS_WRAP:-}"
+READY_POLLS=600 # x 0.1 s for READY (valgrind starts slowly)
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/pmv_threads.XXXXXX")
+SHM=$WORK
+if [[ -d /dev/shm && -w /dev/shm ]]; then
+	SHM=$(mktemp -d /dev/shm/pmv_threads.XXXXXX)
+fi
+TPID=""
+
+# Stops a target still running (ours, by pid) and removes the files.
+cleanup() {
+	if [[ -n $TPID ]]; then
+		kill "$TPID" 2>/dev/null
+		wait "$TPID" 2>/dev/null
+	fi
+	if [[ ${PMV_THREADS_KEEP:-0} == 1 ]]; then
+		echo "outputs kept in $WORK" >&2
+	else
+		rm -rf "$WORK"
+	fi
+	rm -rf "$SHM"
+}
+trap cleanup EXIT
+
+passed=0
+failed=0
+
+# Prints and counts one verdict: report PASS|FAIL NAME [REASON].
+report() {
+	if [[ $1 == PASS ]]; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+	fi
+	echo "$1 $2${3:+: $3}"
+}
+
+# Why a process ended as it did, from its exit status and stderr.
+describe_rc() {
+	local rc=$1 err=$2 last
+	last=$(grep -m1 -E '^ERROR|SUMMARY: (ThreadSanitizer|AddressSanitizer|UndefinedBehaviorSanitizer)|runtime error|terminated with signal' "$err" 2>/dev/null ||
+	       grep -v '^[[:space:]]*$' "$err" 2>/dev/null | tail -n1)
+	case $rc in
+	124) echo "timed out after ${PROC_TIMEOUT}s" ;;
+	134) echo "crashed (SIGABRT); ${last:-no message}" ;;
+	139) echo "crashed (SIGSEGV); ${last:-no message}" ;;
+	*) echo "exit $rc: ${last:-no message}" ;;
+	esac
+}
+
+# A sanitizer's report in a process's stderr, indented: its first lines
+# the first time its SUMMARY line is seen, else that line only.
+declare -A SEEN_REPORTS=()
+show_report() {
+	local err=$1 summary
+	grep -q -E 'WARNING: ThreadSanitizer|ERROR: AddressSanitizer|runtime error' "$err" 2>/dev/null || return 0
+	summary=$(grep -m1 -E '^SUMMARY: ' "$err")
+	if [[ -n $summary && -n ${SEEN_REPORTS[$summary]:-} ]]; then
+		echo "    (the report shown above again: $summary)"
+		return 0
+	fi
+	[[ -n $summary ]] && SEEN_REPORTS[$summary]=1
+	grep -v '^[[:space:]]*$' "$err" | head -n 60 | sed 's/^/    /'
+}
+
+# Waits (bounded) for READY from the target: 0 ready, 1 exited, 2 timeout.
+wait_ready() {
+	local pid=$1 out=$2 i
+	for ((i = 0; i < READY_POLLS; i++)); do
+		grep -q '^READY' "$out" 2>/dev/null && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 2
+}
+
+# Forwards a role's PASS/FAIL lines under the run's prefix; sets NFAIL.
+forward() {
+	local prefix=$1 file=$2 line
+	NFAIL=0
+	while IFS= read -r line; do
+		case $line in
+		PASS\ *) report PASS "$prefix/${line#PASS }" ;;
+		FAIL\ *) report FAIL "$prefix/${line#FAIL }"; NFAIL=$((NFAIL + 1)) ;;
+		esac
+	done <"$file"
+}
+
+# A role's exit: its FAIL lines, or a FAIL of its own for an exit without any.
+judge_role() {
+	local prefix=$1 role=$2 rc=$3 dir=$4
+	forward "$prefix" "$dir/$role.out"
+	if [[ $rc -ne 0 && $NFAIL -eq 0 ]]; then
+		report FAIL "$prefix/$role" "$(describe_rc "$rc" "$dir/$role.err")"
+	fi
+	[[ $rc -ne 0 ]] && show_report "$dir/$role.err"
+	return 0
+}
+
+# A run that must fail: the initiator must exit 3 with a DETECTED line.
+judge_detect() {
+	local prefix=$1 rc=$2 dir=$3 what
+	what=$(grep -m1 '^DETECTED' "$dir/initiator.out" | cut -c1-240)
+	if [[ $rc -eq 3 && -n $what ]]; then
+		report PASS "$prefix/detected" "$what"
+	else
+		report FAIL "$prefix/detected" "expected exit 3 with a DETECTED line, got $(describe_rc "$rc" "$dir/initiator.err")"
+		show_report "$dir/initiator.err"
+	fi
+}
+
+# Starts the target (TPID) for CONNS connections, its region and oracle
+# log SHM.region and SHM.oracle; 0 once it is READY.
+start_target() {
+	local dir=$1 shm=$2 gran=$3 port=$4 conns=$5
+	shift 5
+	env PMEM2_FORCE_GRANULARITY="$gran" FI_PMEMVERBS_ORACLE="$shm.oracle" "$@" \
+		timeout "$PROC_TIMEOUT" "${WRAP[@]}" "$BIN" -r target -P "$port" \
+		-f "$shm.region" -n "$conns" -p 2 \
+		>"$dir/target.out" 2>"$dir/target.err" &
+	TPID=$!
+	wait_ready "$TPID" "$dir/target.out"
+}
+
+# Waits for the target to end by itself (its connections ended), at most
+# GRACE seconds after the initiator; then stops it.  Sets TRC.
+GRACE=$([[ ${#WRAP[@]} -gt 0 ]] && echo 120 || echo 20)
+finish_target() {
+	local i
+	for ((i = 0; i < GRACE * 10; i++)); do
+		kill -0 "$TPID" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill "$TPID" 2>/dev/null
+	wait "$TPID"
+	TRC=$?
+	TPID=""
+}
+
+# How many connections a mode makes with T threads: conns_of MODE T.
+conns_of() {
+	case $1 in
+	one-ep) echo 1 ;;
+	multi-ep) echo "$2" ;;
+	mix) [[ $2 -lt 2 ]] && echo 1 || echo 2 ;;
+	esac
+}
+
+# run NAME GRAN MODE JUDGE [TARGET_ENV... --] [INITIATOR_ARGS...]
+# GRAN byte-agent: byte, with FI_PMEMVERBS_METHOD=agent and -A.  JUDGE:
+# lines (the roles' verdicts) or detect (the initiator must exit 3).  With
+# T set (T=8 run ...), that many threads instead of PMV_THREADS_T.
+run() {
+	local name=$1 gran=$2 mode=$3 judge=$4 port=$PORT irc trc t=${T:-$THREADS}
+	local dir=$WORK/$1 shm=$SHM/$1 tenv=() iargs=() ienv=() g=${2%-agent} region
+	shift 4
+	if [[ " $* " == *" -- "* ]]; then
+		while [[ $1 != -- ]]; do tenv+=("$1"); shift; done
+		shift
+	fi
+	iargs=("$@")
+	PORT=$((PORT + 1))
+	mkdir -p "$dir" "$(dirname "$shm")"
+	if [[ $gran == *-agent ]]; then
+		ienv+=(FI_PMEMVERBS_METHOD=agent)
+		iargs+=(-A)
+	fi
+	if ! start_target "$dir" "$shm" "$g" "$port" "$(conns_of "$mode" "$t")" \
+		"${tenv[@]}"; then
+		kill "$TPID" 2>/dev/null
+		wait "$TPID"
+		trc=$?
+		TPID=""
+		report FAIL "$name/target" "no READY: $(describe_rc "$trc" "$dir/target.err")"
+		show_report "$dir/target.err"
+		rm -f "$shm".*
+		return
+	fi
+	region=$(awk '/^REGION/ {print $2 ":" $3; exit}' "$dir/target.out")
+	env -u PMEM2_FORCE_GRANULARITY "${ienv[@]}" timeout "$PROC_TIMEOUT" \
+		"${WRAP[@]}" "$BIN" -r initiator -P "$port" -m "$mode" \
+		-x "$region" -F "$shm.region" -o "$shm.oracle" -g "$g" \
+		-T "$t" -N "$BATCHES" "${iargs[@]}" \
+		>"$dir/initiator.out" 2>"$dir/initiator.err"
+	irc=$?
+	finish_target
+	trc=$TRC
+	grep -h '^INFO' "$dir/initiator.out" | sed "s|^|  $name: |"
+	if [[ $judge == detect ]]; then
+		judge_detect "$name" "$irc" "$dir"
+	else
+		judge_role "$name" initiator "$irc" "$dir"
+	fi
+	judge_role "$name" target "$trc" "$dir"
+	rm -f "$shm".*
+}
+
+echo "pmemverbs threads tests: $BIN (FI_PROVIDER_PATH=$FI_PROVIDER_PATH, 127.0.0.1, ports from $PORT, $THREADS threads x $BATCHES batches${WRAP[*]:+, under ${WRAP[0]}})"
+for gran in $GRANS; do
+	for mode in $MODES; do
+		run "$mode-T$THREADS/$gran" "$gran" "$mode" lines
+	done
+done
+# twice the threads on one endpoint and on the mix's two
+if [[ ${PMV_THREADS_WIDE:-1} != 0 ]]; then
+	T=$((THREADS * 2)) run "one-ep-T$((THREADS * 2))/page" page one-ep lines
+	T=$((THREADS * 2)) run "mix-T$((THREADS * 2))/cache_line" cache_line mix lines
+fi
+if [[ ${PMV_THREADS_FAULTS:-1} != 0 ]]; then
+	# the agent skips its 7th extent: the oracle must see a commit
+	# complete with that extent not persisted
+	run "fault-skip-extent/one-ep-T$THREADS/cache_line" cache_line one-ep \
+		detect FI_PMEMVERBS_FAULT_SKIP_EXTENT=7 --
+	# the checker expects a wrong first byte for the 25th commit it checks
+	run "corrupt/one-ep-T$THREADS/byte" byte one-ep detect -X corrupt
+fi
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

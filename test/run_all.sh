@@ -348,6 +348,24 @@ run_fabtest_commit() {
 		timeout 60 "$bin" -s 127.0.0.1 -B "$port"
 }
 
+# RemoteLog compound appends (a record's commit, then the tail pointer
+# with FI_FENCE) from an application that progresses with fi_cq_read(cq,
+# NULL, 0) while its fenced commit returns -FI_EAGAIN: the engine must
+# still take its internal completions (it did not: every append failed).
+run_remotelog_compound() {
+	local port=$1 gran=$2 method=$3 bin=$BUILD/fabtests/benchmarks/fi_pmem_remotelog
+	local file
+	file=$(mktemp /dev/shm/pmv_rl.XXXXXX)
+	check_pair "fi_pmem_remotelog compound ($gran, $method)" \
+		env FI_PROVIDER_PATH="$BUILD/.libs" \
+		PMEM2_FORCE_GRANULARITY="$gran" timeout 60 "$bin" -B "$port" \
+		-f "$file" -- \
+		env FI_PROVIDER_PATH="$BUILD/.libs" FI_PMEMVERBS_METHOD="$method" \
+		timeout 60 "$bin" -s 127.0.0.1 -B "$port" -m compound \
+		-S 64,4096 -I 300 -W 10
+	rm -f "$file"
+}
+
 run_unit normal "$BUILD"
 echo "== layout"
 run_layout
@@ -358,6 +376,9 @@ run_probe
 echo "== fabtests"
 run_fabtest_commit 9360 cache_line
 run_fabtest_commit 9361 byte
+run_remotelog_compound 9362 cache_line agent
+run_remotelog_compound 9363 page agent
+run_remotelog_compound 9364 byte read_flush
 run_integration normal "$BUILD" 9230
 run_pmem normal "$BUILD" 9800
 run_hostile normal "$BUILD" 10400

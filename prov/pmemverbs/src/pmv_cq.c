@@ -312,12 +312,71 @@ static ssize_t pmv_cq_read_core(struct pmv_cq *cq, void *buf, size_t count,
 	return -FI_EAGAIN;
 }
 
+/* An entry of the CQ's format as an aux entry (the formats are prefixes
+ * of tagged, zero-filled past the format's size). */
+static void pmv_cq_entry_to_aux(const struct fi_cq_tagged_entry *t,
+				struct fi_cq_err_entry *out)
+{
+	*out = (struct fi_cq_err_entry) {
+		.op_context = t->op_context, .flags = t->flags, .len = t->len,
+		.buf = t->buf, .data = t->data, .tag = t->tag,
+	};
+}
+
+/*
+ * Takes one core entry: an internal one goes to its owner, the
+ * application's is queued.  False when there is none, or no room (then
+ * the entry stays in the core).  Lock held.
+ */
+static bool pmv_cq_take_one(struct pmv_cq *cq)
+{
+	struct fi_cq_tagged_entry t = { 0 };
+	struct fi_cq_err_entry e;
+	ssize_t n;
+
+	if (pmv_cq_reserve(cq))
+		return false;
+	n = fi_cq_read(cq->core, &t, 1);
+	if (n == 1 && !pmv_cq_filter_internal(cq, &t, NULL, 1)) {
+		pmv_cq_unreserve(cq); /* an internal one, completed */
+		return true;
+	}
+	if (n == 1) {
+		pmv_cq_entry_to_aux(&t, &e);
+		pmv_cq_push(cq, &e, false);
+		return true;
+	}
+	pmv_cq_unreserve(cq);
+	return n == -FI_EAVAIL && pmv_cq_take_core_error(cq);
+}
+
+/*
+ * fi_cq_read with count 0, the progress idiom: the engine still needs the
+ * internal operations' completions (a commit waits for its data write),
+ * so the core's entries are taken, the application's queued in order.
+ */
+static ssize_t pmv_cq_progress_only(struct pmv_cq *cq)
+{
+	int rounds;
+
+	pmv_cq_run_hooks(cq);
+	pthread_mutex_lock(&cq->lock);
+	for (rounds = 0; rounds < 64 && pmv_cq_take_one(cq); rounds++)
+		;
+	pthread_mutex_unlock(&cq->lock);
+	pmv_cq_run_hooks(cq); /* what those completions let progress */
+	pmv_domain_nudge_agent(cq->domain);
+	return pmv_cq_backlog(cq) ? 0 : -FI_EAGAIN;
+}
+
 static ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 			       fi_addr_t *src_addr)
 {
 	struct pmv_cq *cq = pmv_cq(cq_fid);
 	ssize_t ret;
 
+	if (!count && !pmv_cq_plain(cq))
+		return pmv_cq_progress_only(cq);
 	if (pmv_cq_plain(cq))
 		return src_addr ? fi_cq_readfrom(cq->core, buf, count, src_addr) :
 				  fi_cq_read(cq->core, buf, count);

@@ -408,6 +408,19 @@ static void learn_mhp(uint32_t gen)
 	cr_assert(pop(&e, &err) && !err);
 }
 
+Test(engine, a_fenced_read_flush_commit_counts_one_flush_op)
+{
+	int ctx[2];
+
+	learn_mhp(5);
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx[0]), 0);
+	cr_assert_eq(g_ep->counters.flush_ops, 1);
+	cr_assert_eq(commit(g_ep, 64, 64, FI_FENCE, &ctx[1]), 0);
+	cr_assert_eq(g_ep->counters.flush_ops, 2, "the fence's read counted "
+		     "as a commit: %llu",
+		     (unsigned long long) g_ep->counters.flush_ops);
+}
+
 Test(engine, read_flush_completes_at_its_read)
 {
 	struct fi_cq_err_entry e;

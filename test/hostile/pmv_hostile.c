@@ -62,6 +62,7 @@
 #include <rdma/fi_ext_pmem.h>
 
 #include "../common/pmv_test_time.h"
+#include "../common/pmv_test_report.h"
 
 #include "proto/pmv_proto.h"
 
@@ -124,11 +125,8 @@ static struct {
 } g_opt = { .addr = "127.0.0.1", .after = 100, .fuzz = 200, .seed = 1 };
 
 static const char *g_role = "pmv_hostile";
-static unsigned g_failed;
 
 static noreturn void die(const char *fmt, ...) PRINTF_LIKE(1, 2);
-static void verdict(bool ok, const char *name, const char *fmt, ...)
-	PRINTF_LIKE(3, 4);
 static void info(const char *fmt, ...) PRINTF_LIKE(1, 2);
 
 /* Prints "ERROR <role>: <reason>" on stderr and exits 1. */
@@ -143,21 +141,6 @@ static noreturn void die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(1);
-}
-
-/* Prints one verdict line, "PASS name: detail" or "FAIL name: detail". */
-static void verdict(bool ok, const char *name, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %s: ", ok ? "PASS" : "FAIL", name);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	if (!ok)
-		g_failed++;
 }
 
 /* Prints an information line (no verdict). */

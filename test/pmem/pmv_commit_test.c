@@ -62,6 +62,7 @@
 #include <rdma/fi_ext_pmem.h>
 
 #include "../common/pmv_test_time.h"
+#include "../common/pmv_test_report.h"
 
 #include "target/pmv_oracle.h"
 
@@ -120,11 +121,8 @@ enum conn_kind {
 /* ------------------------------------------------------------------ */
 
 static const char *g_role = "pmv_commit_test";
-static unsigned g_passed, g_failed;
 
 static noreturn void die(const char *fmt, ...) PRINTF_LIKE(1, 2);
-static void verdict(bool ok, const char *name, const char *fmt, ...)
-	PRINTF_LIKE(3, 4);
 
 /* Prints "ERROR <role>: <reason>" on stderr and exits with EXIT_FAIL. */
 static noreturn void die(const char *fmt, ...)
@@ -138,23 +136,6 @@ static noreturn void die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(EXIT_FAIL);
-}
-
-/* Prints one verdict line, "PASS name: detail" or "FAIL name: detail". */
-static void verdict(bool ok, const char *name, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %s: ", ok ? "PASS" : "FAIL", name);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	if (ok)
-		g_passed++;
-	else
-		g_failed++;
 }
 
 /* Calls that must return 0; anything else ends the run. */

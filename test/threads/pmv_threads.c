@@ -60,6 +60,7 @@
 #include <rdma/fi_ext_pmem.h>
 
 #include "../common/pmv_test_time.h"
+#include "../common/pmv_test_report.h"
 
 #include "target/pmv_oracle.h"
 
@@ -120,12 +121,9 @@ static struct {
 	    .commits = 200, .pollers = 2, .seed = 1 };
 
 static const char *g_role = "pmv_threads";
-static unsigned g_passed, g_failed;
 static bool g_dying; /* die(): close the fabric objects at exit */
 
 static noreturn void die(const char *fmt, ...) PRINTF_LIKE(1, 2);
-static void verdict(bool ok, const char *name, const char *fmt, ...)
-	PRINTF_LIKE(3, 4);
 static void note_failure(bool early, const char *fmt, ...) PRINTF_LIKE(2, 3);
 
 /* Prints "ERROR <role>: <reason>" on stderr and exits with EXIT_FAIL. */
@@ -141,23 +139,6 @@ static noreturn void die(const char *fmt, ...)
 	fputc('\n', stderr);
 	g_dying = true;
 	exit(EXIT_FAIL);
-}
-
-/* Prints one verdict line, "PASS name: detail" or "FAIL name: detail". */
-static void verdict(bool ok, const char *name, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %s: ", ok ? "PASS" : "FAIL", name);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	if (ok)
-		g_passed++;
-	else
-		g_failed++;
 }
 
 /* Closes a fabric object if it is open, and forgets it. */

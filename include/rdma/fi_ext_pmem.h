@@ -66,8 +66,11 @@ struct fi_pmem_ep_counters {
 	uint64_t requests_sent;    /* commit requests sent to the peer's agent */
 	uint64_t requests_served;  /* commit requests this side's agent served */
 	uint64_t bytes_persisted;  /* bytes this side's agent persisted */
-	uint64_t flush_ops;        /* commits made durable by read-flush or by
-				      the write's completion (no agent) */
+	uint64_t flush_ops;        /* flush operations sent without the agent:
+				      read-flush reads (a commit's, and a
+				      fence's before a fenced commit) and
+				      commits made durable by the write's
+				      completion */
 	uint64_t sends;            /* commits whose data travelled inside the
 				      request (send method) */
 };

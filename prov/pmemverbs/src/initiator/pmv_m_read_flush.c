@@ -33,7 +33,7 @@ ssize_t pmv_flush_read(struct pmv_ini *ini, struct pmv_commit *c,
 							       PMV_SLOTS],
 				   flags);
 
-	if (!ret && kind == PMV_IOP_FLUSH) /* a commit's, not a fence's */
+	if (!ret)
 		ini->ep->counters.flush_ops++;
 	return ret;
 }

@@ -22,12 +22,15 @@
 /* The acks the fake core was asked to send, in order. */
 static struct pmv_ack g_acks[16];
 static unsigned g_nacks;
+static bool g_core_busy; /* the fake core refuses acks with -FI_EAGAIN */
 
 static ssize_t fake_inject_write(struct fid_ep *ep, const void *buf,
 				 size_t len, fi_addr_t dest, uint64_t addr,
 				 uint64_t key)
 {
 	(void) ep; (void) dest; (void) addr; (void) key;
+	if (g_core_busy)
+		return -FI_EAGAIN;
 	cr_assert_eq(len, sizeof(struct pmv_ack));
 	cr_assert_lt(g_nacks, 16);
 	cr_assert(pmv_ack_decode(buf, ((const struct pmv_ack *) buf)->seq,
@@ -75,6 +78,7 @@ static void setup(void)
 	memset(&g_mr, 0, sizeof(g_mr));
 	memset(&g_ep, 0, sizeof(g_ep));
 	g_nacks = 0;
+	g_core_busy = false;
 	pthread_mutex_init(&g_dom.lock, NULL);
 	open_region();
 	g_rx = calloc(1, sizeof(*g_rx));
@@ -228,6 +232,21 @@ Test(serve, out_of_sequence_requests_are_refused_not_waited_for)
 	pmv_clock_skew_ms += 100;
 	cr_assert_eq(serve_and_ack(2), PMV_ERR_BAD_REQUEST);
 	cr_assert_eq(g_ep.counters.bytes_persisted, 0);
+}
+
+Test(serve, an_ack_the_core_cannot_take_never_times_an_empty_slot)
+{
+	put_req(1, KEY, BASE, 64, 0);
+	g_core_busy = true;
+	pmv_serve_ep(&g_dom, &g_ep); /* served; its ack waits for the core */
+	pmv_serve_ep(&g_dom, &g_ep);
+	pmv_clock_skew_ms += 100000;
+	pmv_serve_ep(&g_dom, &g_ep);
+	g_core_busy = false;
+	cr_assert_eq(serve_and_ack(1), 0);
+	cr_assert_eq(g_nacks, 1, "slot 2, never written, was refused");
+	put_req(2, KEY, BASE + 64, 64, 0);
+	cr_assert_eq(serve_and_ack(2), 0);
 }
 
 Test(serve, an_empty_slot_is_never_refused)

@@ -389,6 +389,8 @@ static void pmv_agent_slot_done(struct pmv_ep *ep, uint64_t seq)
 			 __ATOMIC_RELAXED);
 }
 
+static bool pmv_serve_slot_written(struct pmv_ep *ep);
+
 /*
  * True once the slot for the expected seq has held something other than
  * its previous occupant's seq (a slot still empty) and no whole, valid
@@ -400,7 +402,8 @@ static bool pmv_agent_slot_bad(struct pmv_ep *ep)
 {
 	uint64_t seq = ep->agent_seq, now;
 
-	if (!pmv_serve_pending(ep)) {
+	/* the slot only: an ack still unsent must not time an empty slot */
+	if (!pmv_serve_slot_written(ep)) {
 		ep->bad_seq = 0; /* empty again: a later write starts afresh */
 		return false;
 	}
@@ -543,22 +546,28 @@ void pmv_serve_detach(struct pmv_ep *ep)
 }
 
 /*
- * True if ep has an ack to send or its next slot is not empty (a request,
- * or bytes pmv_agent_slot_bad judges).  Empty: the previous lap's seq and
- * the checksum field the slot had when that request was done (all zeros
- * before the first lap); a few loads.
+ * True if ep's next slot is not empty: a request, or bytes
+ * pmv_agent_slot_bad judges.  Empty: the previous lap's seq and the
+ * checksum field the slot had when that request was done (all zeros before
+ * the first lap); a few loads.
  */
-bool pmv_serve_pending(struct pmv_ep *ep)
+static bool pmv_serve_slot_written(struct pmv_ep *ep)
 {
 	uint64_t seq = __atomic_load_n(&ep->agent_seq, __ATOMIC_RELAXED);
 	struct pmv_req *slot = pmv_inbox_req(&ep->inbox, seq);
 
-	return __atomic_load_n(&ep->agent_unacked, __ATOMIC_RELAXED) ||
-	       le64toh(__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE)) !=
+	return le64toh(__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE)) !=
 	       (seq > PMV_SLOTS ? seq - PMV_SLOTS : 0) ||
 	       __atomic_load_n(&slot->checksum, __ATOMIC_RELAXED) !=
 	       __atomic_load_n(&ep->slot_sum[(seq - 1) % PMV_SLOTS],
 			       __ATOMIC_RELAXED);
+}
+
+/* True if ep has an ack to send or its next slot is not empty. */
+bool pmv_serve_pending(struct pmv_ep *ep)
+{
+	return __atomic_load_n(&ep->agent_unacked, __ATOMIC_RELAXED) ||
+	       pmv_serve_slot_written(ep);
 }
 
 

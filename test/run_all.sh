@@ -5,10 +5,13 @@
 # build and the two-process tests under valgrind (test/threads/README.md),
 # then the verbs-core tests in a QEMU guest
 # (soft-RoCE and an emulated NVDIMM, test/verbs: two boots, devdax and
-# fsdax), and prints the total as its last line: "N passed, N failed".
+# fsdax) and the power cuts (test/crash: 20 cuts of the guest), and prints
+# the total as its last line: "N passed, N failed".
 #
 # usage: test/run_all.sh BUILD_DIR ASAN_BUILD_DIR [TSAN_BUILD_DIR]
 #        test/run_all.sh --verbs BUILD_DIR      (the two guest boots only)
+#        test/run_all.sh --soak BUILD_DIR       (crash loop, 2000 cycles,
+#                                                and 60 power cuts)
 #
 # Exit status: 0 all passed, 1 a failure, 2 usage.
 #
@@ -20,12 +23,17 @@ set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 VERBS_ONLY=""
+SOAK=""
 if [[ ${1:-} == --verbs ]]; then
 	VERBS_ONLY=yes
 	shift
+elif [[ ${1:-} == --soak ]]; then
+	SOAK=yes
+	VERBS_ONLY=yes # one build directory, as --verbs
+	shift
 fi
 if [[ ($# -lt 2 || $# -gt 3) && -z $VERBS_ONLY ]] || [[ $# -ne 1 && -n $VERBS_ONLY ]]; then
-	sed -n '10,11p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '11,14p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 fi
 BUILD=$(cd "$1" && pwd)
@@ -266,6 +274,48 @@ run_guest() {
 	echo "(guest $mode: $((SECONDS - start)) s, software emulation; no timing from the guest is a performance figure)"
 }
 
+# Crash loop and target restart (issue 11 items 2 and 3): the target of a
+# RemoteLog-style log killed (SIGKILL) at random points, restarted on the
+# same file, the log recovered and checked against every acknowledged
+# append; the old process's keys refused (test/crash/run_crash.sh).
+# run_crash LABEL DIR PORT_BASE CYCLES [RESTART_EVERY]
+run_crash() {
+	local label=$1 dir=$2 port_base=$3 cycles=$4 every=${5:-10} out
+	echo "== crash loop: SIGKILL of the target, restart, recovery ($label, $cycles cycles)"
+	out=$(PMV_CRASH_CYCLES=$cycles PMV_CRASH_RESTART_EVERY=$every \
+	      bash "$ROOT/test/crash/run_crash.sh" "$dir" "$port_base" 2>&1)
+	printf '%s\n' "$out" | grep -a -v '^PASS'
+	count_result "$out"
+}
+
+# Power cuts (issue 11 item 4): the QEMU guest killed at random points
+# while its initiators append to logs on a virtio disk (PAGE) and on
+# device-DAX, rebooted on the same images, every acknowledged append
+# checked (test/crash/run_powercut.sh).  A boot that fails is a FAIL.
+run_powercut() {
+	local cuts=$1 out why start=$SECONDS
+	echo "== power cuts of the QEMU guest ($cuts cuts): virtio disk (PAGE) and device-DAX"
+	prepare_guest
+	why=$(guest_unavailable)
+	if [[ -n $why ]]; then
+		echo "FAIL powercut: $why"
+		add 0 1
+		return
+	fi
+	out=$(bash "$ROOT/test/crash/run_powercut.sh" "$BUILD" "$cuts" 2>&1)
+	printf '%s\n' "$out" | grep -a -v '^PASS'
+	count_result "$out"
+	echo "(power cuts: $((SECONDS - start)) s, software emulation)"
+}
+
+if [[ -n $SOAK ]]; then
+	run_crash soak "$BUILD" 12000 "${PMV_CRASH_CYCLES:-2000}"
+	run_powercut "${PMV_POWERCUT_CUTS:-60}"
+	echo "$passed passed, $failed failed"
+	[[ $failed -eq 0 ]]
+	exit
+fi
+
 if [[ -n $VERBS_ONLY ]]; then
 	run_guest devdax
 	run_guest fsdax
@@ -384,6 +434,7 @@ run_pmem normal "$BUILD" 9800
 run_hostile normal "$BUILD" 10400
 run_threads normal "$BUILD" 12500
 run_failure normal "$BUILD" 9380
+run_crash normal "$BUILD" 12000 "${PMV_CRASH_CYCLES:-240}"
 run_idle
 echo "== fi_pingpong through pmemverbs"
 export FI_PROVIDER_PATH=$BUILD/.libs
@@ -406,17 +457,20 @@ run_pmem sanitizers "$ASAN_BUILD" 10100
 run_hostile sanitizers "$ASAN_BUILD" 10450
 run_threads sanitizers "$ASAN_BUILD" 12600
 run_failure sanitizers "$ASAN_BUILD" 9400
+run_crash sanitizers "$ASAN_BUILD" 12100 60 4
 unset ASAN_OPTIONS UBSAN_OPTIONS
 run_threads_tsan "$TSAN_BUILD" 12700
 run_valgrind "$BUILD" 12800
 
 # The verbs core, in a QEMU guest (soft-RoCE, emulated NVDIMM): about ten
-# minutes under software emulation.  run_guest installs what they need first
-# and counts a guest that cannot run as a failure; PMV_TEST_VERBS=0 leaves
-# them out (./run test-verbs runs them alone).
+# minutes under software emulation, then the power cuts (about eleven).
+# run_guest and run_powercut install what they need first and count a
+# guest that cannot run as a failure; PMV_TEST_VERBS=0 leaves them out
+# (./run test-verbs runs the two boots alone, ./run soak the power cuts).
 if [[ ${PMV_TEST_VERBS:-1} != 0 ]]; then
 	run_guest devdax
 	run_guest fsdax
+	run_powercut "${PMV_POWERCUT_CUTS:-20}"
 else
 	echo "== verbs core in a QEMU guest: not run (PMV_TEST_VERBS=0)"
 fi

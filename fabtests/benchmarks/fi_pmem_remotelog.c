@@ -13,10 +13,10 @@
  * The file: a 4 KiB header, then the log.  The header holds the magic
  * "PMVRLOG", the version, the mode, the log's 64-bit id, the log's offset
  * and capacity, the offset of the tail pointer (64: a cache line of its
- * own) and a CRC-32C of these fields; the tail pointer is the number of
+ * own) and a CRC-32 of these fields; the tail pointer is the number of
  * log bytes published (compound mode only).  A record is a 16-byte header
  * {u64 seq, u32 len, u32 crc} and len bytes of payload, padded with zeros
- * to a multiple of 64 bytes; seq counts from 1; crc is the CRC-32C of the
+ * to a multiple of 64 bytes; seq counts from 1; crc is the CRC-32 of the
  * log id, seq, len and the payload, so a record of an older log in the same
  * bytes never passes.  The payload is a function of (log id, seq).
  *
@@ -61,6 +61,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "../common/pmem_common.h"
 
@@ -100,7 +101,7 @@ struct log_header {
 	uint64_t capacity;
 	uint64_t tail_offset;
 	uint32_t reserved;
-	uint32_t crc; /* CRC-32C of the bytes before it */
+	uint32_t crc; /* CRC-32 of the bytes before it */
 };
 
 struct rec_header {
@@ -132,53 +133,12 @@ struct options {
 	bool csv;
 };
 
-/* ------------------------------------------------------------- CRC-32C */
+/* ------------------------------------------------------------- CRC-32 */
 
-static uint32_t crc_table[256];
-
-static void crc_init(void)
+/* zlib's CRC-32 of buf, continuing crc (start with 0). */
+static uint32_t log_crc(uint32_t crc, const void *buf, size_t len)
 {
-	uint32_t c;
-	int i, k;
-
-	for (i = 0; i < 256; i++) {
-		c = (uint32_t) i;
-		for (k = 0; k < 8; k++)
-			c = c & 1 ? (c >> 1) ^ 0x82f63b78U : c >> 1;
-		crc_table[i] = c;
-	}
-}
-
-#if defined(__x86_64__)
-__attribute__((target("sse4.2")))
-static uint32_t crc_update_hw(uint32_t crc, const void *buf, size_t len)
-{
-	const unsigned char *p = buf;
-	uint64_t c = crc, w;
-
-	for (; len >= 8; p += 8, len -= 8) {
-		memcpy(&w, p, 8);
-		c = __builtin_ia32_crc32di(c, w);
-	}
-	for (; len; p++, len--)
-		c = __builtin_ia32_crc32qi((uint32_t) c, *p);
-	return (uint32_t) c;
-}
-#endif
-
-/* CRC-32C (Castagnoli) of buf, continuing crc (start with 0). */
-static uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
-{
-	const unsigned char *p = buf;
-
-	crc = ~crc;
-#if defined(__x86_64__)
-	if (__builtin_cpu_supports("sse4.2"))
-		return ~crc_update_hw(crc, buf, len);
-#endif
-	while (len--)
-		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-	return ~crc;
+	return (uint32_t) crc32_z(crc, buf, len);
 }
 
 /* ------------------------------------------------------------- records */
@@ -218,7 +178,7 @@ static uint32_t record_crc(uint64_t log_id, uint64_t seq, uint32_t len,
 	memcpy(head, &id, 8);
 	memcpy(head + 8, &s, 8);
 	memcpy(head + 16, &l, 4);
-	return crc32c(crc32c(0, head, sizeof(head)), payload, len);
+	return log_crc(log_crc(0, head, sizeof(head)), payload, len);
 }
 
 /* Builds record seq with len payload bytes at buf, padded; its space. */
@@ -276,7 +236,7 @@ static bool record_valid(const unsigned char *log, uint64_t cap, uint64_t pos,
 
 static uint32_t header_crc(const struct log_header *h)
 {
-	return crc32c(0, h, offsetof(struct log_header, crc));
+	return log_crc(0, h, offsetof(struct log_header, crc));
 }
 
 /* ------------------------------------------------------------ recovery */
@@ -782,7 +742,6 @@ int main(int argc, char **argv)
 	struct options opts;
 	int ret;
 
-	crc_init();
 	if (!parse_options(argc, argv, &opts)) {
 		usage(argv[0]);
 		return PM_EXIT_USAGE;

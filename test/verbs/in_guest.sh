@@ -310,12 +310,30 @@ check_fsdax_on_tcp() {
 	unset FI_PMEMVERBS_CORE_PROV
 }
 
+# (h) A PAGE region of a file on a disk, over verbs: RDMA writes into
+# pages that ibv_reg_mr pinned do not dirty them, so every committed record
+# must still reach the disk (test/crash/repro_page_verbs.sh reads it back
+# with O_DIRECT while the target runs; without the agent's page dirtying
+# the disk held 8 of 200 acknowledged records).  Four VERIFY lines.
+check_page_disk() {
+	local out n=0 name verdict rest
+	section "PAGE over verbs and tcp: committed records on the disk (ext4 on a loop device)"
+	out=$("$ROOT/test/crash/repro_page_verbs.sh" "$BUILD" 2>&1)
+	while read -r _ name verdict rest; do
+		n=$((n + 1))
+		[[ $verdict == ok ]] && report PASS "page-disk-$name" "${rest:0:160}" ||
+			report FAIL "page-disk-$name" "${rest:0:240}"
+	done < <(grep -a '^VERIFY ' <<<"$out")
+	[[ $n -eq 4 ]] || report FAIL "page-disk" "$n VERIFY lines, not 4: $(tail -n 3 <<<"$out" | tr '\n' ' ')"
+}
+
 run_fsdax() {
 	if ! mountpoint -q /mnt/pmem || ! grep -q ' /mnt/pmem .*dax' /proc/mounts; then
 		report FAIL "fsdax-mount" "/mnt/pmem is not a DAX filesystem: $(grep /mnt/pmem /proc/mounts)"
 	fi
 	check_fsdax_refused_on_verbs
 	check_fsdax_on_tcp
+	check_page_disk
 }
 
 echo "pmemverbs verbs-core tests in the guest ($MODE): $(uname -r), $(ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')"

@@ -4,12 +4,19 @@
 # kernel, with a soft-RoCE device (rdma_rxe on the guest's eth0, the real
 # verbs stack) and optionally persistent memory on an emulated NVDIMM:
 #
-#   test/verbs/vm.sh [--devdax | --fsdax] [--timeout S] -- COMMAND [ARGS...]
+#   test/verbs/vm.sh [--devdax | --fsdax] [--timeout S] [--disk IMG]
+#                    [--nvdimm-file FILE] [--pidfile FILE] -- COMMAND [ARGS...]
 #   test/verbs/vm.sh --install   (only install what the guest needs, as root)
 #
 # --devdax: /dev/dax0.0, a device-DAX character device RDMA can register.
 # --fsdax:  an ext4 filesystem mounted with -o dax at /mnt/pmem (Linux will
 #           not pin its file pages for RDMA).
+# --disk IMG: IMG (a raw image, kept) is the guest's virtio disk /dev/vda.
+# --nvdimm-file FILE: the NVDIMM's backing file is FILE, kept from boot to
+#           boot (created if missing); implies --devdax, and the namespace
+#           is created only if the guest finds no /dev/dax0.0 in its labels.
+# --pidfile FILE: QEMU writes its pid to FILE (to cut the guest's power:
+#           kill -KILL; vm.sh then exits 124, the guest did not finish).
 # The guest's root is this machine's root over 9p, so the command sees this
 # build tree; it runs as root in the current directory, with FI_*, PMEM2_*,
 # PMV_*, PATH and LD_LIBRARY_PATH passed in.  Its exit status is returned.
@@ -19,14 +26,20 @@ set -euo pipefail
 nvdimm=none
 timeout_s=900
 install_only=""
+disk=""
+nvdimm_file=""
+pidfile=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--devdax) nvdimm=devdax; shift ;;
 	--fsdax) nvdimm=fsdax; shift ;;
 	--timeout) timeout_s=$2; shift 2 ;;
 	--install) install_only=yes; shift ;;
+	--disk) disk=$2; shift 2 ;;
+	--nvdimm-file) nvdimm=devdax; nvdimm_file=$2; shift 2 ;;
+	--pidfile) pidfile=$2; shift 2 ;;
 	--) shift; break ;;
-	*) echo "usage: vm.sh [--devdax|--fsdax] [--timeout S] -- CMD..." >&2; exit 2 ;;
+	*) echo "usage: vm.sh [--devdax|--fsdax] [--timeout S] [--disk IMG] [--nvdimm-file F] [--pidfile F] -- CMD..." >&2; exit 2 ;;
 	esac
 done
 [ $# -gt 0 ] || [ -n "$install_only" ] || { echo "vm.sh: no command" >&2; exit 2; }
@@ -94,6 +107,7 @@ write_guest_script() {
 		echo 'modprobe virtio_net; modprobe crc32_generic; modprobe rdma_rxe; modprobe ib_uverbs; modprobe rdma_ucm'
 		echo 'ip link set lo up; ip link set eth0 up; ip addr add 10.0.2.15/24 dev eth0'
 		echo 'rdma link add rxe0 type rxe netdev eth0'
+		[ -z "$disk" ] || echo 'modprobe virtio_blk'
 		case $nvdimm in
 		fsdax)
 			echo 'modprobe nfit; modprobe nd_pmem; modprobe ext4'
@@ -101,7 +115,12 @@ write_guest_script() {
 			echo 'mkfs.ext4 -q -F -b 4096 /dev/pmem0; mkdir -p /mnt/pmem; mount -o dax /dev/pmem0 /mnt/pmem' ;;
 		devdax)
 			echo 'modprobe nfit; modprobe nd_pmem; modprobe dax_pmem; modprobe device_dax 2>/dev/null || true'
-			echo 'ndctl create-namespace -f -e namespace0.0 -m devdax >/dev/null 2>&1; test -c /dev/dax0.0' ;;
+			if [ -n "$nvdimm_file" ]; then # a kept NVDIMM: its labels hold the namespace
+				echo 'for i in $(seq 50); do test -c /dev/dax0.0 && break; sleep 0.1; done'
+				echo 'test -c /dev/dax0.0 || ndctl create-namespace -f -e namespace0.0 -m devdax >/dev/null 2>&1; test -c /dev/dax0.0'
+			else
+				echo 'ndctl create-namespace -f -e namespace0.0 -m devdax >/dev/null 2>&1; test -c /dev/dax0.0'
+			fi ;;
 		esac
 		echo 'export FI_UNIVERSE_SIZE=16   # rxe CQs are smaller than ofi_rxm defaults'
 		while IFS= read -r -d '' kv; do
@@ -129,12 +148,18 @@ qemu=(qemu-system-x86_64 -machine pc -m 2048 -smp 2 -nographic -no-reboot
       -virtfs "local,path=/,mount_tag=hostroot,security_model=passthrough,id=hr,multidevs=remap"
       -nic user,model=virtio-net-pci)
 if [ $nvdimm != none ]; then
-	truncate -s 524416K "$work/nvdimm.img" # 512 MiB region, 128 KiB labels
+	nvimg=${nvdimm_file:-$work/nvdimm.img}
+	[ -e "$nvimg" ] || truncate -s 524416K "$nvimg" # 512 MiB region, 128 KiB labels
 	qemu[2]="pc,nvdimm=on"
 	qemu[4]="2048M,slots=2,maxmem=3072M"
-	qemu+=(-object "memory-backend-file,id=nv,share=on,mem-path=$work/nvdimm.img,size=524416K"
+	qemu+=(-object "memory-backend-file,id=nv,share=on,mem-path=$nvimg,size=524416K"
 	       -device nvdimm,id=nvdimm0,memdev=nv,label-size=128K)
 fi
+# A kept disk: what the guest wrote to it survives a kill of QEMU (the
+# host keeps the image's page cache); what was only in the guest's page
+# cache does not.
+[ -z "$disk" ] || qemu+=(-drive "file=$disk,format=raw,if=virtio,cache=writeback")
+[ -z "$pidfile" ] || qemu+=(-pidfile "$pidfile")
 # The serial console sometimes carries NUL bytes: dropped (tr), and grep
 # -a, so that it never switches to "binary file matches" and swallows the
 # rest of the guest's output.

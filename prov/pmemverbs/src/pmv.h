@@ -96,6 +96,7 @@ struct pmv_persistence {
 	void *(*cpu_memcpy)(void *dst, const void *src, size_t len,
 			    unsigned flags);                  /* libpmem2's */
 	struct pmem2_map *map; /* pmemverbs's probe mapping, or NULL */
+	bool writable; /* the mapping is writable: msync may dirty its pages */
 };
 
 /* Ranges written to one key since its last commit (pmv_scope.c). */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -89,6 +90,62 @@ Test(profile, page_persist_writes_dirty_pages_back)
 	cr_assert_gt(dirty_kb(map), 0, "writing made no dirty pages");
 	cr_assert_eq(pmv_persist(&p, map + 100, LEN - 200), 0);
 	cr_assert_eq(dirty_kb(map), 0, "persist left dirty pages: not msynced");
+	pmv_persistence_release(&p);
+	munmap(map, LEN);
+}
+
+/* Minor page faults of the calling thread so far. */
+static long minor_faults(void)
+{
+	struct rusage ru;
+
+	cr_assert_eq(getrusage(RUSAGE_THREAD, &ru), 0);
+	return ru.ru_minflt;
+}
+
+/*
+ * An RDMA write into a page pinned by ibv_reg_mr does not dirty it: a page
+ * written back once then looks clean to msync, which would write nothing.
+ * The PAGE persist must itself store through the mapping into every page
+ * of the range, which after a writeback is a write fault per page (the
+ * page's write protection is how the kernel learns a page is dirty again).
+ * The file lives in /tmp, which must have writeback (not tmpfs).
+ */
+Test(profile, page_persist_dirties_pages_written_back)
+{
+	struct pmv_persistence p;
+	long before;
+	char *map;
+
+	unsetenv("PMEM2_FORCE_GRANULARITY");
+	map = map_temp_file(MAP_SHARED);
+	cr_assert_eq(pmv_persistence_detect(map, LEN, &p), 0);
+	cr_assert(p.writable);
+	memset(map, 0x5a, LEN);
+	cr_assert_eq(msync(map, LEN, MS_SYNC), 0);
+	before = minor_faults();
+	/* three pages: the range starts and ends inside one */
+	cr_assert_eq(pmv_persist(&p, map + 4096 + 100, 2 * 4096), 0);
+	cr_assert_geq(minor_faults() - before, 3, "persist did not dirty the "
+		      "pages it msyncs: an RDMA write since their writeback "
+		      "would not reach the disk");
+	cr_assert_eq(map[4096 + 100], 0x5a, "persist changed a byte");
+	pmv_persistence_release(&p);
+	munmap(map, LEN);
+}
+
+/* A read-only mapping is never stored to (it would fault). */
+Test(profile, page_persist_of_a_read_only_mapping_stores_nothing)
+{
+	struct pmv_persistence p;
+	char *map = map_temp_file(MAP_SHARED);
+
+	unsetenv("PMEM2_FORCE_GRANULARITY");
+	cr_assert_eq(mprotect(map, LEN, PROT_READ), 0);
+	cr_assert_eq(pmv_persistence_detect(map, LEN, &p), 0);
+	cr_assert_eq(p.profile, FI_PMEM_PROFILE_PAGE);
+	cr_assert_not(p.writable);
+	cr_assert_eq(pmv_persist(&p, map, 3 * 4096), 0);
 	pmv_persistence_release(&p);
 	munmap(map, LEN);
 }

@@ -41,6 +41,7 @@
 struct pmv_mapping {
 	uintptr_t start, end;
 	bool anonymous;
+	bool writable;
 };
 
 
@@ -68,6 +69,7 @@ static int pmv_find_mapping(uintptr_t addr, struct pmv_mapping *map)
 		 * a private file mapping never writes back to its file. */
 		map->anonymous = inode == 0 || !strncmp(path, "/dev/zero", 9) ||
 				 perms[3] != 's';
+		map->writable = perms[1] == 'w';
 		ret = 0;
 		break;
 	}
@@ -75,13 +77,33 @@ static int pmv_find_mapping(uintptr_t addr, struct pmv_mapping *map)
 	return ret;
 }
 
+/*
+ * Marks every page of [start, end) dirty by a store through the mapping: an
+ * atomic OR of zero into its first word, which changes no byte and cannot
+ * lose a concurrent write.  RDMA writes into pages that ibv_reg_mr pinned
+ * do not dirty them, so once such a page was written back, msync alone
+ * would find it clean and write nothing; the store's write fault dirties
+ * it again.  Over tcp the core's recv() already dirtied the pages.
+ */
+static void pmv_dirty_pages(uintptr_t start, uintptr_t end, uintptr_t page)
+{
+	for (; start < end; start += page)
+		__atomic_fetch_or((uint64_t *) start, 0, __ATOMIC_RELAXED);
+}
+
 /* Persists a page-cache range with msync; 0 or -FI_EIO. */
-static int pmv_msync_persist(const void *ptr, size_t size)
+static int pmv_msync_persist(const struct pmv_persistence *p,
+			     const void *ptr, size_t size)
 {
 	uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
 	uintptr_t start = (uintptr_t) ptr & ~(page - 1);
+	uintptr_t end = (uintptr_t) ptr + size;
 
-	if (!msync((void *) start, (uintptr_t) ptr + size - start, MS_SYNC))
+	/* MS_ASYNC writes nothing; its ENOMEM says the range is unmapped,
+	 * where a store would fault */
+	if (p->writable && !msync((void *) start, end - start, MS_ASYNC))
+		pmv_dirty_pages(start, end, page);
+	if (!msync((void *) start, end - start, MS_SYNC))
 		return 0;
 	PMV_WARN(FI_LOG_MR, "msync of a PAGE-profile region failed: %s; the "
 		 "commit fails with FI_EIO\n", strerror(errno));
@@ -99,7 +121,7 @@ int pmv_persist(const struct pmv_persistence *p, const void *addr,
 		return -FI_EIO;
 	switch (p->kind) {
 	case PMV_PERSIST_MSYNC:
-		return pmv_msync_persist(addr, len);
+		return pmv_msync_persist(p, addr, len);
 	case PMV_PERSIST_CPU:
 		p->cpu_persist(addr, len);
 		return 0;
@@ -300,6 +322,7 @@ int pmv_persistence_detect(const void *addr, size_t len,
 	}
 	if (map.anonymous)
 		return 0;
+	p->writable = map.writable;
 	fd = pmv_open_mapped_file(&map);
 	if (fd < 0) {
 		PMV_WARN(FI_LOG_MR, "cannot open the file behind %p (%s); "
@@ -322,9 +345,13 @@ int pmv_persistence_detect(const void *addr, size_t len,
  */
 int pmv_persistence_from_map(struct pmem2_map *map, struct pmv_persistence *p)
 {
+	struct pmv_mapping mapping;
+
 	pmv_persistence_volatile(p);
 	if (!map)
 		return -FI_EINVAL;
+	if (!pmv_find_mapping((uintptr_t) pmem2_map_get_address(map), &mapping))
+		p->writable = mapping.writable;
 	p->profile = pmv_profile_decide(pmem2_map_get_store_granularity(map),
 					true);
 	pmv_persistence_set(p, map);

@@ -235,19 +235,25 @@ guest_unavailable() {
 	fi
 }
 
+# Installs what the guest needs; if it still cannot run, one FAIL NAME
+# (with the reason) and a nonzero status.
+guest_ready() {
+	local name=$1 why
+	prepare_guest
+	why=$(guest_unavailable)
+	[[ -z $why ]] && return 0
+	echo "FAIL $name: $why"
+	add 0 1
+	return 1
+}
+
 # One guest boot: vm.sh --MODE -- in_guest.sh BUILD MODE.  Its result line
 # is counted; a guest that cannot be prepared, does not boot or gives no
 # result line is a failure (nothing was tested, and that must show).
 run_guest() {
-	local mode=$1 out rc last start=$SECONDS why
+	local mode=$1 out rc last start=$SECONDS
 	echo "== verbs core in a QEMU guest ($mode): soft-RoCE rxe0, emulated NVDIMM"
-	prepare_guest
-	why=$(guest_unavailable)
-	if [[ -n $why ]]; then
-		echo "FAIL verbs-guest-$mode: $why"
-		add 0 1
-		return
-	fi
+	guest_ready "verbs-guest-$mode" || return
 	# (the guest's serial console ends its lines with CR LF)
 	out=$(cd "$ROOT" && "$ROOT/test/verbs/vm.sh" "--$mode" --timeout 900 -- \
 	      "$ROOT/test/verbs/in_guest.sh" "$BUILD" "$mode" 2>&1)
@@ -293,15 +299,9 @@ run_crash() {
 # device-DAX, rebooted on the same images, every acknowledged append
 # checked (test/crash/run_powercut.sh).  A boot that fails is a FAIL.
 run_powercut() {
-	local cuts=$1 out why start=$SECONDS
+	local cuts=$1 out start=$SECONDS
 	echo "== power cuts of the QEMU guest ($cuts cuts): virtio disk (PAGE) and device-DAX"
-	prepare_guest
-	why=$(guest_unavailable)
-	if [[ -n $why ]]; then
-		echo "FAIL powercut: $why"
-		add 0 1
-		return
-	fi
+	guest_ready powercut || return
 	out=$(bash "$ROOT/test/crash/run_powercut.sh" "$BUILD" "$cuts" 2>&1)
 	printf '%s\n' "$out" | grep -a -v '^PASS'
 	count_result "$out"

@@ -61,9 +61,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "../common/pmem_common.h"
+#include "../common/pmem_log_record.h"
 
 #define DEFAULT_PROVIDER PM_PROVIDER
 #define DEFAULT_PORT "9231"
@@ -133,52 +133,12 @@ struct options {
 	bool csv;
 };
 
-/* ------------------------------------------------------------- CRC-32 */
-
-/* zlib's CRC-32 of buf, continuing crc (start with 0). */
-static uint32_t log_crc(uint32_t crc, const void *buf, size_t len)
-{
-	return (uint32_t) crc32_z(crc, buf, len);
-}
-
 /* ------------------------------------------------------------- records */
-
-static uint64_t mix64(uint64_t x)
-{
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
 
 /* Bytes a record of payload len occupies in the log. */
 static uint64_t record_space(uint64_t payload)
 {
 	return pm_round_up(REC_HDR_SIZE + payload, PM_LINE_SIZE);
-}
-
-static void fill_payload(unsigned char *p, uint64_t log_id, uint64_t seq,
-			 size_t len)
-{
-	uint64_t w;
-	size_t i;
-
-	for (i = 0; i < len; i += 8) {
-		w = mix64(log_id ^ (seq * 0x9e3779b97f4a7c15ULL) ^ i);
-		memcpy(p + i, &w, len - i < 8 ? len - i : 8);
-	}
-}
-
-static uint32_t record_crc(uint64_t log_id, uint64_t seq, uint32_t len,
-			   const void *payload)
-{
-	unsigned char head[20];
-	uint64_t id = htole64(log_id), s = htole64(seq);
-	uint32_t l = htole32(len);
-
-	memcpy(head, &id, 8);
-	memcpy(head + 8, &s, 8);
-	memcpy(head + 16, &l, 4);
-	return log_crc(log_crc(0, head, sizeof(head)), payload, len);
 }
 
 /* Builds record seq with len payload bytes at buf, padded; its space. */

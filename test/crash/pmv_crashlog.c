@@ -88,7 +88,6 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -101,6 +100,7 @@
 
 #include "../common/pmv_test_report.h"
 #include "../common/pmv_test_time.h"
+#include "../../fabtests/common/pmem_log_record.h"
 
 #ifndef MAP_SHARED_VALIDATE
 #define MAP_SHARED_VALIDATE 0x03
@@ -238,19 +238,6 @@ static void say(const char *fmt, ...)
 
 /* ------------------------------------------------------------- records */
 
-/* zlib's CRC-32 of buf, continuing crc (start with 0). */
-static uint32_t log_crc(uint32_t crc, const void *buf, size_t len)
-{
-	return (uint32_t) crc32_z(crc, buf, len);
-}
-
-static uint64_t mix64(uint64_t x)
-{
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
 /* 64 random bits (log ids, requested keys, markers). */
 static uint64_t rnd64(void)
 {
@@ -274,29 +261,6 @@ static uint32_t payload_len(const struct log *l, uint64_t seq)
 static uint64_t space_of(uint32_t len)
 {
 	return (REC_HDR + (uint64_t)len + LINE - 1) / LINE * LINE;
-}
-
-static void fill_payload(unsigned char *p, uint64_t log_id, uint64_t seq,
-			 uint32_t len)
-{
-	for (uint32_t i = 0; i < len; i += 8) {
-		uint64_t w = mix64(log_id ^ (seq * 0x9e3779b97f4a7c15ULL) ^ i);
-
-		memcpy(p + i, &w, len - i < 8 ? len - i : 8);
-	}
-}
-
-static uint32_t record_crc(uint64_t log_id, uint64_t seq, uint32_t len,
-			   const void *payload)
-{
-	unsigned char head[20];
-	uint64_t id = htole64(log_id), s = htole64(seq);
-	uint32_t l = htole32(len);
-
-	memcpy(head, &id, 8);
-	memcpy(head + 8, &s, 8);
-	memcpy(head + 16, &l, 4);
-	return log_crc(log_crc(0, head, sizeof(head)), payload, len);
 }
 
 /* Builds record seq at buf (space_of(len) bytes); returns its space. */

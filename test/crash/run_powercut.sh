@@ -82,6 +82,7 @@ kill_guest() {
 start_boot() {
 	local boot=$1 last=$2
 	rm -f "$STATE/qemu.pid"
+	: >"$STATE/console.$boot" # read at once by await_appends
 	(cd "$ROOT" && exec "$ROOT/test/verbs/vm.sh" --timeout $((BOOT_BOUND + 600)) \
 		--disk "$STATE/disk.img" --nvdimm-file "$STATE/nvdimm.img" \
 		--pidfile "$STATE/qemu.pid" -- \

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/magic.h>
 #include <sys/resource.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -109,16 +111,30 @@ static long minor_faults(void)
  * The PAGE persist must itself store through the mapping into every page
  * of the range, which after a writeback is a write fault per page (the
  * page's write protection is how the kernel learns a page is dirty again).
- * The file lives in /tmp, which must have writeback (not tmpfs).
+ * The file must be on a file system with writeback (not tmpfs).
  */
 Test(profile, page_persist_dirties_pages_written_back)
 {
+	char path[] = "/var/tmp/pmv_profile_XXXXXX";
 	struct pmv_persistence p;
+	struct statfs fs;
 	long before;
 	char *map;
+	int fd;
 
 	unsetenv("PMEM2_FORCE_GRANULARITY");
-	map = map_temp_file(MAP_SHARED);
+	/* a file system with writeback (/var/tmp is on disk by the FHS) */
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	unlink(path);
+	cr_assert_eq(fstatfs(fd, &fs), 0);
+	if (fs.f_type == TMPFS_MAGIC)
+		cr_skip_test("/var/tmp is tmpfs: its pages are never written "
+			     "back, so there is no writeback to observe");
+	cr_assert_eq(ftruncate(fd, LEN), 0);
+	map = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	cr_assert_neq(map, MAP_FAILED);
 	cr_assert_eq(pmv_persistence_detect(map, LEN, &p), 0);
 	cr_assert(p.writable);
 	memset(map, 0x5a, LEN);

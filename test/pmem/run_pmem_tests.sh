@@ -197,7 +197,8 @@ judge_exit() {
 
 # run NAME TEST GRANULARITY JUDGE ORACLE(yes|no) [FAULT_EXTENT]
 # With METHOD set (METHOD=agent run ...), the initiator's provider gets
-# FI_PMEMVERBS_METHOD=$METHOD, and the initiator expects it; with CASE set,
+# FI_PMEMVERBS_METHOD=$METHOD, and the initiator expects it; with JOIN=0
+# the initiator sends data and request as two writes; with CASE set,
 # badinput runs only that case (scenario: runs that case); with
 # FAULT_PERSIST=N, the target's N-th persist call fails
 # (FI_PMEMVERBS_FAULT_PERSIST).
@@ -208,6 +209,7 @@ run() {
 	local ienv=(-u PMEM2_FORCE_GRANULARITY -u FI_PMEMVERBS_METHOD)
 	[[ -z $RUNS || " $RUNS " == *" $name "* ]] || return 0
 	[[ -n ${METHOD:-} ]] && ienv+=(FI_PMEMVERBS_METHOD="$METHOD")
+	[[ -n ${JOIN:-} ]] && ienv+=(FI_PMEMVERBS_JOIN_REQUEST="$JOIN")
 	[[ -n ${CASE:-} ]] && iargs+=(-c "$CASE")
 	iargs+=(-F "$(region_of "$dir")")
 	PORT=$((PORT + 1))
@@ -271,6 +273,10 @@ for gran in page cache_line byte; do
 done
 # byte (MHP) takes read-flush by default: the agent is checked there too
 METHOD=agent run oracle-byte-agent oracle byte lines yes
+# over tcp an agent commit's data and request go as one write; the two-write
+# path (RDMA cores, FI_PMEMVERBS_JOIN_REQUEST=0) is checked here too
+JOIN=0 run oracle-page-two-writes oracle page lines yes
+JOIN=0 run contents-cache_line-two-writes contents cache_line lines no
 # send for every commit that fits a request, fenced or not
 METHOD=send run oracle-cache_line-send oracle cache_line lines yes
 for gran in page cache_line byte; do

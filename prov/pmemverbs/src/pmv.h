@@ -71,8 +71,15 @@ struct pmv_params {
 	int peer_timeout_ms;  /* FI_PMEMVERBS_PEER_TIMEOUT_MS */
 	int bad_request_ms;   /* FI_PMEMVERBS_BAD_REQUEST_MS */
 	int peer_probe_ms;    /* FI_PMEMVERBS_PEER_PROBE_MS */
+	int join_request;     /* FI_PMEMVERBS_JOIN_REQUEST */
 };
 extern struct pmv_params pmv_params;
+
+/* The smaller of pmemverbs's limit and the core's (0: the core says none). */
+static inline size_t pmv_limit(size_t own, size_t core)
+{
+	return core && core < own ? core : own;
+}
 
 /* Flags pmemverbs owns on fi_writemsg. */
 #define PMV_COMMIT_FLAGS (FI_COMMIT_COMPLETE | FI_IMMED)

@@ -61,6 +61,12 @@ static void pmv_define_params(void)
 			"Microseconds the target agent keeps polling for "
 			"commit requests after the last one before it backs "
 			"off to sleeping (10 us doubling to 1 ms). Default 200.");
+	fi_param_define(&pmv_prov, "join_request", FI_PARAM_BOOL,
+			"Over the tcp core, send an agent commit's data and its "
+			"commit request as one write (one message per commit; "
+			"the tcp core places a write's segments in order). "
+			"0 sends them as two writes, as over RDMA cores. "
+			"Default: yes.");
 	fi_param_define(&pmv_prov, "oracle", FI_PARAM_STRING,
 			"Test only: a shared file where the agent records "
 			"every range it persists (the persistence oracle). "
@@ -147,6 +153,7 @@ static void pmv_read_params(void)
 	pmv_params.peer_timeout_ms = 10000;
 	pmv_params.peer_probe_ms = 100;
 	pmv_params.bad_request_ms = 100;
+	pmv_params.join_request = 1;
 	fi_param_get_bool(&pmv_prov, "wsp", &pmv_params.wsp);
 	fi_param_get_bool(&pmv_prov, "ddio", &pmv_params.ddio);
 	fi_param_get_str(&pmv_prov, "method", &method);
@@ -162,6 +169,7 @@ static void pmv_read_params(void)
 	fi_param_get_int(&pmv_prov, "peer_timeout_ms",
 			 &pmv_params.peer_timeout_ms);
 	fi_param_get_int(&pmv_prov, "peer_probe_ms", &pmv_params.peer_probe_ms);
+	fi_param_get_bool(&pmv_prov, "join_request", &pmv_params.join_request);
 	fi_param_get_int(&pmv_prov, "bad_request_ms",
 			 &pmv_params.bad_request_ms);
 }

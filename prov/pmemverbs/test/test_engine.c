@@ -25,6 +25,9 @@ struct post {
 	size_t len;
 	void *context;
 	uint8_t bytes[256];
+	size_t iov_count, rma_iov_count;
+	struct fi_rma_iov last_rma; /* its last remote segment */
+	uint8_t last_bytes[256];    /* and the bytes it carries */
 };
 static struct post g_posts[MAX_POSTS];
 static unsigned g_nposts;
@@ -48,6 +51,13 @@ static ssize_t fake_post(const struct fi_msg_rma *msg, uint64_t flags,
 	p->context = msg->context;
 	if (!read && msg->iov_count && msg->msg_iov[0].iov_len <= sizeof(p->bytes))
 		memcpy(p->bytes, msg->msg_iov[0].iov_base, msg->msg_iov[0].iov_len);
+	p->iov_count = msg->iov_count;
+	p->rma_iov_count = msg->rma_iov_count;
+	p->last_rma = msg->rma_iov[msg->rma_iov_count - 1];
+	if (!read && msg->iov_count &&
+	    msg->msg_iov[msg->iov_count - 1].iov_len <= sizeof(p->last_bytes))
+		memcpy(p->last_bytes, msg->msg_iov[msg->iov_count - 1].iov_base,
+		       msg->msg_iov[msg->iov_count - 1].iov_len);
 	return 0;
 }
 
@@ -144,6 +154,7 @@ static void setup(void)
 	pmv_params.method = FI_PMEM_METHOD_NONE;
 	pmv_params.peer_timeout_ms = 10000;
 	pmv_params.peer_probe_ms = 100;
+	pmv_params.join_request = 0; /* the two-write path, as over RDMA */
 	open_cq();
 	g_nposts = g_calls = g_fail_at = 0;
 	g_fail_ret = -FI_EIO;
@@ -688,4 +699,110 @@ Test(engine, trywait_sees_an_ack_that_landed_in_memory)
 	pmv_ack_encode(&a);
 	memcpy(pmv_inbox_ack(&g_ep->inbox, 1), &a, sizeof(a)); /* no progress */
 	cr_assert(pmv_cq_ready(g_cq), "the landed ack was not seen");
+}
+
+/* Over tcp (FI_PMEMVERBS_JOIN_REQUEST): data and request in one write. */
+static void join_requests(void)
+{
+	pmv_params.join_request = 1;
+}
+
+/* The request a post carries in its last segment, decoded into buf. */
+static struct pmv_req *request_of(const struct post *p, uint64_t seq,
+				  uint64_t buf[32])
+{
+	struct pmv_req *req = (struct pmv_req *) buf;
+
+	cr_assert_gt(pmv_req_decode(p->last_bytes, p->last_rma.len, seq, req),
+		     0, "the last segment is not request %llu",
+		     (unsigned long long) seq);
+	return req;
+}
+
+Test(engine, joined_agent_commit_is_one_write_with_the_request_last,
+     .init = setup)
+{
+	struct fi_cq_err_entry e;
+	uint64_t buf[32];
+	struct pmv_req *req;
+	bool err;
+	int ctx;
+
+	join_requests();
+	cr_assert_eq(commit(g_ep, 0, 1000, 0, &ctx), 0);
+	cr_assert_eq(g_nposts, 1, "data and request in one write");
+	cr_assert_eq(g_posts[0].iov_count, 2);
+	cr_assert_eq(g_posts[0].rma_iov_count, 2);
+	cr_assert(g_posts[0].addr == 0 && g_posts[0].len == 1000,
+		  "the data comes first");
+	cr_assert_eq(g_posts[0].last_rma.addr, pmv_peer_req_addr(&g_ep->peer, 1));
+	cr_assert_eq(g_posts[0].last_rma.key, INBOX_KEY);
+	cr_assert_eq(g_posts[0].flags & (FI_INJECT | FI_MORE), 0);
+	req = request_of(&g_posts[0], 1, buf);
+	cr_assert_eq(req->nextents, 1);
+	cr_assert(req->ext[0].addr == 0 && req->ext[0].len == 1000,
+		  "the request names the commit's range");
+	ack(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 0);
+	cr_assert(!pop(&e, &err), "completed with its write in flight");
+	complete_post(0, 0);
+	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx);
+	cr_assert(!pop(&e, &err), "reported twice");
+}
+
+Test(engine, a_joined_write_the_core_refuses_sends_nothing_and_loses_no_range,
+     .init = setup)
+{
+	uint64_t buf[32];
+	struct pmv_req *req;
+	int ctx, ctx2;
+
+	join_requests();
+	g_fail_at = 1;
+	g_fail_ret = -FI_EAGAIN;
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), -FI_EAGAIN);
+	cr_assert_eq(g_nposts, 0);
+	cr_assert_eq(commit(g_ep, 4096, 64, 0, &ctx2), 0);
+	cr_assert_eq(g_nposts, 1);
+	req = request_of(&g_posts[0], 1, buf);
+	cr_assert_eq(req->seq, 1, "the refused write took no request seq");
+	cr_assert_eq(req->nextents, 2, "the refused commit's range went "
+		     "missing from the key's scope");
+	cr_assert(req->ext[0].addr == 0 && req->ext[1].addr == 4096);
+}
+
+Test(engine, a_failed_joined_write_fails_its_commit, .init = setup)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+	int ctx;
+
+	join_requests();
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
+	ack(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 0); /* a forged early ack */
+	complete_post(0, FI_EIO);
+	cr_assert(pop(&e, &err) && err && e.op_context == &ctx,
+		  "the write failed, yet the commit succeeded");
+	g_fail_at = g_calls + 1;
+	g_fail_ret = -FI_EIO;
+	cr_assert(commit(g_ep, 128, 64, 0, &ctx) < 0, "a failed post returns "
+		  "an error");
+}
+
+Test(engine, inject_commits_and_full_iovs_keep_two_writes, .init = setup)
+{
+	static uint8_t buf[4][16];
+	struct iovec iov[4];
+	struct fi_rma_iov rma = { .addr = 0, .len = 64, .key = REGION_KEY };
+	struct fi_msg_rma msg = { .msg_iov = iov, .iov_count = 4,
+				  .rma_iov = &rma, .rma_iov_count = 1 };
+	int ctx;
+
+	join_requests();
+	for (int i = 0; i < 4; i++)
+		iov[i] = (struct iovec) { .iov_base = buf[i], .iov_len = 16 };
+	cr_assert_eq(pmv_commit_writemsg(g_ep, &msg, FI_COMMIT_COMPLETE), 0);
+	cr_assert_eq(g_nposts, 2, "no segment left for the request");
+	cr_assert_eq(commit(g_ep, 128, 64, FI_INJECT, &ctx), 0);
+	cr_assert_eq(g_nposts, 4, "an injected commit's request is its own "
+		     "write");
 }

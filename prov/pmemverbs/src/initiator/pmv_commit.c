@@ -207,12 +207,6 @@ static int pmv_check_descs(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 	return 0;
 }
 
-/* The smaller of pmemverbs's limit and the core's (0: the core says none). */
-static size_t pmv_limit(size_t own, size_t core)
-{
-	return core && core < own ? core : own;
-}
-
 /*
  * Segments the core cannot carry are refused: the verbs core, for one,
  * allows a single remote segment and would place the data elsewhere.

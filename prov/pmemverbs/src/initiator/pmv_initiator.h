@@ -17,6 +17,7 @@
 #include "pmv_iop.h"
 
 #define PMV_RING 64 /* commits in flight per endpoint */
+#define PMV_REQ_BUF_WORDS (256 / sizeof(uint64_t)) /* the largest slot */
 
 enum pmv_commit_state {
 	PMV_C_FREE,
@@ -46,6 +47,8 @@ struct pmv_commit {
 	struct pmv_extent inl; /* send: where the data goes */
 	unsigned next;       /* ranges it covers, for a fallback to the agent */
 	struct pmv_extent ext[PMV_MAX_EXTENTS];
+	/* its request, when it travels in the data's write (not cleared) */
+	uint64_t req_buf[PMV_REQ_BUF_WORDS];
 };
 
 /* What the peer reported for a key, and the generation it held in. */
@@ -140,6 +143,10 @@ void pmv_send_fill(struct pmv_req *req, const struct fi_msg_rma *msg);
 int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
 		 const struct fi_msg_rma *inl, uint32_t fence_back);
 bool pmv_req_room(const struct pmv_ini *ini);
+bool pmv_req_can_join(const struct pmv_ini *ini, const struct pmv_commit *c,
+		      const struct fi_msg_rma *msg);
+int pmv_req_send_joined(struct pmv_ini *ini, struct pmv_commit *c,
+			const struct fi_msg_rma *msg);
 void pmv_ini_poll_acks(struct pmv_ini *ini);
 
 /* pmv_m_agent.c */

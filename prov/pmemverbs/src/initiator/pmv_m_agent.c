@@ -26,7 +26,10 @@ static int pmv_agent_can_post(struct pmv_ini *ini, const struct fi_msg_rma *msg,
 	return pmv_req_room(ini) ? 0 : -FI_EAGAIN;
 }
 
-/* The data (plain write, FI_MORE: the request follows), then the request. */
+/*
+ * The data (plain write, FI_MORE: the request follows), then the request;
+ * over tcp both in one write (pmv_req_send_joined).
+ */
 static int pmv_agent_post(struct pmv_ini *ini, struct pmv_commit *c,
 			  const struct fi_msg_rma *msg)
 {
@@ -34,6 +37,10 @@ static int pmv_agent_post(struct pmv_ini *ini, struct pmv_commit *c,
 	size_t i;
 	int ret;
 
+	if (pmv_req_can_join(ini, c, msg)) {
+		ret = pmv_req_send_joined(ini, c, msg);
+		return ret == -FI_EAGAIN ? ret : ret ? PMV_ERR_PEER_GONE : 0;
+	}
 	if (msg->iov_count) {
 		ret = pmv_ini_post_op(ini, c, PMV_IOP_DATA, msg, flags, false);
 		if (ret)

@@ -53,27 +53,20 @@ void pmv_send_fill(struct pmv_req *req, const struct fi_msg_rma *msg)
 }
 
 /*
- * Sends commit c's request as the next request seq, naming the key's scope
- * (and, for a send commit, inl's data).  fence_back > 0 asks the agent to
- * refuse it if one of the fence_back requests before it, to the same key,
- * failed.  0, or the core's error with nothing sent (scope kept).
+ * Builds commit c's request as the next request seq into buf (cap bytes),
+ * naming the key's scope (and, for a send commit, inl's data); the
+ * extents it took from the scope go to taken (*ntaken of them).  Returns
+ * its encoded length.
  */
-int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
-		 const struct fi_msg_rma *inl, uint32_t fence_back)
+static size_t pmv_req_build(struct pmv_ini *ini, struct pmv_commit *c,
+			    const struct fi_msg_rma *inl, uint32_t fence_back,
+			    uint64_t *buf, size_t cap, struct pmv_extent *taken,
+			    unsigned *ntaken)
 {
-	struct pmv_ep *ep = ini->ep;
-	uint64_t buf[256 / sizeof(uint64_t)];
 	struct pmv_req *req = (struct pmv_req *) buf;
-	uint32_t slot = pmv_ep_slot_bytes(ep);
-	struct iovec iov = { .iov_base = buf };
-	struct fi_rma_iov rma = { .key = ep->peer.inbox_key };
-	struct fi_msg_rma msg = { .msg_iov = &iov, .iov_count = 1,
-				  .rma_iov = &rma, .rma_iov_count = 1 };
-	struct pmv_extent taken[PMV_MAX_EXTENTS];
-	unsigned i, nextents;
-	int ret;
+	uint32_t slot = pmv_ep_slot_bytes(ini->ep);
 
-	memset(buf, 0, sizeof(buf));
+	memset(buf, 0, cap);
 	req->seq = ini->next_req;
 	req->key = c->key;
 	req->data = c->data;
@@ -87,21 +80,131 @@ int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
 					     pmv_req_max_extents(slot));
 	if (inl)
 		pmv_send_fill(req, inl);
-	nextents = req->nextents;
-	memcpy(taken, req->ext, nextents * sizeof(taken[0]));
-	rma.addr = pmv_peer_req_addr(&ep->peer, req->seq);
-	iov.iov_len = rma.len = pmv_req_encode(req, sizeof(buf));
-	ret = pmv_ini_post_op(ini, c, PMV_IOP_REQ, &msg, FI_INJECT, false);
-	if (ret) {
-		for (i = 0; i < nextents; i++)
-			pmv_scope_add(&ini->scope, c->key, taken[i].addr,
-				      taken[i].len);
-		return ret;
-	}
+	*ntaken = req->nextents;
+	memcpy(taken, req->ext, req->nextents * sizeof(taken[0]));
+	return pmv_req_encode(req, cap);
+}
+
+/* A request that did not go: its extents go back to the key's scope. */
+static void pmv_req_untake(struct pmv_ini *ini, uint64_t key,
+			   const struct pmv_extent *taken, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		pmv_scope_add(&ini->scope, key, taken[i].addr, taken[i].len);
+}
+
+/* The request just posted is commit c's, as request seq next_req. */
+static void pmv_req_sent(struct pmv_ini *ini, struct pmv_commit *c)
+{
 	c->req_seq = ini->next_req++;
 	c->answered = false;
 	ini->req_commit[(c->req_seq - 1) % PMV_SLOTS] = c->cseq;
-	ep->counters.requests_sent++;
+	ini->ep->counters.requests_sent++;
+}
+
+/* The remote segment of the peer's request slot for the next request. */
+static struct fi_rma_iov pmv_req_slot(const struct pmv_ini *ini, size_t len)
+{
+	return (struct fi_rma_iov) {
+		.addr = pmv_peer_req_addr(&ini->ep->peer, ini->next_req),
+		.len = len, .key = ini->ep->peer.inbox_key,
+	};
+}
+
+/*
+ * Sends commit c's request as the next request seq (see pmv_req_build).
+ * fence_back > 0 asks the agent to refuse it if one of the fence_back
+ * requests before it, to the same key, failed.  0, or the core's error
+ * with nothing sent (scope kept).
+ */
+int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
+		 const struct fi_msg_rma *inl, uint32_t fence_back)
+{
+	uint64_t buf[PMV_REQ_BUF_WORDS];
+	struct pmv_extent taken[PMV_MAX_EXTENTS];
+	struct iovec iov = { .iov_base = buf };
+	struct fi_rma_iov rma;
+	struct fi_msg_rma msg = { .msg_iov = &iov, .iov_count = 1,
+				  .rma_iov = &rma, .rma_iov_count = 1 };
+	unsigned ntaken;
+	int ret;
+
+	iov.iov_len = pmv_req_build(ini, c, inl, fence_back, buf, sizeof(buf),
+				    taken, &ntaken);
+	rma = pmv_req_slot(ini, iov.iov_len);
+	ret = pmv_ini_post_op(ini, c, PMV_IOP_REQ, &msg, FI_INJECT, false);
+	if (ret) {
+		pmv_req_untake(ini, c->key, taken, ntaken);
+		return ret;
+	}
+	pmv_req_sent(ini, c);
+	return 0;
+}
+
+/*
+ * True if commit c's data and its request can go as one core write:
+ * over the tcp core (see pmv_req_send_joined), with a segment to spare,
+ * and not an FI_INJECT commit (the request's bytes stay in c until the
+ * write completes; injected data would not).
+ */
+bool pmv_req_can_join(const struct pmv_ini *ini, const struct pmv_commit *c,
+		      const struct fi_msg_rma *msg)
+{
+	const struct pmv_domain *dom = ini->ep->domain;
+
+	return pmv_params.join_request && dom->transport == PMV_TRANSPORT_TCP &&
+	       !(c->flags & FI_INJECT) && msg->iov_count &&
+	       msg->iov_count < pmv_limit(PMV_MAX_IOV, dom->iov_limit) &&
+	       msg->rma_iov_count < pmv_limit(PMV_MAX_IOV, dom->rma_iov_limit);
+}
+
+/*
+ * Sends msg's data and commit c's request as one core write whose last
+ * segment is the request slot: one message per commit instead of two.
+ * The tcp core receives a write's segments from one byte stream, in
+ * order, so the request is placed after the data, as it is behind a
+ * separate write (FI_ORDER_WAW); RDMA cores carry one remote segment
+ * per write and keep two.  0, or the core's error with nothing sent
+ * (msg's ranges are then in the key's scope: a later commit persists
+ * them, which costs time, never durability).
+ */
+int pmv_req_send_joined(struct pmv_ini *ini, struct pmv_commit *c,
+			const struct fi_msg_rma *msg)
+{
+	struct pmv_extent taken[PMV_MAX_EXTENTS];
+	struct iovec iov[PMV_MAX_IOV];
+	void *desc[PMV_MAX_IOV] = { NULL };
+	struct fi_rma_iov rma[PMV_MAX_IOV];
+	struct fi_msg_rma all = *msg;
+	size_t i, n = msg->iov_count, r = msg->rma_iov_count, len;
+	unsigned ntaken;
+	int ret;
+
+	for (i = 0; i < r; i++) {
+		rma[i] = msg->rma_iov[i];
+		pmv_scope_add(&ini->scope, c->key, rma[i].addr, rma[i].len);
+	}
+	for (i = 0; i < n; i++) {
+		iov[i] = msg->msg_iov[i];
+		desc[i] = msg->desc ? msg->desc[i] : NULL;
+	}
+	len = pmv_req_build(ini, c, NULL, 0, c->req_buf, sizeof(c->req_buf),
+			    taken, &ntaken);
+	iov[n] = (struct iovec) { .iov_base = c->req_buf, .iov_len = len };
+	rma[r] = pmv_req_slot(ini, len);
+	all.msg_iov = iov;
+	all.desc = desc;
+	all.iov_count = n + 1;
+	all.rma_iov = rma;
+	all.rma_iov_count = r + 1;
+	ret = pmv_ini_post_op(ini, c, PMV_IOP_REQ, &all, 0, false);
+	if (ret) {
+		pmv_req_untake(ini, c->key, taken, ntaken);
+		return ret;
+	}
+	pmv_req_sent(ini, c);
 	return 0;
 }
 

@@ -288,7 +288,14 @@ static bool pmv_cq_take_core_error(struct pmv_cq *cq)
 	return false;
 }
 
-/* Reads the core CQ, keeping only the application's entries; lock held. */
+/*
+ * Reads the core CQ, keeping only the application's entries; lock held.
+ * When its entries were all internal and finished a commit, the commit is
+ * read at once (-FI_EAGAIN sends the caller to the queue): reading the
+ * core again would run its progress once more for nothing (over tcp a
+ * poll, and a re-armed signal for the next completion: 3 system calls, a
+ * tenth of a read-flush commit).
+ */
 static ssize_t pmv_cq_read_core(struct pmv_cq *cq, void *buf, size_t count,
 				fi_addr_t *src_addr)
 {
@@ -299,15 +306,16 @@ static ssize_t pmv_cq_read_core(struct pmv_cq *cq, void *buf, size_t count,
 		ret = src_addr ? fi_cq_readfrom(cq->core, buf, count, src_addr) :
 				 fi_cq_read(cq->core, buf, count);
 		if (ret == -FI_EAVAIL) {
-			if (pmv_cq_take_core_error(cq))
-				continue;
-			return -FI_EAVAIL;
+			if (!pmv_cq_take_core_error(cq))
+				return -FI_EAVAIL;
+		} else if (ret <= 0) {
+			return ret;
+		} else if ((ret = pmv_cq_filter_internal(cq, buf, src_addr,
+							 ret))) {
+			return ret;
 		}
-		if (ret <= 0)
-			return ret;
-		ret = pmv_cq_filter_internal(cq, buf, src_addr, ret);
-		if (ret)
-			return ret;
+		if (pmv_cq_backlog(cq))
+			return -FI_EAGAIN;
 	}
 	return -FI_EAGAIN;
 }

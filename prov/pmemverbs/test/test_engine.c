@@ -161,11 +161,20 @@ static void setup(void)
 	g_ep = open_ep();
 }
 
+static bool g_cq_opened; /* by pmv_cq_open (setup_with_core_cq) */
+
+/* Safe to run twice (a test's fini after its suite's). */
 static void teardown(void)
 {
 	if (g_ep)
 		close_ep(g_ep);
-	close_cq();
+	g_ep = NULL;
+	if (g_cq && g_cq_opened)
+		cr_assert_eq(fi_close(&g_cq->cq_fid.fid), 0);
+	else if (g_cq)
+		close_cq();
+	g_cq = NULL;
+	g_cq_opened = false;
 }
 
 TestSuite(engine, .init = setup, .fini = teardown);
@@ -805,4 +814,105 @@ Test(engine, inject_commits_and_full_iovs_keep_two_writes, .init = setup)
 	cr_assert_eq(commit(g_ep, 128, 64, FI_INJECT, &ctx), 0);
 	cr_assert_eq(g_nposts, 4, "an injected commit's request is its own "
 		     "write");
+}
+
+/* A fake core CQ: hands out staged entries and counts its reads. */
+static struct fi_cq_entry g_core_entries[4];
+static unsigned g_core_staged, g_core_reads;
+
+static ssize_t fake_cq_read(struct fid_cq *cq, void *buf, size_t count)
+{
+	size_t n = g_core_staged < count ? g_core_staged : count;
+
+	(void) cq;
+	g_core_reads++;
+	if (!n)
+		return -FI_EAGAIN;
+	memcpy(buf, g_core_entries, n * sizeof(g_core_entries[0]));
+	g_core_staged -= (unsigned) n;
+	memmove(g_core_entries, g_core_entries + n,
+		g_core_staged * sizeof(g_core_entries[0]));
+	return (ssize_t) n;
+}
+
+static int fake_close(struct fid *fid)
+{
+	(void) fid;
+	return 0;
+}
+
+static int fake_control(struct fid *fid, int command, void *arg)
+{
+	(void) fid; (void) command; (void) arg;
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops g_fake_fi_ops = {
+	.size = sizeof(struct fi_ops), .close = fake_close,
+	.control = fake_control,
+};
+static struct fi_ops_cq g_fake_cq_ops = {
+	.size = sizeof(struct fi_ops_cq), .read = fake_cq_read,
+};
+static struct fid_cq g_fake_core_cq = {
+	.fid = { .fclass = FI_CLASS_CQ, .ops = &g_fake_fi_ops },
+	.ops = &g_fake_cq_ops,
+};
+
+static int fake_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+			struct fid_cq **cq, void *context)
+{
+	(void) domain; (void) attr; (void) context;
+	*cq = &g_fake_core_cq;
+	return 0;
+}
+
+static struct fi_ops_domain g_fake_dom_ops = {
+	.size = sizeof(struct fi_ops_domain), .cq_open = fake_cq_open,
+};
+static struct fid_domain g_fake_core_dom = { .ops = &g_fake_dom_ops };
+
+/* As setup, with the engine's CQ opened by pmv_cq_open over the fake. */
+static void setup_with_core_cq(void)
+{
+	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_CONTEXT,
+				   .wait_obj = FI_WAIT_UNSPEC };
+	struct fid_cq *cq;
+
+	setup();
+	teardown();
+	g_dom.core = &g_fake_core_dom;
+	cr_assert_eq(pmv_cq_open(&g_dom.domain_fid, &attr, &cq, NULL), 0);
+	g_cq = pmv_container_of(cq, struct pmv_cq, cq_fid);
+	g_cq_opened = true;
+	g_core_staged = g_core_reads = 0;
+	g_ep = open_ep();
+}
+
+
+/*
+ * The application's fi_cq_read finds the core entry of a read-flush
+ * commit's read: it returns the commit's completion without reading the
+ * core a second time (over tcp each core read runs a progress pass).
+ */
+Test(engine, a_commit_finished_by_a_core_entry_returns_without_a_second_core_read,
+     .init = setup_with_core_cq)
+{
+	struct fi_cq_entry out[4];
+	unsigned first;
+	int ctx;
+
+	learn_mhp(5);
+	for (unsigned i = 0; i < PMV_SLOTS; i++)
+		g_ep->inbox.flush_words[i] = 5;
+	first = g_nposts;
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
+	cr_assert(g_posts[first + 1].read, "a read-flush commit");
+	complete_post(first, 0);
+	g_core_entries[0].op_context = g_posts[first + 1].context;
+	g_core_staged = 1;
+	cr_assert_eq(fi_cq_read(&g_cq->cq_fid, out, 4), 1);
+	cr_assert_eq(out[0].op_context, &ctx);
+	cr_assert_eq(g_core_reads, 1, "the core was read %u times",
+		     g_core_reads);
 }

@@ -261,6 +261,7 @@ struct pmv_cq {
 	int wait_fd;                /* the core CQ's fd (agent sleeps), or -1 */
 	bool wait_pollfd;           /* the core CQ waits on a list of fds */
 	bool app_wait_none;         /* the application asked FI_WAIT_NONE */
+	int core_waiters;           /* application threads in the core's sread */
 	char errbuf[160];
 };
 

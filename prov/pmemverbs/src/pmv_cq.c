@@ -527,7 +527,9 @@ static ssize_t pmv_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 			return -FI_EAGAIN;
 		left = pmv_cq_hooks_busy(cq) ? 1 :
 		       left < PMV_SREAD_IDLE_MS ? left : PMV_SREAD_IDLE_MS;
+		__atomic_add_fetch(&cq->core_waiters, 1, __ATOMIC_ACQ_REL);
 		ret = pmv_core_sread(cq, buf, count, src_addr, cond, left);
+		__atomic_sub_fetch(&cq->core_waiters, 1, __ATOMIC_ACQ_REL);
 		if (ret > 0 && !pmv_cq_filter_internal(cq, buf, src_addr, ret))
 			ret = -FI_EAGAIN;
 		if (ret != -FI_EAGAIN)
@@ -624,8 +626,17 @@ static struct fi_ops_cq pmv_cq_ops = {
  * without taking any completion from the application.  Used by the agent
  * thread, hence the atomic loads.
  */
+/*
+ * Drives the core's progress for the agent, unless an application thread
+ * waits in this CQ's fi_cq_sread: the core's wait progresses the CQ's
+ * endpoints when bytes arrive, and a second thread in the core's progress
+ * on the same core only fights it for the core's locks (agent commits to a
+ * passive target: 64 B p50 68 -> 31-50 us over tcp).
+ */
 void pmv_cq_progress_core(struct pmv_cq *cq)
 {
+	if (__atomic_load_n(&cq->core_waiters, __ATOMIC_ACQUIRE))
+		return;
 	(void) fi_cq_read(cq->core, NULL, 0);
 }
 

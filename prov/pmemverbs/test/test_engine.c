@@ -851,8 +851,23 @@ static struct fi_ops g_fake_fi_ops = {
 	.size = sizeof(struct fi_ops), .close = fake_close,
 	.control = fake_control,
 };
+/* The core's blocking read: waits (bounded) until the test releases it. */
+static volatile int g_in_core_sread, g_release_core_sread;
+
+static ssize_t fake_cq_sread(struct fid_cq *cq, void *buf, size_t count,
+			     const void *cond, int timeout)
+{
+	(void) cq; (void) buf; (void) count; (void) cond; (void) timeout;
+	__atomic_store_n(&g_in_core_sread, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 5000 &&
+	     !__atomic_load_n(&g_release_core_sread, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	return -FI_EAGAIN;
+}
+
 static struct fi_ops_cq g_fake_cq_ops = {
 	.size = sizeof(struct fi_ops_cq), .read = fake_cq_read,
+	.sread = fake_cq_sread,
 };
 static struct fid_cq g_fake_core_cq = {
 	.fid = { .fclass = FI_CLASS_CQ, .ops = &g_fake_fi_ops },
@@ -915,4 +930,44 @@ Test(engine, a_commit_finished_by_a_core_entry_returns_without_a_second_core_rea
 	cr_assert_eq(out[0].op_context, &ctx);
 	cr_assert_eq(g_core_reads, 1, "the core was read %u times",
 		     g_core_reads);
+}
+
+static void *sread_thread(void *arg)
+{
+	uint64_t buf[8];
+
+	(void) arg;
+	(void) fi_cq_sread(&g_cq->cq_fid, buf, 1, NULL, 50);
+	return NULL;
+}
+
+/*
+ * While an application thread waits in the core's fi_cq_sread (which
+ * progresses the CQ's endpoints itself), the agent's progress leaves the
+ * core alone; once nobody waits there, it drives it again.
+ */
+Test(engine, the_agent_leaves_the_core_to_a_thread_waiting_in_it,
+     .init = setup_with_core_cq)
+{
+	pthread_t t;
+	unsigned reads;
+
+	pmv_cq_ref_pmem(g_cq, 1); /* a pmem endpoint's CQ: pmemverbs's sread */
+	g_in_core_sread = g_release_core_sread = 0;
+	cr_assert_eq(pthread_create(&t, NULL, sread_thread, NULL), 0);
+	for (int i = 0; i < 5000 &&
+	     !__atomic_load_n(&g_in_core_sread, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	cr_assert(g_in_core_sread, "the reader never reached the core's sread");
+	reads = g_core_reads;
+	pmv_cq_progress_core(g_cq);
+	cr_assert_eq(g_core_reads, reads, "the agent drove the core while an "
+		     "application thread waited in it");
+	__atomic_store_n(&g_release_core_sread, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	reads = g_core_reads;
+	pmv_cq_progress_core(g_cq);
+	cr_assert_eq(g_core_reads, reads + 1, "nobody waits: the agent must "
+		     "drive the core");
+	pmv_cq_ref_pmem(g_cq, -1);
 }

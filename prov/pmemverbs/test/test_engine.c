@@ -851,6 +851,7 @@ static struct fi_ops g_fake_fi_ops = {
 	.size = sizeof(struct fi_ops), .close = fake_close,
 	.control = fake_control,
 };
+
 /* The core's blocking read: waits (bounded) until the test releases it. */
 static volatile int g_in_core_sread, g_release_core_sread;
 
@@ -903,7 +904,6 @@ static void setup_with_core_cq(void)
 	g_core_staged = g_core_reads = 0;
 	g_ep = open_ep();
 }
-
 
 /*
  * The application's fi_cq_read finds the core entry of a read-flush

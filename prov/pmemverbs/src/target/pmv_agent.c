@@ -293,11 +293,6 @@ static void pmv_agent_spin_pause(void)
 }
 
 /*
- * The agent's loop: spin while requests keep coming, then back off to
- * napping (10 us doubling to 1 ms), then to sleeping on fds where the core
- * gives them, so that an idle target costs no CPU.
- */
-/*
  * An idle agent's rest: naps of 10 us doubling to 1 ms, then sleeps on fds
  * where it can.  Work found pending instead of sleeping (a request that
  * landed while the agent woke, or the core's) gets one pass at once, not a
@@ -324,6 +319,11 @@ static void pmv_agent_rest(struct pmv_domain *dom, long *nap, bool *retried)
 		pmv_sleep_us(*nap);
 }
 
+/*
+ * The agent's loop: spin while requests keep coming, then back off to
+ * napping (10 us doubling to 1 ms), then to sleeping on fds where the core
+ * gives them, so that an idle target costs no CPU.
+ */
 static void *pmv_agent_main(void *arg)
 {
 	struct pmv_domain *dom = arg;

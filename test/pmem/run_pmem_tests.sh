@@ -308,6 +308,13 @@ CASE=many-128x32 run scenario-many-128x32-cache_line scenario cache_line lines y
 CASE=immed-flood run scenario-immed-flood-cache_line scenario cache_line lines yes
 CASE=counters run scenario-counters-page scenario page lines yes
 CASE=no-pmem-caps run scenario-no-pmem-caps scenario page lines no
+# over the tcp core a read-flush commit's write and read leave as one TCP
+# segment (FI_PMEMVERBS_TCP_CORK); it counts the tcp core's segments
+if [[ $ADDR == 127.0.0.1 || $ADDR == ::1 ]]; then
+	CASE=one-segment run scenario-one-segment-byte scenario byte lines yes
+else
+	echo "scenario-one-segment-byte: not run over $ADDR (no tcp core)"
+fi
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -72,6 +72,7 @@ struct pmv_params {
 	int bad_request_ms;   /* FI_PMEMVERBS_BAD_REQUEST_MS */
 	int peer_probe_ms;    /* FI_PMEMVERBS_PEER_PROBE_MS */
 	int join_request;     /* FI_PMEMVERBS_JOIN_REQUEST */
+	int tcp_cork;         /* FI_PMEMVERBS_TCP_CORK */
 };
 extern struct pmv_params pmv_params;
 
@@ -311,6 +312,12 @@ struct pmv_connreq {
 	struct fi_info *core_info;
 	struct pmv_peer peer;
 };
+
+/* pmv_sock.c: the tcp core's socket under a connected endpoint. */
+/* The descriptor of core's socket (local and peer address match), or -1. */
+int pmv_sock_find(struct fid_ep *core);
+/* Holds (on) or sends (off) partial segments of socket fd (TCP_CORK). */
+void pmv_sock_cork(int fd, bool on);
 
 /* pmv_fault.c: fault injection at every failure point (test only). */
 enum pmv_fault_point {

@@ -67,6 +67,11 @@ static void pmv_define_params(void)
 			"the tcp core places a write's segments in order). "
 			"0 sends them as two writes, as over RDMA cores. "
 			"Default: yes.");
+	fi_param_define(&pmv_prov, "tcp_cork", FI_PARAM_BOOL,
+			"Over the tcp core, send a read-flush commit's data "
+			"write and its read as one TCP segment (the endpoint's "
+			"socket is corked while both are posted); 0 lets the "
+			"core send them as two. Default: yes.");
 	fi_param_define(&pmv_prov, "oracle", FI_PARAM_STRING,
 			"Test only: a shared file where the agent records "
 			"every range it persists (the persistence oracle). "
@@ -154,6 +159,7 @@ static void pmv_read_params(void)
 	pmv_params.peer_probe_ms = 100;
 	pmv_params.bad_request_ms = 100;
 	pmv_params.join_request = 1;
+	pmv_params.tcp_cork = 1;
 	fi_param_get_bool(&pmv_prov, "wsp", &pmv_params.wsp);
 	fi_param_get_bool(&pmv_prov, "ddio", &pmv_params.ddio);
 	fi_param_get_str(&pmv_prov, "method", &method);
@@ -170,6 +176,7 @@ static void pmv_read_params(void)
 			 &pmv_params.peer_timeout_ms);
 	fi_param_get_int(&pmv_prov, "peer_probe_ms", &pmv_params.peer_probe_ms);
 	fi_param_get_bool(&pmv_prov, "join_request", &pmv_params.join_request);
+	fi_param_get_bool(&pmv_prov, "tcp_cork", &pmv_params.tcp_cork);
 	fi_param_get_int(&pmv_prov, "bad_request_ms",
 			 &pmv_params.bad_request_ms);
 }

@@ -86,6 +86,8 @@ struct pmv_ini {
 	unsigned facts_next;
 	struct pmv_fence_fail fence_fail[PMV_FENCE_KEYS];
 	unsigned fence_fail_next;
+	int sock;              /* the tcp core's socket, to cork read-flushes
+				* (pmv_sock.c); -1 none, -2 not looked up */
 };
 
 /* A commit method (librpma's flush object: one implementation each). */

@@ -372,6 +372,42 @@ run_idle() {
 	rm -f "$tout" "$iout"
 }
 
+# Idle between commits: a passive target (fi_pmem_lat: separate transmit
+# and receive CQs, the application in fi_cq_sread on one) gets a 64-byte
+# agent commit every 200 ms; between them its process must use under 10%
+# of a core (CPU time from /proc, sampled over 1.5 s).  The agent used to
+# spin at 100% once the first ack's completion had signalled the transmit
+# CQ, a signal only a thread waiting in that CQ would drain.
+run_idle_commits() {
+	local bin=$BUILD/fabtests/benchmarks/fi_pmem_lat port=9440 rc=0
+	local tpid a b ticks limit out
+	echo "== idle between commits: passive target, a commit every 200 ms"
+	out=$(mktemp)
+	FI_PROVIDER_PATH=$BUILD/.libs PMEM2_FORCE_GRANULARITY=page TMPDIR=/dev/shm \
+		timeout 60 "$bin" -B $port -S 64 >/dev/null 2>&1 &
+	tpid=$!
+	sleep 0.5
+	tpid=$(pgrep -P "$tpid" -f fi_pmem_lat || echo "$tpid")
+	FI_PROVIDER_PATH=$BUILD/.libs timeout 60 "$bin" -s 127.0.0.1 \
+		-B $port -S 64 -I 12 -W 1 -i 200000 -m commit >"$out" 2>&1 &
+	sleep 0.5
+	a=$(awk '{ print $14 + $15 }' "/proc/$tpid/stat" 2>/dev/null)
+	sleep 1.5
+	b=$(awk '{ print $14 + $15 }' "/proc/$tpid/stat" 2>/dev/null)
+	wait $! || rc=$?
+	wait || true
+	ticks=$(( ${b:-0} - ${a:-0} ))
+	limit=$(( $(getconf CLK_TCK) * 15 / 100 )) # 10% of 1.5 s
+	if [[ $rc -eq 0 && -n $a && -n $b && $ticks -lt $limit ]]; then
+		echo "PASS idle-commits: target used $ticks of $limit clock ticks allowed over 1.5 s; commits completed"
+		add 1 0
+	else
+		echo "FAIL idle-commits: exit $rc, target used ${ticks} clock ticks over 1.5 s (limit $limit): $(tail -n 2 "$out" | tr '\n' ' ')"
+		add 0 1
+	fi
+	rm -f "$out"
+}
+
 # fi_info through libfabric: FI_RMA_PMEM on MSG entries, never on RDM ones
 # (ofi_rxm layered on pmemverbs does not carry commits yet).
 run_advertisement() {
@@ -436,6 +472,7 @@ run_threads normal "$BUILD" 12500
 run_failure normal "$BUILD" 9380
 run_crash normal "$BUILD" 12000 "${PMV_CRASH_CYCLES:-240}"
 run_idle
+run_idle_commits
 echo "== fi_pingpong through pmemverbs"
 export FI_PROVIDER_PATH=$BUILD/.libs
 port=9330

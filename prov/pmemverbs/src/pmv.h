@@ -318,6 +318,9 @@ struct pmv_connreq {
 int pmv_sock_find(struct fid_ep *core);
 /* Holds (on) or sends (off) partial segments of socket fd (TCP_CORK). */
 void pmv_sock_cork(int fd, bool on);
+/* The address family of socket fd (AF_INET, AF_UNIX: a core wait object's
+ * signal, ...), or -1 if fd is no socket. */
+int pmv_sock_family(int fd);
 
 /* pmv_fault.c: fault injection at every failure point (test only). */
 enum pmv_fault_point {

@@ -12,8 +12,10 @@
  * progress hooks of the pmem endpoints bound to it (the commit engine's
  * ack polling), so this file knows nothing of the engine itself.
  */
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "pmv.h"
@@ -493,12 +495,76 @@ static ssize_t pmv_core_sread(struct pmv_cq *cq, void *buf, size_t count,
 	       fi_cq_sread(cq->core, buf, count, cond, timeout);
 }
 
+/* Most fds an application thread's fi_cq_sread polls itself. */
+#define PMV_SREAD_FDS 256
+
+/* Whether a readable fd of fds is a TCP/IP socket: bytes arrived. */
+static bool pmv_fds_bytes_came(const struct pollfd *fds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		int family = fds[i].revents ? pmv_sock_family(fds[i].fd) : -1;
+
+		if (family == AF_INET || family == AF_INET6)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * One wait of an application thread in a pmem CQ's sread over tcp: on the
+ * core CQ's sockets itself, not in the core's sread, so that the bytes of
+ * a commit request, which complete nothing in the core, bring the thread
+ * back to pmv_cq_readfrom, whose hooks serve it at once (in the core's
+ * sread the thread placed the request and slept on: a passive target's
+ * commits waited up to PMV_SREAD_IDLE_MS).  When only the core's signal
+ * woke it (a completion, fi_cq_signal), the core's sread, which alone
+ * drains it, waits the rest, at most 1 ms.  -FI_ENOSYS where the core CQ
+ * gives no list of fds.
+ */
+static ssize_t pmv_cq_poll_core(struct pmv_cq *cq, void *buf, size_t count,
+				fi_addr_t *src_addr, int ms)
+{
+	struct pollfd fds[PMV_SREAD_FDS];
+	struct fi_wait_pollfd list = { .nfds = PMV_SREAD_FDS, .fd = fds };
+	struct fid *fid = &cq->core->fid;
+
+	if (!cq->wait_pollfd || cq->domain->transport != PMV_TRANSPORT_TCP ||
+	    fi_control(fid, FI_GETWAIT, &list) || !list.nfds)
+		return -FI_ENOSYS;
+	if (fi_trywait(cq->domain->fabric->core, &fid, 1) != FI_SUCCESS ||
+	    poll(fds, (nfds_t) list.nfds, ms) <= 0)
+		return -FI_EAGAIN;
+	/* place what came now: the hooks run before the core's read */
+	(void) fi_cq_read(cq->core, NULL, 0);
+	if (pmv_fds_bytes_came(fds, (int) list.nfds))
+		return -FI_EAGAIN;
+	return pmv_core_sread(cq, buf, count, src_addr, NULL, ms < 1 ? ms : 1);
+}
+
+/* One wait of a pmem CQ's sread: on the core's sockets, else in its sread. */
+static ssize_t pmv_cq_wait_core(struct pmv_cq *cq, void *buf, size_t count,
+				fi_addr_t *src_addr, const void *cond, int ms)
+{
+	ssize_t ret = -FI_ENOSYS;
+
+	__atomic_add_fetch(&cq->core_waiters, 1, __ATOMIC_ACQ_REL);
+	if (!cond)
+		ret = pmv_cq_poll_core(cq, buf, count, src_addr, ms);
+	if (ret == -FI_ENOSYS)
+		ret = pmv_core_sread(cq, buf, count, src_addr, cond, ms);
+	__atomic_sub_fetch(&cq->core_waiters, 1, __ATOMIC_ACQ_REL);
+	if (ret > 0 && !pmv_cq_filter_internal(cq, buf, src_addr, ret))
+		ret = -FI_EAGAIN;
+	return ret;
+}
+
 /*
  * Blocking read.  Without pmem endpoints it is the core's.  With them, it
- * alternates progress with core waits: 1 ms while commits are in flight
- * (an ack lands in memory and wakes no core wait object), up to
- * PMV_SREAD_IDLE_MS otherwise (the agent signals the core CQ when it
- * queues an FI_IMMED entry here).
+ * alternates progress (and the hooks that serve commit requests) with
+ * waits on the core: 1 ms while commits are in flight (an ack lands in
+ * memory and wakes no core wait object), up to PMV_SREAD_IDLE_MS
+ * otherwise (the agent signals the core CQ when it queues an FI_IMMED
+ * entry here).
  */
 static ssize_t pmv_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 				fi_addr_t *src_addr, const void *cond,
@@ -527,11 +593,7 @@ static ssize_t pmv_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 			return -FI_EAGAIN;
 		left = pmv_cq_hooks_busy(cq) ? 1 :
 		       left < PMV_SREAD_IDLE_MS ? left : PMV_SREAD_IDLE_MS;
-		__atomic_add_fetch(&cq->core_waiters, 1, __ATOMIC_ACQ_REL);
-		ret = pmv_core_sread(cq, buf, count, src_addr, cond, left);
-		__atomic_sub_fetch(&cq->core_waiters, 1, __ATOMIC_ACQ_REL);
-		if (ret > 0 && !pmv_cq_filter_internal(cq, buf, src_addr, ret))
-			ret = -FI_EAGAIN;
+		ret = pmv_cq_wait_core(cq, buf, count, src_addr, cond, left);
 		if (ret != -FI_EAGAIN)
 			return ret;
 	}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmemverbs: the tcp core's socket under a connected endpoint.
+ * pmemverbs: the tcp core's sockets: the one under a connected endpoint,
+ * and what kind a core wait object's fd is.
  *
  * A read-flush commit posts two operations back to back: the data write
  * and the 8-byte read behind it.  The tcp core sends each in the call that
@@ -71,4 +72,13 @@ void pmv_sock_cork(int fd, bool on)
 	int v = on;
 
 	(void) setsockopt(fd, IPPROTO_TCP, TCP_CORK, &v, sizeof(v));
+}
+
+int pmv_sock_family(int fd)
+{
+	int family = -1;
+	socklen_t len = sizeof(family);
+
+	return getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &family, &len) ? -1 :
+	       family;
 }

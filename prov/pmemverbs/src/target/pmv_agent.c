@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +34,8 @@ struct pmv_agent {
 	size_t snap_len;        /* room in snap */
 	struct pmv_ep **snap_new; /* a larger array for it (domain lock) */
 	size_t neps, snap_cap;  /* endpoints; room in the larger array */
+	bool app_waits;         /* at its last sleep, an application thread
+				 * waited in a CQ of an endpoint (fi_cq_sread) */
 };
 
 /* Every running agent: libfabric may unload the plugin at exit while
@@ -101,12 +104,27 @@ static unsigned pmv_agent_cqs(struct pmv_agent *agent, struct pmv_cq **set)
 	return n;
 }
 
+/* Whether an application thread waits in one of ep's CQs (fi_cq_sread):
+ * that wait takes ep's bytes and serves its requests, and progress through
+ * ep's other CQ would only take the bytes from under it. */
+static bool pmv_agent_app_waits(const struct pmv_ep *ep)
+{
+	const struct pmv_cq *cq[2] = { ep->rx_cq, ep->tx_cq };
+
+	for (int i = 0; i < 2; i++)
+		if (cq[i] && __atomic_load_n(&cq[i]->core_waiters,
+					     __ATOMIC_ACQUIRE))
+			return true;
+	return false;
+}
+
 /*
  * Drives the core's progress once per CQ the pass's endpoints (held, so
  * their CQs stay bound) are bound to, however many endpoints share it (a
- * target that never polls still moves data over tcp).  No lock held: an
- * application serving its endpoints from its CQ reads is never kept
- * waiting behind the agent's progress.
+ * target that never polls still moves data over tcp), except endpoints an
+ * application thread waits for.  No lock held: an application serving its
+ * endpoints from its CQ reads is never kept waiting behind the agent's
+ * progress.
  */
 static void pmv_agent_progress(struct pmv_agent *agent, size_t neps)
 {
@@ -115,13 +133,16 @@ static void pmv_agent_progress(struct pmv_agent *agent, size_t neps)
 	size_t k;
 
 	for (k = 0; k < neps; k++)
-		if (!pmv_agent_add_cqs(agent->snap[k], set, &n))
+		if (!pmv_agent_app_waits(agent->snap[k]) &&
+		    !pmv_agent_add_cqs(agent->snap[k], set, &n))
 			break;
 	for (i = 0; i < n; i++)
 		pmv_cq_progress_core(set[i]);
 	for (; k < neps; k++) { /* past PMV_AGENT_CQS distinct CQs */
 		struct pmv_ep *ep = agent->snap[k];
 
+		if (pmv_agent_app_waits(ep))
+			continue;
 		if (ep->rx_cq)
 			pmv_cq_progress_core(ep->rx_cq);
 		if (ep->tx_cq && ep->tx_cq != ep->rx_cq)
@@ -180,32 +201,69 @@ static int pmv_agent_sleep_fds(struct pmv_domain *dom, struct pollfd *fds)
 		return -1;
 	/* fi_trywait (or an application's CQ read) may have moved a request
 	 * into an inbox already */
-	for (struct pmv_ep *ep = dom->agent->eps; ep; ep = ep->agent_next)
+	dom->agent->app_waits = false;
+	for (struct pmv_ep *ep = dom->agent->eps; ep; ep = ep->agent_next) {
 		if (pmv_serve_pending(ep))
 			return -1;
+		dom->agent->app_waits |= pmv_agent_app_waits(ep);
+	}
 	fds[nfds] = (struct pollfd) { .fd = dom->agent->wake_fd,
 				      .events = POLLIN };
 	return (int) nfds + 1;
 }
 
-enum pmv_agent_rest { PMV_REST_SLEPT, PMV_REST_CANNOT, PMV_REST_PENDING };
+enum pmv_agent_rest {
+	PMV_REST_SLEPT,   /* the whole time */
+	PMV_REST_WOKEN,   /* bytes arrived, an endpoint joined, or stop */
+	PMV_REST_CANNOT,  /* no fds to sleep on */
+	PMV_REST_PENDING, /* work was pending: did not sleep */
+};
 
-/* Sleeps until bytes arrive, an endpoint joins or stop, unless it cannot
- * sleep on fds or work is pending. */
-static enum pmv_agent_rest pmv_agent_sleep(struct pmv_domain *dom)
+/*
+ * After a wake: takes out of fds (n of them) the readable signals of core
+ * wait objects, which only a thread waiting in the core (fi_cq_sread)
+ * drains; a CQ nobody waits on (a transmit CQ whose completions signal
+ * it) would keep every later sleep from sleeping: the agent spun at 100%
+ * of a core after the first commit.  Returns true if those were all that
+ * woke it.
+ */
+static bool pmv_agent_drop_signals(struct pollfd *fds, int *n)
 {
+	bool other = false;
+	int i = 0;
+
+	while (i < *n) {
+		if (fds[i].revents && pmv_sock_family(fds[i].fd) == AF_UNIX) {
+			fds[i] = fds[--*n];
+			continue;
+		}
+		other |= fds[i].revents != 0;
+		fds[i++].revents = 0;
+	}
+	return !other;
+}
+
+/* Sleeps up to us microseconds on the core's fds and the agent's eventfd,
+ * unless it cannot sleep on fds or work is pending. */
+static enum pmv_agent_rest pmv_agent_sleep(struct pmv_domain *dom, long us)
+{
+	struct timespec ts = { .tv_sec = us / 1000000,
+			       .tv_nsec = (us % 1000000) * 1000 };
 	struct pollfd fds[PMV_AGENT_FDS];
+	int n, woke = 0;
 	uint64_t v;
-	int n;
 
 	pthread_mutex_lock(&dom->lock);
 	n = pmv_agent_sleep_fds(dom, fds);
 	pthread_mutex_unlock(&dom->lock);
-	if (n > 0)
-		(void) poll(fds, (nfds_t) n, PMV_AGENT_SLEEP_MS);
+	if (n > 0) {
+		woke = ppoll(fds, (nfds_t) n, &ts, NULL);
+		if (woke > 0 && pmv_agent_drop_signals(fds, &n))
+			woke = ppoll(fds, (nfds_t) n, &ts, NULL);
+	}
 	__atomic_store_n(&dom->agent_sleeping, false, __ATOMIC_SEQ_CST);
 	(void) !read(dom->agent->wake_fd, &v, sizeof(v)); /* non-blocking */
-	return n > 0 ? PMV_REST_SLEPT :
+	return n > 0 ? (woke > 0 ? PMV_REST_WOKEN : PMV_REST_SLEPT) :
 	       n < 0 ? PMV_REST_PENDING : PMV_REST_CANNOT;
 }
 
@@ -293,36 +351,38 @@ static void pmv_agent_spin_pause(void)
 }
 
 /*
- * An idle agent's rest: naps of 10 us doubling to 1 ms, then sleeps on fds
- * where it can.  Work found pending instead of sleeping (a request that
- * landed while the agent woke, or the core's) gets one pass at once, not a
- * 1 ms nap: after a sleep, the application thread often places the
- * request a moment after the agent woke and looked (1 s idle agent
- * commits: 1.4 ms before this).  *retried: that pass was had.
+ * An idle agent's rest: naps of 10 us doubling to 1 ms, then sleeps of up
+ * to PMV_AGENT_SLEEP_MS; each on the core's fds where it can, so that the
+ * bytes of a request end it.  Returns true if they did and no
+ * application thread waits in fi_cq_sread (it would serve them itself): a
+ * request is coming, and the agent spins again, progressing the core
+ * (spinning beside a waiting thread on its core made every read of that
+ * target 10 us slower).
+ * Work found pending instead of sleeping (a request that landed while the
+ * agent woke, or the core's) gets one pass at once, not a nap (1 s idle
+ * agent commits took 1.4 ms before this).  *retried: that pass was had.
  */
-static void pmv_agent_rest(struct pmv_domain *dom, long *nap, bool *retried)
+static bool pmv_agent_rest(struct pmv_domain *dom, long *nap, bool *retried)
 {
 	enum pmv_agent_rest rest;
 
 	*nap = *nap ? (*nap < 1000 ? *nap * 2 : 1000) : 10;
-	if (*nap < 1000) {
-		pmv_sleep_us(*nap);
-		return;
-	}
-	rest = pmv_agent_sleep(dom);
+	rest = pmv_agent_sleep(dom, *nap < 1000 ? *nap :
+					  PMV_AGENT_SLEEP_MS * 1000L);
 	if (rest == PMV_REST_PENDING && !*retried) {
 		*retried = true;
-		return;
+		return false;
 	}
 	*retried = false;
-	if (rest != PMV_REST_SLEPT)
+	if (rest == PMV_REST_PENDING || rest == PMV_REST_CANNOT)
 		pmv_sleep_us(*nap);
+	return rest == PMV_REST_WOKEN && !dom->agent->app_waits;
 }
 
 /*
- * The agent's loop: spin while requests keep coming, then back off to
- * napping (10 us doubling to 1 ms), then to sleeping on fds where the core
- * gives them, so that an idle target costs no CPU.
+ * The agent's loop: spin while requests keep coming (or their bytes just
+ * woke it), then back off to naps and sleeps (pmv_agent_rest), so that an
+ * idle target costs no CPU.
  */
 static void *pmv_agent_main(void *arg)
 {
@@ -345,7 +405,10 @@ static void *pmv_agent_main(void *arg)
 			nap = 0;
 			retried = false;
 		} else if (pmv_now_us() - last_work > (uint64_t) pmv_params.agent_spin_us) {
-			pmv_agent_rest(dom, &nap, &retried);
+			if (pmv_agent_rest(dom, &nap, &retried)) {
+				last_work = pmv_now_us();
+				nap = 0;
+			}
 		} else {
 			pmv_agent_spin_pause();
 		}

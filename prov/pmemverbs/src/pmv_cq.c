@@ -531,7 +531,10 @@ static ssize_t pmv_cq_poll_core(struct pmv_cq *cq, void *buf, size_t count,
 	if (!cq->wait_pollfd || cq->domain->transport != PMV_TRANSPORT_TCP ||
 	    fi_control(fid, FI_GETWAIT, &list) || !list.nfds)
 		return -FI_ENOSYS;
-	if (fi_trywait(cq->domain->fabric->core, &fid, 1) != FI_SUCCESS ||
+	/* the read before this one may have placed a request after its hooks
+	 * ran (a large write arrives in parts): serve it before sleeping */
+	if (pmv_cq_ready(cq) ||
+	    fi_trywait(cq->domain->fabric->core, &fid, 1) != FI_SUCCESS ||
 	    poll(fds, (nfds_t) list.nfds, ms) <= 0)
 		return -FI_EAGAIN;
 	/* place what came now: the hooks run before the core's read */

@@ -109,7 +109,10 @@ static unsigned pmv_agent_cqs(struct pmv_agent *agent, struct pmv_cq **set)
  * ep's other CQ would only take the bytes from under it. */
 static bool pmv_agent_app_waits(const struct pmv_ep *ep)
 {
-	const struct pmv_cq *cq[2] = { ep->rx_cq, ep->tx_cq };
+	const struct pmv_cq *cq[2] = {
+		__atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE),
+		__atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE),
+	};
 
 	for (int i = 0; i < 2; i++)
 		if (cq[i] && __atomic_load_n(&cq[i]->core_waiters,
@@ -140,13 +143,15 @@ static void pmv_agent_progress(struct pmv_agent *agent, size_t neps)
 		pmv_cq_progress_core(set[i]);
 	for (; k < neps; k++) { /* past PMV_AGENT_CQS distinct CQs */
 		struct pmv_ep *ep = agent->snap[k];
+		struct pmv_cq *rx = __atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE);
+		struct pmv_cq *tx = __atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE);
 
 		if (pmv_agent_app_waits(ep))
 			continue;
-		if (ep->rx_cq)
-			pmv_cq_progress_core(ep->rx_cq);
-		if (ep->tx_cq && ep->tx_cq != ep->rx_cq)
-			pmv_cq_progress_core(ep->tx_cq);
+		if (rx)
+			pmv_cq_progress_core(rx);
+		if (tx && tx != rx)
+			pmv_cq_progress_core(tx);
 	}
 }
 

@@ -263,6 +263,7 @@ struct pmv_cq {
 	bool wait_pollfd;           /* the core CQ waits on a list of fds */
 	bool app_wait_none;         /* the application asked FI_WAIT_NONE */
 	int core_waiters;           /* application threads in the core's sread */
+	int wakeup;                 /* fi_cq_signal since the last sread (atomic) */
 	char errbuf[160];
 };
 

@@ -8,6 +8,7 @@
  * context; a failure at any core call ends in an error return or an error
  * completion; a closed endpoint's late completions are dropped.
  */
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -847,10 +848,28 @@ static int fake_close(struct fid *fid)
 	return 0;
 }
 
+/* With g_fake_pollfd, the core CQ waits on a list of one fd: a pipe that
+ * stands for the core's signal (written by fi_cq_signal, never drained). */
+static bool g_fake_pollfd;
+static int g_signal_pipe[2] = { -1, -1 };
+
 static int fake_control(struct fid *fid, int command, void *arg)
 {
-	(void) fid; (void) command; (void) arg;
-	return -FI_ENOSYS;
+	struct fi_wait_pollfd *list = arg;
+
+	(void) fid;
+	if (!g_fake_pollfd)
+		return -FI_ENOSYS;
+	if (command == FI_GETWAITOBJ) {
+		*(enum fi_wait_obj *) arg = FI_WAIT_POLLFD;
+		return 0;
+	}
+	if (command != FI_GETWAIT || list->nfds < 1)
+		return -FI_ENOSYS;
+	list->nfds = 1;
+	list->fd[0] = (struct pollfd) { .fd = g_signal_pipe[0],
+					.events = POLLIN };
+	return 0;
 }
 
 static struct fi_ops g_fake_fi_ops = {
@@ -860,11 +879,13 @@ static struct fi_ops g_fake_fi_ops = {
 
 /* The core's blocking read: waits (bounded) until the test releases it. */
 static volatile int g_in_core_sread, g_release_core_sread;
+static unsigned g_core_sreads;
 
 static ssize_t fake_cq_sread(struct fid_cq *cq, void *buf, size_t count,
 			     const void *cond, int timeout)
 {
 	(void) cq; (void) buf; (void) count; (void) cond; (void) timeout;
+	__atomic_add_fetch(&g_core_sreads, 1, __ATOMIC_ACQ_REL);
 	__atomic_store_n(&g_in_core_sread, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < 5000 &&
 	     !__atomic_load_n(&g_release_core_sread, __ATOMIC_ACQUIRE); i++)
@@ -872,9 +893,15 @@ static ssize_t fake_cq_sread(struct fid_cq *cq, void *buf, size_t count,
 	return -FI_EAGAIN;
 }
 
+static int fake_cq_signal(struct fid_cq *cq)
+{
+	(void) cq;
+	return write(g_signal_pipe[1], "s", 1) == 1 ? 0 : -FI_EIO;
+}
+
 static struct fi_ops_cq g_fake_cq_ops = {
 	.size = sizeof(struct fi_ops_cq), .read = fake_cq_read,
-	.sread = fake_cq_sread,
+	.sread = fake_cq_sread, .signal = fake_cq_signal,
 };
 static struct fid_cq g_fake_core_cq = {
 	.fid = { .fclass = FI_CLASS_CQ, .ops = &g_fake_fi_ops },
@@ -976,4 +1003,84 @@ Test(engine, the_agent_leaves_the_core_to_a_thread_waiting_in_it,
 	cr_assert_eq(g_core_reads, reads + 1, "nobody waits: the agent must "
 		     "drive the core");
 	pmv_cq_ref_pmem(g_cq, -1);
+}
+
+/* The core fabric's fi_trywait: nothing to wait for (the pipe says when). */
+static int fake_trywait(struct fid_fabric *fabric, struct fid **fids,
+			int count)
+{
+	(void) fabric; (void) fids; (void) count;
+	return FI_SUCCESS;
+}
+
+static struct fi_ops_fabric g_fake_fabric_ops = {
+	.size = sizeof(struct fi_ops_fabric), .trywait = fake_trywait,
+};
+static struct fid_fabric g_fake_core_fabric = { .ops = &g_fake_fabric_ops };
+static struct pmv_fabric g_fabric = { .core = &g_fake_core_fabric };
+
+/* As setup_with_core_cq, over a tcp-like core CQ that waits on its fds. */
+static void setup_with_pollfd_core_cq(void)
+{
+	g_fake_pollfd = true;
+	cr_assert_eq(pipe(g_signal_pipe), 0);
+	setup_with_core_cq();
+	g_dom.fabric = &g_fabric;
+	cr_assert(g_cq->wait_pollfd);
+	pmv_cq_ref_pmem(g_cq, 1); /* a pmem endpoint's CQ: pmemverbs's sread */
+	g_core_sreads = 0;
+	g_release_core_sread = 1; /* the core's sread returns at once */
+}
+
+static void teardown_pollfd_core_cq(void)
+{
+	pmv_cq_ref_pmem(g_cq, -1);
+	teardown();
+	g_fake_pollfd = false;
+	close(g_signal_pipe[0]);
+	close(g_signal_pipe[1]);
+}
+
+/*
+ * Woken by the core's signal alone (a completion, fi_cq_signal), a thread
+ * in a pmem CQ's sread over tcp places what came and goes back to its own
+ * wait; it never sleeps in the core's sread, where a commit request whose
+ * bytes came meanwhile waited for that sread's timeout, unserved.
+ */
+Test(engine, the_core_signal_never_puts_a_reader_to_sleep_in_the_core_sread,
+     .init = setup_with_pollfd_core_cq, .fini = teardown_pollfd_core_cq)
+{
+	uint64_t buf[8];
+
+	cr_assert_eq(fake_cq_signal(NULL), 0);
+	cr_assert_eq(fi_cq_sread(&g_cq->cq_fid, buf, 1, NULL, 20), -FI_EAGAIN);
+	cr_assert_eq(g_core_sreads, 0, "the reader slept in the core's sread "
+		     "%u times", g_core_sreads);
+}
+
+static ssize_t g_sread_ret;
+
+static void *sread_forever_thread(void *arg)
+{
+	uint64_t buf[8];
+
+	(void) arg;
+	g_sread_ret = fi_cq_sread(&g_cq->cq_fid, buf, 1, NULL, -1);
+	return NULL;
+}
+
+/* fi_cq_signal wakes a thread waiting without timeout: -FI_EAGAIN. */
+Test(engine, fi_cq_signal_wakes_a_reader_that_waits_forever,
+     .init = setup_with_pollfd_core_cq, .fini = teardown_pollfd_core_cq,
+     .timeout = 20)
+{
+	pthread_t t;
+
+	g_sread_ret = 0;
+	cr_assert_eq(pthread_create(&t, NULL, sread_forever_thread, NULL), 0);
+	usleep(20000);
+	cr_assert_eq(fi_cq_signal(&g_cq->cq_fid), 0);
+	pthread_join(t, NULL);
+	cr_assert_eq(g_sread_ret, -FI_EAGAIN, "fi_cq_sread returned %zd",
+		     g_sread_ret);
 }

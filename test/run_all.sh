@@ -424,13 +424,15 @@ run_advertisement() {
 }
 
 # The fabtests functional test of commit, fence, FI_IMMED and flush, on a
-# target of granularity GRAN (cache_line: the agent; byte: read-flush).
+# target of granularity GRAN, with the initiator's FI_PMEMVERBS_METHOD
+# METHOD (default auto: over tcp the agent for every profile).
 run_fabtest_commit() {
-	local port=$1 gran=$2 bin=$BUILD/fabtests/functional/fi_pmem_commit
-	check_pair "fi_pmem_commit (fabtests functional, $gran)" \
+	local port=$1 gran=$2 method=${3:-auto}
+	local bin=$BUILD/fabtests/functional/fi_pmem_commit
+	check_pair "fi_pmem_commit (fabtests functional, $gran, $method)" \
 		env FI_PROVIDER_PATH="$BUILD/.libs" \
 		PMEM2_FORCE_GRANULARITY="$gran" timeout 60 "$bin" -B "$port" -- \
-		env FI_PROVIDER_PATH="$BUILD/.libs" \
+		env FI_PROVIDER_PATH="$BUILD/.libs" FI_PMEMVERBS_METHOD="$method" \
 		timeout 60 "$bin" -s 127.0.0.1 -B "$port"
 }
 
@@ -462,6 +464,7 @@ run_probe
 echo "== fabtests"
 run_fabtest_commit 9360 cache_line
 run_fabtest_commit 9361 byte
+run_fabtest_commit 9365 byte read_flush
 run_remotelog_compound 9362 cache_line agent
 run_remotelog_compound 9363 page agent
 run_remotelog_compound 9364 byte read_flush

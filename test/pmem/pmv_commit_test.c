@@ -2548,7 +2548,18 @@ static void visibility_check_commit(void)
 	g_s.ranges_visible += (unsigned)pl->n;
 }
 
-/* The method the provider must use: pmv_method.c's matrix, restated. */
+/* Whether FI_PMEMVERBS_JOIN_REQUEST (default yes) is on, as libfabric
+ * reads a boolean parameter. */
+static bool join_request_on(void)
+{
+	const char *v = getenv("FI_PMEMVERBS_JOIN_REQUEST");
+
+	return !v || !(!strcmp(v, "0") || !strcasecmp(v, "no") ||
+		       !strcasecmp(v, "false") || !strcasecmp(v, "off"));
+}
+
+/* The method the provider must use: pmv_method.c's matrix, restated (over
+ * tcp with joined requests the agent is the fastest for every profile). */
 static enum fi_pmem_method expected_method(uint32_t profile, bool known,
 					   bool immed)
 {
@@ -2570,6 +2581,8 @@ static enum fi_pmem_method expected_method(uint32_t profile, bool known,
 			return rf ? FI_PMEM_METHOD_READ_FLUSH : FI_PMEM_METHOD_NONE;
 		return cm ? FI_PMEM_METHOD_COMPLETION : FI_PMEM_METHOD_NONE;
 	}
+	if (!verbs && join_request_on())
+		return FI_PMEM_METHOD_AGENT;
 	return cm ? FI_PMEM_METHOD_COMPLETION :
 	       rf ? FI_PMEM_METHOD_READ_FLUSH : FI_PMEM_METHOD_AGENT;
 }
@@ -4685,7 +4698,8 @@ static void sc_conn_open(struct conn *c, struct fid_cq *tx, struct fid_cq *rx)
 }
 
 /* The agent persists commits to regions of this profile (the oracle
- * records them); MHP commits may use read_flush, which it does not. */
+ * records them); MHP commits may use read_flush (over verbs, or over tcp
+ * without joined requests), which it does not. */
 static bool agent_profile(uint32_t profile)
 {
 	return profile == FI_PMEM_PROFILE_PAGE ||
@@ -4874,7 +4888,8 @@ static void ro_endpoint_a(unsigned r, struct fid_cq *tx, struct fid_cq *rx,
 
 /*
  * Endpoint B, on the same CQs: two batches of commits (the first before
- * B knows the profile, the second after: read_flush on MHP), the CQ read
+ * B knows the profile, the second after: read_flush on MHP where that is
+ * the method: verbs, or tcp with FI_PMEMVERBS_JOIN_REQUEST=0), the CQ read
  * only after each batch is posted.
  */
 static void ro_endpoint_b(unsigned r, struct fid_cq *tx, struct fid_cq *rx,

@@ -271,8 +271,12 @@ fi
 for gran in page cache_line byte; do
 	run "oracle-$gran" oracle "$gran" lines yes
 done
-# byte (MHP) takes read-flush by default: the agent is checked there too
+# byte (MHP): over tcp with joined requests the agent is the default
+# (one message per commit); read-flush, the default over RDMA and with
+# FI_PMEMVERBS_JOIN_REQUEST=0, is checked forced and by default
 METHOD=agent run oracle-byte-agent oracle byte lines yes
+METHOD=read_flush run oracle-byte-read_flush oracle byte lines yes
+JOIN=0 run oracle-byte-two-writes oracle byte lines yes
 # over tcp an agent commit's data and request go as one write; the two-write
 # path (RDMA cores, FI_PMEMVERBS_JOIN_REQUEST=0) is checked here too
 JOIN=0 run oracle-page-two-writes oracle page lines yes
@@ -282,6 +286,7 @@ METHOD=send run oracle-cache_line-send oracle cache_line lines yes
 for gran in page cache_line byte; do
 	run "contents-$gran" contents "$gran" lines no
 done
+METHOD=read_flush run contents-byte-read_flush contents byte lines no
 run fault-extent-3 fault cache_line fault yes 3
 METHOD=agent run fault-extent-777 fault byte fault yes 777
 run badinput badinput page lines no
@@ -300,7 +305,10 @@ run exit-with-endpoints-open exit cache_line exit no
 for gran in page cache_line byte; do
 	CASE=reopen run "scenario-reopen-$gran" scenario "$gran" lines yes
 done
+# with two writes per agent commit, MHP keys take read-flush (above)
+JOIN=0 CASE=reopen run scenario-reopen-byte-read_flush scenario byte lines yes
 CASE=rereg run scenario-rereg-byte scenario byte lines yes
+JOIN=0 CASE=rereg run scenario-rereg-byte-read_flush scenario byte lines yes
 for gran in page cache_line byte; do
 	CASE=many-64x32 run "scenario-many-64x32-$gran" scenario "$gran" lines yes
 done
@@ -311,7 +319,8 @@ CASE=no-pmem-caps run scenario-no-pmem-caps scenario page lines no
 # over the tcp core a read-flush commit's write and read leave as one TCP
 # segment (FI_PMEMVERBS_TCP_CORK); it counts the tcp core's segments
 if [[ $ADDR == 127.0.0.1 || $ADDR == ::1 ]]; then
-	CASE=one-segment run scenario-one-segment-byte scenario byte lines yes
+	METHOD=read_flush CASE=one-segment \
+		run scenario-one-segment-byte scenario byte lines yes
 else
 	echo "scenario-one-segment-byte: not run over $ADDR (no tcp core)"
 fi

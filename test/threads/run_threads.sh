@@ -190,7 +190,9 @@ conns_of() {
 }
 
 # run NAME GRAN MODE JUDGE [TARGET_ENV... --] [INITIATOR_ARGS...]
-# GRAN byte-agent: byte, with FI_PMEMVERBS_METHOD=agent and -A.  JUDGE:
+# GRAN byte-agent: byte, with FI_PMEMVERBS_METHOD=agent and -A; GRAN byte:
+# with FI_PMEMVERBS_METHOD=read_flush (over tcp the agent is the default
+# for MHP, which byte-agent checks against the oracle).  JUDGE:
 # lines (the roles' verdicts) or detect (the initiator must exit 3).  With
 # T set (T=8 run ...), that many threads instead of PMV_THREADS_T.
 run() {
@@ -207,6 +209,8 @@ run() {
 	if [[ $gran == *-agent ]]; then
 		ienv+=(FI_PMEMVERBS_METHOD=agent)
 		iargs+=(-A)
+	elif [[ $gran == byte ]]; then
+		ienv+=(FI_PMEMVERBS_METHOD=read_flush)
 	fi
 	if ! start_target "$dir" "$shm" "$g" "$port" "$(conns_of "$mode" "$t")" \
 		"${tenv[@]}"; then

@@ -498,18 +498,31 @@ static ssize_t pmv_core_sread(struct pmv_cq *cq, void *buf, size_t count,
 /* Most fds an application thread's fi_cq_sread polls itself. */
 #define PMV_SREAD_FDS 256
 
+/* Whether a readable fd of fds is a TCP/IP socket: bytes arrived. */
+static bool pmv_fds_bytes_came(const struct pollfd *fds, int n)
+{
+	for (int i = 0; i < n; i++) {
+		int family = fds[i].revents ? pmv_sock_family(fds[i].fd) : -1;
+
+		if (family == AF_INET || family == AF_INET6)
+			return true;
+	}
+	return false;
+}
+
 /*
  * One wait of an application thread in a pmem CQ's sread over tcp: on the
  * core CQ's sockets itself, not in the core's sread, so that the bytes of
  * a commit request, which complete nothing in the core, bring the thread
- * back to pmv_cq_readfrom, whose hooks serve it at once.  Whatever woke
- * it, a socket or the core's signal (a completion, fi_cq_signal), it
- * places what came and returns: the next fi_trywait drains the signal.
- * (In the core's sread the thread placed a request and slept on until
- * the sread's timeout: 1-2 ms at p99 of agent commits to a passive
- * target.)  -FI_ENOSYS where the core CQ gives no list of fds.
+ * back to pmv_cq_readfrom, whose hooks serve it at once (in the core's
+ * sread the thread placed the request and slept on: a passive target's
+ * commits waited up to PMV_SREAD_IDLE_MS).  When only the core's signal
+ * woke it (a completion, fi_cq_signal), the core's sread, which alone
+ * drains it, waits the rest, at most 1 ms.  -FI_ENOSYS where the core CQ
+ * gives no list of fds.
  */
-static ssize_t pmv_cq_poll_core(struct pmv_cq *cq, int ms)
+static ssize_t pmv_cq_poll_core(struct pmv_cq *cq, void *buf, size_t count,
+				fi_addr_t *src_addr, int ms)
 {
 	struct pollfd fds[PMV_SREAD_FDS];
 	struct fi_wait_pollfd list = { .nfds = PMV_SREAD_FDS, .fd = fds };
@@ -526,7 +539,9 @@ static ssize_t pmv_cq_poll_core(struct pmv_cq *cq, int ms)
 		return -FI_EAGAIN;
 	/* place what came now: the hooks run before the core's read */
 	(void) fi_cq_read(cq->core, NULL, 0);
-	return -FI_EAGAIN;
+	if (pmv_fds_bytes_came(fds, (int) list.nfds))
+		return -FI_EAGAIN;
+	return pmv_core_sread(cq, buf, count, src_addr, NULL, ms < 1 ? ms : 1);
 }
 
 /* One wait of a pmem CQ's sread: on the core's sockets, else in its sread. */
@@ -537,7 +552,7 @@ static ssize_t pmv_cq_wait_core(struct pmv_cq *cq, void *buf, size_t count,
 
 	__atomic_add_fetch(&cq->core_waiters, 1, __ATOMIC_ACQ_REL);
 	if (!cond)
-		ret = pmv_cq_poll_core(cq, ms);
+		ret = pmv_cq_poll_core(cq, buf, count, src_addr, ms);
 	if (ret == -FI_ENOSYS)
 		ret = pmv_core_sread(cq, buf, count, src_addr, cond, ms);
 	__atomic_sub_fetch(&cq->core_waiters, 1, __ATOMIC_ACQ_REL);

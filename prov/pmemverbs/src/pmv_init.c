@@ -66,6 +66,8 @@ static void pmv_define_params(void)
 			"commit request as one write (one message per commit; "
 			"the tcp core places a write's segments in order). "
 			"0 sends them as two writes, as over RDMA cores. "
+			"Joined, the agent is the fastest method over tcp for "
+			"every profile; with 0, MHP keys take read_flush. "
 			"Default: yes.");
 	fi_param_define(&pmv_prov, "tcp_cork", FI_PARAM_BOOL,
 			"Over the tcp core, send a read-flush commit's data "

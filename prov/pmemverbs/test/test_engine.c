@@ -1041,23 +1041,6 @@ static void teardown_pollfd_core_cq(void)
 	close(g_signal_pipe[1]);
 }
 
-/*
- * Woken by the core's signal alone (a completion, fi_cq_signal), a thread
- * in a pmem CQ's sread over tcp places what came and goes back to its own
- * wait; it never sleeps in the core's sread, where a commit request whose
- * bytes came meanwhile waited for that sread's timeout, unserved.
- */
-Test(engine, the_core_signal_never_puts_a_reader_to_sleep_in_the_core_sread,
-     .init = setup_with_pollfd_core_cq, .fini = teardown_pollfd_core_cq)
-{
-	uint64_t buf[8];
-
-	cr_assert_eq(fake_cq_signal(NULL), 0);
-	cr_assert_eq(fi_cq_sread(&g_cq->cq_fid, buf, 1, NULL, 20), -FI_EAGAIN);
-	cr_assert_eq(g_core_sreads, 0, "the reader slept in the core's sread "
-		     "%u times", g_core_sreads);
-}
-
 static ssize_t g_sread_ret;
 
 static void *sread_forever_thread(void *arg)

@@ -29,10 +29,12 @@ static bool table_read_flush(uint8_t profile, uint8_t transport, bool ddio_off)
 static void restore_auto(void)
 {
 	pmv_params.method = FI_PMEM_METHOD_NONE;
+	pmv_params.join_request = 0;
 }
 
 Test(method, matrix_matches_the_documented_table, .fini = restore_auto)
 {
+	for (int join = 0; join < 2; join++)
 	for (size_t p = 0; p < sizeof(k_profiles); p++)
 	for (size_t t = 0; t < sizeof(k_transports); t++)
 	for (int ddio_off = 0; ddio_off < 2; ddio_off++)
@@ -45,7 +47,9 @@ Test(method, matrix_matches_the_documented_table, .fini = restore_auto)
 						  ddio_off);
 		bool cm = k.profile == FI_PMEM_PROFILE_WSP &&
 			  k.transport == PMV_TRANSPORT_IB;
+		bool joined_tcp = join && k.transport == PMV_TRANSPORT_TCP;
 
+		pmv_params.join_request = join;
 		cr_assert(pmv_method_correct(FI_PMEM_METHOD_AGENT, &k));
 		cr_assert_eq(pmv_method_correct(FI_PMEM_METHOD_READ_FLUSH, &k),
 			     rf, "read_flush for profile %u transport %u "
@@ -54,6 +58,7 @@ Test(method, matrix_matches_the_documented_table, .fini = restore_auto)
 		cr_assert_eq(pmv_method_correct(FI_PMEM_METHOD_COMPLETION, &k),
 			     cm);
 		cr_assert_eq(pmv_method_fastest(&k),
+			     joined_tcp ? FI_PMEM_METHOD_AGENT :
 			     cm ? FI_PMEM_METHOD_COMPLETION :
 			     rf ? FI_PMEM_METHOD_READ_FLUSH :
 				  FI_PMEM_METHOD_AGENT);
@@ -69,6 +74,31 @@ Test(method, page_cache_and_dmp_over_tcp_always_need_the_agent)
 
 	cr_assert_eq(pmv_method_fastest(&page), FI_PMEM_METHOD_AGENT);
 	cr_assert_eq(pmv_method_fastest(&dmp), FI_PMEM_METHOD_AGENT);
+}
+
+/* Over tcp a joined agent commit is one message, read-flush two: the
+ * agent, though read-flush is correct; without joining, read-flush. */
+Test(method, over_tcp_with_joined_requests_every_profile_takes_the_agent,
+     .fini = restore_auto)
+{
+	struct pmv_key_facts mhp = { FI_PMEM_PROFILE_MHP, PMV_TRANSPORT_TCP,
+				     false, true };
+
+	cr_assert_eq(pmv_method_select(&mhp, 0), FI_PMEM_METHOD_READ_FLUSH,
+		     "two writes: read-flush");
+	pmv_params.join_request = 1;
+	for (size_t p = 0; p < sizeof(k_profiles); p++) {
+		struct pmv_key_facts k = { k_profiles[p], PMV_TRANSPORT_TCP,
+					   false, true };
+
+		cr_assert_eq(pmv_method_select(&k, 0), FI_PMEM_METHOD_AGENT,
+			     "profile %u", k.profile);
+	}
+	cr_assert_eq(pmv_method_select(&mhp, FI_FENCE), FI_PMEM_METHOD_SEND,
+		     "an agent key's fence goes by send");
+	pmv_params.method = FI_PMEM_METHOD_READ_FLUSH;
+	cr_assert_eq(pmv_method_select(&mhp, 0), FI_PMEM_METHOD_READ_FLUSH,
+		     "read-flush, forced, stays");
 }
 
 Test(method, unknown_profile_and_immed_use_the_agent, .fini = restore_auto)

@@ -879,13 +879,11 @@ static struct fi_ops g_fake_fi_ops = {
 
 /* The core's blocking read: waits (bounded) until the test releases it. */
 static volatile int g_in_core_sread, g_release_core_sread;
-static unsigned g_core_sreads;
 
 static ssize_t fake_cq_sread(struct fid_cq *cq, void *buf, size_t count,
 			     const void *cond, int timeout)
 {
 	(void) cq; (void) buf; (void) count; (void) cond; (void) timeout;
-	__atomic_add_fetch(&g_core_sreads, 1, __ATOMIC_ACQ_REL);
 	__atomic_store_n(&g_in_core_sread, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < 5000 &&
 	     !__atomic_load_n(&g_release_core_sread, __ATOMIC_ACQUIRE); i++)
@@ -1028,7 +1026,6 @@ static void setup_with_pollfd_core_cq(void)
 	g_dom.fabric = &g_fabric;
 	cr_assert(g_cq->wait_pollfd);
 	pmv_cq_ref_pmem(g_cq, 1); /* a pmem endpoint's CQ: pmemverbs's sread */
-	g_core_sreads = 0;
 	g_release_core_sread = 1; /* the core's sread returns at once */
 }
 

@@ -261,6 +261,7 @@ struct pmv_cq {
 	int pmem_refs;              /* pmem endpoints bound (either side) */
 	int wait_fd;                /* the core CQ's fd (agent sleeps), or -1 */
 	bool wait_pollfd;           /* the core CQ waits on a list of fds */
+	struct fid_wait *core_wait; /* its wait set, ours (tcp), or NULL */
 	bool app_wait_none;         /* the application asked FI_WAIT_NONE */
 	int core_waiters;           /* application threads in the core's sread */
 	int wakeup;                 /* fi_cq_signal since the last sread (atomic) */

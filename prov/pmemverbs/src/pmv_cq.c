@@ -511,15 +511,35 @@ static bool pmv_fds_bytes_came(const struct pollfd *fds, int n)
 }
 
 /*
+ * Woken by a local signal of the core's alone, not by bytes.  The first fd
+ * of a tcp CQ's list is its poll set's own signal ("the fd list changed"),
+ * which neither fi_trywait nor the core's progress drains: only a wait in
+ * the core's wait object does.  fi_wait on our wait set drains it and
+ * returns as soon as any fd of the list fires, bytes included; the core's
+ * sread (the fallback without a wait set of ours) returns only for a
+ * completion, so a commit request that came meanwhile waited its whole
+ * step (up to 1 ms: the p99 of agent commits to a passive target).
+ */
+static ssize_t pmv_cq_wait_signal(struct pmv_cq *cq, void *buf, size_t count,
+				  fi_addr_t *src_addr, int ms)
+{
+	if (ms > 1)
+		ms = 1;
+	if (!cq->core_wait)
+		return pmv_core_sread(cq, buf, count, src_addr, NULL, ms);
+	(void) fi_wait(cq->core_wait, ms);
+	return -FI_EAGAIN;
+}
+
+/*
  * One wait of an application thread in a pmem CQ's sread over tcp: on the
  * core CQ's sockets itself, not in the core's sread, so that the bytes of
  * a commit request, which complete nothing in the core, bring the thread
  * back to pmv_cq_readfrom, whose hooks serve it at once (in the core's
  * sread the thread placed the request and slept on: a passive target's
- * commits waited up to PMV_SREAD_IDLE_MS).  When only the core's signal
- * woke it (a completion, fi_cq_signal), the core's sread, which alone
- * drains it, waits the rest, at most 1 ms.  -FI_ENOSYS where the core CQ
- * gives no list of fds.
+ * commits waited up to PMV_SREAD_IDLE_MS).  The hooks run after
+ * fi_trywait, whose progress may place a request, and before the poll.
+ * -FI_ENOSYS where the core CQ gives no list of fds.
  */
 static ssize_t pmv_cq_poll_core(struct pmv_cq *cq, void *buf, size_t count,
 				fi_addr_t *src_addr, int ms)
@@ -531,17 +551,14 @@ static ssize_t pmv_cq_poll_core(struct pmv_cq *cq, void *buf, size_t count,
 	if (!cq->wait_pollfd || cq->domain->transport != PMV_TRANSPORT_TCP ||
 	    fi_control(fid, FI_GETWAIT, &list) || !list.nfds)
 		return -FI_ENOSYS;
-	/* the read before this one may have placed a request after its hooks
-	 * ran (a large write arrives in parts): serve it before sleeping */
-	if (pmv_cq_ready(cq) ||
-	    fi_trywait(cq->domain->fabric->core, &fid, 1) != FI_SUCCESS ||
-	    poll(fds, (nfds_t) list.nfds, ms) <= 0)
+	if (fi_trywait(cq->domain->fabric->core, &fid, 1) != FI_SUCCESS ||
+	    pmv_cq_ready(cq) || poll(fds, (nfds_t) list.nfds, ms) <= 0)
 		return -FI_EAGAIN;
 	/* place what came now: the hooks run before the core's read */
 	(void) fi_cq_read(cq->core, NULL, 0);
 	if (pmv_fds_bytes_came(fds, (int) list.nfds))
 		return -FI_EAGAIN;
-	return pmv_core_sread(cq, buf, count, src_addr, NULL, ms < 1 ? ms : 1);
+	return pmv_cq_wait_signal(cq, buf, count, src_addr, ms);
 }
 
 /* One wait of a pmem CQ's sread: on the core's sockets, else in its sread. */
@@ -741,6 +758,8 @@ static int pmv_cq_close(struct fid *fid)
 
 	if (ret)
 		return ret;
+	if (cq->core_wait)
+		(void) pmv_close_core(&cq->core_wait->fid, "wait set");
 	pmv_iop_pool_fini(&cq->iops);
 	while (cq->aux_count) {
 		if (cq->aux[cq->aux_head].is_error)
@@ -758,7 +777,9 @@ static int pmv_cq_close(struct fid *fid)
 
 /*
  * fi_control: the core's, except that a CQ opened with FI_WAIT_NONE has
- * no wait object for the application even though its core CQ has one.
+ * no wait object for the application even though its core CQ has one,
+ * and that a core CQ on a wait set of ours still has the list of fds the
+ * application asked for (the set answers FI_GETWAIT, not FI_GETWAITOBJ).
  */
 static int pmv_cq_control(struct fid *fid, int command, void *arg)
 {
@@ -766,6 +787,10 @@ static int pmv_cq_control(struct fid *fid, int command, void *arg)
 
 	if (cq->app_wait_none && command == FI_GETWAIT)
 		return -FI_ENOSYS;
+	if (cq->core_wait && command == FI_GETWAITOBJ) {
+		*(enum fi_wait_obj *) arg = FI_WAIT_POLLFD;
+		return 0;
+	}
 	return pmv_control_core(fid, command, arg);
 }
 
@@ -779,6 +804,33 @@ static struct fi_ops pmv_cq_fi_ops = {
 };
 
 /*
+ * A pmem CQ over tcp that waits on a list of fds gets its core CQ on a
+ * wait set of its own (the same list), so that fi_cq_sread can wait in
+ * fi_wait, which returns when any fd fires (see pmv_cq_wait_signal).
+ * Without one (the core refuses) it waits as before.
+ */
+static void pmv_cq_open_wait_set(const struct pmv_domain *dom,
+				 struct fi_cq_attr *core_attr, struct pmv_cq *cq)
+{
+	struct fi_wait_attr wait_attr = { .wait_obj = FI_WAIT_POLLFD };
+	struct fid_fabric *fabric = dom->fabric ? dom->fabric->core : NULL;
+	int ret;
+
+	if (!fabric || !fabric->ops->wait_open)
+		return;
+	ret = fi_wait_open(fabric, &wait_attr, &cq->core_wait);
+	if (ret) {
+		PMV_INFO(FI_LOG_CQ, "the core opened no wait set (%s): "
+			 "fi_cq_sread waits in the core's sread\n",
+			 fi_strerror(-ret));
+		cq->core_wait = NULL;
+		return;
+	}
+	core_attr->wait_obj = FI_WAIT_SET;
+	core_attr->wait_set = cq->core_wait;
+}
+
+/*
  * The agent of a pmem domain over tcp sleeps on its endpoints' core CQ
  * fds, which the tcp core makes readable when bytes arrive for a bound
  * endpoint (a commit request is a plain RMA write: no completion).  Such
@@ -787,17 +839,22 @@ static struct fi_ops pmv_cq_fi_ops = {
  * application's choice: an fd on a CQ the application waits on in
  * fi_cq_sread cost a send commit about 25 us here (tcp signals it on every
  * completion), and tcp's FI_WAIT_UNSPEC (a list of sockets) cannot be
- * slept on, so there the agent naps.
+ * slept on, so there the agent naps; that list (FI_WAIT_UNSPEC or
+ * FI_WAIT_POLLFD) is kept on a wait set of ours.
  */
 static void pmv_cq_choose_wait(const struct pmv_domain *dom,
 			       const struct fi_cq_attr *attr,
 			       struct fi_cq_attr *core_attr, struct pmv_cq *cq)
 {
-	if (attr->wait_obj != FI_WAIT_NONE || !(dom->caps & FI_RMA_PMEM) ||
-	    dom->transport != PMV_TRANSPORT_TCP)
+	if (!(dom->caps & FI_RMA_PMEM) || dom->transport != PMV_TRANSPORT_TCP)
 		return;
-	core_attr->wait_obj = FI_WAIT_FD;
-	cq->app_wait_none = true;
+	if (attr->wait_obj == FI_WAIT_NONE) {
+		core_attr->wait_obj = FI_WAIT_FD;
+		cq->app_wait_none = true;
+	} else if (attr->wait_obj == FI_WAIT_UNSPEC ||
+		   attr->wait_obj == FI_WAIT_POLLFD) {
+		pmv_cq_open_wait_set(dom, core_attr, cq);
+	}
 }
 
 /* The core CQ's fd if its wait object is one, else -1 (notes a list). */
@@ -806,7 +863,8 @@ static int pmv_cq_core_fd(struct pmv_cq *cq)
 	enum fi_wait_obj obj = FI_WAIT_NONE;
 	int fd = -1;
 
-	if (fi_control(&cq->core->fid, FI_GETWAITOBJ, &obj))
+	cq->wait_pollfd = cq->core_wait != NULL;
+	if (cq->core_wait || fi_control(&cq->core->fid, FI_GETWAITOBJ, &obj))
 		return -1;
 	cq->wait_pollfd = obj == FI_WAIT_POLLFD;
 	if (obj != FI_WAIT_FD || fi_control(&cq->core->fid, FI_GETWAIT, &fd))
@@ -833,6 +891,8 @@ int pmv_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 	pmv_cq_choose_wait(dom, attr, &core_attr, cq);
 	ret = fi_cq_open(dom->core, &core_attr, &cq->core, cq);
 	if (ret) {
+		if (cq->core_wait)
+			(void) fi_close(&cq->core_wait->fid);
 		free(cq);
 		return ret;
 	}

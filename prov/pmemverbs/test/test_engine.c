@@ -8,9 +8,12 @@
  * context; a failure at any core call ends in an error return or an error
  * completion; a closed endpoint's late completions are dropped.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -848,10 +851,14 @@ static int fake_close(struct fid *fid)
 	return 0;
 }
 
-/* With g_fake_pollfd, the core CQ waits on a list of one fd: a pipe that
- * stands for the core's signal (written by fi_cq_signal, never drained). */
+/* With g_fake_pollfd, the core CQ waits on a list of fds: first a pipe
+ * that stands for the core's signal (written by fi_cq_signal, drained only
+ * by a wait in the core: fake_wait), then g_udp[0] if open. */
 static bool g_fake_pollfd;
 static int g_signal_pipe[2] = { -1, -1 };
+/* A UDP socket on 127.0.0.1 stands for a connection's socket (its bytes a
+ * commit request); [0] is in the core CQ's list, [1] sends. */
+static int g_udp[2] = { -1, -1 };
 
 static int fake_control(struct fid *fid, int command, void *arg)
 {
@@ -864,11 +871,12 @@ static int fake_control(struct fid *fid, int command, void *arg)
 		*(enum fi_wait_obj *) arg = FI_WAIT_POLLFD;
 		return 0;
 	}
-	if (command != FI_GETWAIT || list->nfds < 1)
+	if (command != FI_GETWAIT || list->nfds < 2)
 		return -FI_ENOSYS;
-	list->nfds = 1;
+	list->nfds = g_udp[0] >= 0 ? 2 : 1;
 	list->fd[0] = (struct pollfd) { .fd = g_signal_pipe[0],
 					.events = POLLIN };
+	list->fd[1] = (struct pollfd) { .fd = g_udp[0], .events = POLLIN };
 	return 0;
 }
 
@@ -919,6 +927,54 @@ static struct fi_ops_domain g_fake_dom_ops = {
 };
 static struct fid_domain g_fake_core_dom = { .ops = &g_fake_dom_ops };
 
+/* The core fabric's fi_trywait: nothing to wait for (the pipe says when). */
+static int fake_trywait(struct fid_fabric *fabric, struct fid **fids,
+			int count)
+{
+	(void) fabric; (void) fids; (void) count;
+	return FI_SUCCESS;
+}
+
+static unsigned g_waits;
+
+/* The core's fi_wait: drains its signal, waits for the socket (bounded). */
+static int fake_wait(struct fid_wait *wait, int timeout)
+{
+	struct pollfd pfd = { .fd = g_udp[0], .events = POLLIN };
+	char c;
+
+	(void) wait;
+	__atomic_add_fetch(&g_waits, 1, __ATOMIC_RELAXED);
+	(void) !read(g_signal_pipe[0], &c, 1);
+	if (g_udp[0] >= 0)
+		(void) poll(&pfd, 1, timeout < 0 || timeout > 1000 ? 1000 :
+				     timeout);
+	return 0;
+}
+
+static struct fi_ops_wait g_fake_wait_ops = {
+	.size = sizeof(struct fi_ops_wait), .wait = fake_wait,
+};
+static struct fid_wait g_fake_wait = {
+	.fid = { .fclass = FI_CLASS_WAIT, .ops = &g_fake_fi_ops },
+	.ops = &g_fake_wait_ops,
+};
+
+static int fake_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+			  struct fid_wait **waitset)
+{
+	(void) fabric; (void) attr;
+	*waitset = &g_fake_wait;
+	return 0;
+}
+
+static struct fi_ops_fabric g_fake_fabric_ops = {
+	.size = sizeof(struct fi_ops_fabric), .trywait = fake_trywait,
+	.wait_open = fake_wait_open,
+};
+static struct fid_fabric g_fake_core_fabric = { .ops = &g_fake_fabric_ops };
+static struct pmv_fabric g_fabric = { .core = &g_fake_core_fabric };
+
 /* As setup, with the engine's CQ opened by pmv_cq_open over the fake. */
 static void setup_with_core_cq(void)
 {
@@ -929,6 +985,7 @@ static void setup_with_core_cq(void)
 	teardown(); /* what the suite's init opened, if it ran */
 	setup_params();
 	g_dom.core = &g_fake_core_dom;
+	g_dom.fabric = g_fake_pollfd ? &g_fabric : NULL;
 	cr_assert_eq(pmv_cq_open(&g_dom.domain_fid, &attr, &cq, NULL), 0);
 	g_cq = pmv_container_of(cq, struct pmv_cq, cq_fid);
 	g_cq_opened = true;
@@ -1003,27 +1060,12 @@ Test(engine, the_agent_leaves_the_core_to_a_thread_waiting_in_it,
 	pmv_cq_ref_pmem(g_cq, -1);
 }
 
-/* The core fabric's fi_trywait: nothing to wait for (the pipe says when). */
-static int fake_trywait(struct fid_fabric *fabric, struct fid **fids,
-			int count)
-{
-	(void) fabric; (void) fids; (void) count;
-	return FI_SUCCESS;
-}
-
-static struct fi_ops_fabric g_fake_fabric_ops = {
-	.size = sizeof(struct fi_ops_fabric), .trywait = fake_trywait,
-};
-static struct fid_fabric g_fake_core_fabric = { .ops = &g_fake_fabric_ops };
-static struct pmv_fabric g_fabric = { .core = &g_fake_core_fabric };
-
 /* As setup_with_core_cq, over a tcp-like core CQ that waits on its fds. */
 static void setup_with_pollfd_core_cq(void)
 {
 	g_fake_pollfd = true;
 	cr_assert_eq(pipe(g_signal_pipe), 0);
 	setup_with_core_cq();
-	g_dom.fabric = &g_fabric;
 	cr_assert(g_cq->wait_pollfd);
 	pmv_cq_ref_pmem(g_cq, 1); /* a pmem endpoint's CQ: pmemverbs's sread */
 	g_release_core_sread = 1; /* the core's sread returns at once */
@@ -1063,4 +1105,78 @@ Test(engine, fi_cq_signal_wakes_a_reader_that_waits_forever,
 	pthread_join(t, NULL);
 	cr_assert_eq(g_sread_ret, -FI_EAGAIN, "fi_cq_sread returned %zd",
 		     g_sread_ret);
+}
+
+/* Opens g_udp: a socket bound to 127.0.0.1 and one connected to it. */
+static void open_udp_pair(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+
+	g_udp[0] = socket(AF_INET, SOCK_DGRAM, 0);
+	g_udp[1] = socket(AF_INET, SOCK_DGRAM, 0);
+	cr_assert(g_udp[0] >= 0 && g_udp[1] >= 0);
+	cr_assert_eq(bind(g_udp[0], (struct sockaddr *) &a, sizeof(a)), 0);
+	cr_assert_eq(getsockname(g_udp[0], (struct sockaddr *) &a, &len), 0);
+	cr_assert_eq(connect(g_udp[1], (struct sockaddr *) &a, sizeof(a)), 0);
+}
+
+static void setup_with_socket(void)
+{
+	open_udp_pair();
+	setup_with_pollfd_core_cq();
+}
+
+static void teardown_with_socket(void)
+{
+	teardown_pollfd_core_cq();
+	close(g_udp[0]);
+	close(g_udp[1]);
+	g_udp[0] = g_udp[1] = -1;
+}
+
+/* A hook that serves what came on the socket, as the engine's serve a
+ * request the core placed. */
+static int g_served;
+
+static void serve_socket(void *arg)
+{
+	char c;
+
+	(void) arg;
+	if (recv(g_udp[0], &c, 1, MSG_DONTWAIT) == 1)
+		__atomic_store_n(&g_served, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * A thread in fi_cq_sread woken by the core's signal alone (tcp's "fd list
+ * changed", which only a wait in the core drains) must still come back to
+ * serve a commit request whose bytes arrive next: the core's sread, where
+ * it used to wait out its step, returns only for a completion.
+ */
+Test(engine, a_reader_woken_by_the_core_signal_serves_the_next_request,
+     .init = setup_with_socket, .fini = teardown_with_socket, .timeout = 20)
+{
+	struct pmv_cq_hook hook = { .progress = serve_socket };
+	pthread_t t;
+
+	pmv_cq_add_hook(g_cq, &hook);
+	g_release_core_sread = 0; /* the core's sread waits (up to 5 s) */
+	g_served = 0;
+	cr_assert_eq(write(g_signal_pipe[1], "c", 1), 1);
+	cr_assert_eq(pthread_create(&t, NULL, sread_forever_thread, NULL), 0);
+	usleep(20000);
+	cr_assert_eq(send(g_udp[1], "r", 1, 0), 1);
+	for (int i = 0; i < 2000 &&
+	     !__atomic_load_n(&g_served, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	__atomic_store_n(&g_release_core_sread, 1, __ATOMIC_RELEASE);
+	cr_assert_eq(fi_cq_signal(&g_cq->cq_fid), 0);
+	pthread_join(t, NULL);
+	pmv_cq_remove_hook(g_cq, &hook);
+	cr_assert(g_served, "the request was not served while the reader "
+		  "waited in the core's sread");
+	cr_assert_lt(g_waits, 100, "the reader spun: %u waits in the core",
+		     g_waits);
 }

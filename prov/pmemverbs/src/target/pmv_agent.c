@@ -104,21 +104,22 @@ static unsigned pmv_agent_cqs(struct pmv_agent *agent, struct pmv_cq **set)
 	return n;
 }
 
-/* Whether an application thread waits in one of ep's CQs (fi_cq_sread):
- * that wait takes ep's bytes and serves its requests, and progress through
- * ep's other CQ would only take the bytes from under it. */
+/* Whether an application thread waits in rx or tx (fi_cq_sread): that
+ * wait takes their endpoint's bytes and serves its requests, and progress
+ * through its other CQ would only take the bytes from under it. */
+static bool pmv_agent_cqs_waited(const struct pmv_cq *rx,
+				 const struct pmv_cq *tx)
+{
+	return (rx && __atomic_load_n(&rx->core_waiters, __ATOMIC_ACQUIRE)) ||
+	       (tx && __atomic_load_n(&tx->core_waiters, __ATOMIC_ACQUIRE));
+}
+
+/* pmv_agent_cqs_waited for ep's CQs, read atomically (fi_ep_bind). */
 static bool pmv_agent_app_waits(const struct pmv_ep *ep)
 {
-	const struct pmv_cq *cq[2] = {
+	return pmv_agent_cqs_waited(
 		__atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE),
-		__atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE),
-	};
-
-	for (int i = 0; i < 2; i++)
-		if (cq[i] && __atomic_load_n(&cq[i]->core_waiters,
-					     __ATOMIC_ACQUIRE))
-			return true;
-	return false;
+		__atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE));
 }
 
 /*
@@ -146,7 +147,7 @@ static void pmv_agent_progress(struct pmv_agent *agent, size_t neps)
 		struct pmv_cq *rx = __atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE);
 		struct pmv_cq *tx = __atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE);
 
-		if (pmv_agent_app_waits(ep))
+		if (pmv_agent_cqs_waited(rx, tx))
 			continue;
 		if (rx)
 			pmv_cq_progress_core(rx);

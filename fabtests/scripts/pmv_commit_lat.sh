@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Latency of a durable commit (fi_writemsg with FI_COMMIT_COMPLETE) through
 # pmemverbs, for each persistence profile, against two yardsticks: an 8-byte
 # fi_read measured in the same run on the same connection (the floor of a

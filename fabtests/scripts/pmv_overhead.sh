@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Pass-through overhead of pmemverbs: fi_pingpong latency through the core
 # provider and through pmemverbs, measured side by side in one run.  Rounds
 # alternate the two providers so that drift on the machine hits both alike;

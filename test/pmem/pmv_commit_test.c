@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * pmv_commit_test - durability tests of pmemverbs's FI_COMMIT_COMPLETE.
  *

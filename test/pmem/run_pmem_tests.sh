@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Durability tests of pmemverbs: runs every pmv_commit_test test (and
 # profile) as a target/initiator pair over 127.0.0.1, prints one
 # "PASS|FAIL name" line per check, and as its last line "N passed, N failed".

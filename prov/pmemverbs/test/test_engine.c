@@ -501,6 +501,37 @@ Test(engine, a_new_generation_sends_the_commit_to_the_agent)
 	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx);
 }
 
+/*
+ * FI_FENCE by send while a read-flush commit to the key is in flight: the
+ * agent would place the fenced data before the earlier commit is durable,
+ * so the fenced commit posts nothing (-FI_EAGAIN) until that one is done.
+ */
+Test(engine, a_fenced_send_commit_waits_for_read_flush_commits_to_its_key)
+{
+	struct fi_cq_err_entry e;
+	unsigned first, posts;
+	bool err;
+	int ctx[2];
+
+	learn_mhp(5);
+	first = g_nposts;
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx[0]), 0);
+	cr_assert(g_posts[first + 1].read, "a read-flush commit");
+	pmv_params.method = FI_PMEM_METHOD_SEND;
+	posts = g_nposts;
+	cr_assert_eq(commit(g_ep, 64, 8, FI_FENCE, &ctx[1]), -FI_EAGAIN);
+	cr_assert_eq(g_nposts, posts, "the fenced commit posted while a "
+		     "read-flush commit to its key was in flight");
+	complete_post(first, 0);
+	for (unsigned i = 0; i < PMV_SLOTS; i++)
+		g_ep->inbox.flush_words[i] = 5;
+	complete_post(first + 1, 0);
+	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx[0]);
+	cr_assert_eq(commit(g_ep, 64, 8, FI_FENCE, &ctx[1]), 0);
+	cr_assert_gt(g_nposts, posts, "the fenced commit went once the "
+		     "key was idle");
+}
+
 Test(engine, a_fence_after_a_failure_to_its_key_fails)
 {
 	struct fi_cq_err_entry e;

@@ -72,6 +72,33 @@ Test(objects, every_wrapper_maps_to_its_core_object)
 	cr_assert_eq(fi_close(&cq->fid), 0);
 }
 
+/*
+ * An FI_RMA_PMEM endpoint on a domain opened without FI_RMA_PMEM is
+ * refused: that core domain was not made thread-safe, and a pmem endpoint
+ * brings an agent thread that would call into it beside the application.
+ */
+Test(objects, a_pmem_endpoint_on_a_domain_opened_without_fi_rma_pmem_is_refused)
+{
+	struct fi_info *hints = fi_allocinfo(), *plain;
+	struct fid_domain *domain;
+	struct fid_ep *ep = NULL;
+
+	cr_assert(fx.info->caps & FI_RMA_PMEM);
+	hints->caps = FI_MSG | FI_RMA;
+	hints->ep_attr->type = FI_EP_MSG;
+	cr_assert_eq(pmv_getinfo(PMV_FI_VERSION, "127.0.0.1", NULL, 0, hints,
+				 &plain), 0);
+	cr_assert(!(plain->caps & FI_RMA_PMEM));
+	cr_assert_eq(fi_domain(fx.fabric, plain, &domain, NULL), 0);
+	cr_assert_eq(fi_endpoint(domain, fx.info, &ep, NULL), -FI_EOPNOTSUPP);
+	cr_assert_null(pmv_container_of(domain, struct pmv_domain,
+					domain_fid)->agent,
+		       "an agent thread on a domain that is not thread-safe");
+	cr_assert_eq(fi_close(&domain->fid), 0);
+	fi_freeinfo(plain);
+	fi_freeinfo(hints);
+}
+
 Test(objects, a_foreign_fid_is_refused)
 {
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT };

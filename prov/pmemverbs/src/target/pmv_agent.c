@@ -385,11 +385,6 @@ static bool pmv_agent_rest(struct pmv_domain *dom, long *nap, bool *retried)
 	return rest == PMV_REST_WOKEN && !dom->agent->app_waits;
 }
 
-/*
- * The agent's loop: spin while requests keep coming (or their bytes just
- * woke it), then back off to naps and sleeps (pmv_agent_rest), so that an
- * idle target costs no CPU.
- */
 /* Longest sleep of an agent whose application serves every endpoint. */
 #define PMV_AGENT_APP_NAP_MAX_MS 16
 
@@ -415,6 +410,12 @@ static void pmv_agent_app_nap(struct pmv_agent *agent, long *app_nap)
 		(void) !read(agent->wake_fd, &v, sizeof(v)); /* non-blocking */
 }
 
+/*
+ * The agent's loop: spin while requests keep coming (or their bytes just
+ * woke it), then back off to naps and sleeps (pmv_agent_rest), so that an
+ * idle target costs no CPU; while the application serves every endpoint,
+ * pmv_agent_app_nap.
+ */
 static void *pmv_agent_main(void *arg)
 {
 	struct pmv_domain *dom = arg;

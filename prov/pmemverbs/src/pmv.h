@@ -62,6 +62,7 @@ struct pmv_params {
 	enum fi_pmem_method method; /* FI_PMEMVERBS_METHOD, NONE = auto */
 	int extent_limit;     /* FI_PMEMVERBS_EXTENT_LIMIT */
 	int agent_spin_us;    /* FI_PMEMVERBS_AGENT_SPIN_US */
+	int sread_spin_us;    /* FI_PMEMVERBS_SREAD_SPIN_US */
 	char *oracle;         /* FI_PMEMVERBS_ORACLE (test only) */
 	int fault_skip;       /* FI_PMEMVERBS_FAULT_SKIP_EXTENT (test only) */
 	int fault_core;       /* FI_PMEMVERBS_FAULT_CORE_OP (test only) */
@@ -265,6 +266,7 @@ struct pmv_cq {
 	bool app_wait_none;         /* the application asked FI_WAIT_NONE */
 	int core_waiters;           /* application threads in the core's sread */
 	int wakeup;                 /* fi_cq_signal since the last sread (atomic) */
+	uint64_t bytes_us;          /* when bytes last woke its sread (atomic) */
 	char errbuf[160];
 };
 
@@ -402,6 +404,8 @@ unsigned pmv_ini_sends_busy(const struct pmv_ep *ep);
 int pmv_err_to_fi(int prov_errno);
 /* Milliseconds on CLOCK_MONOTONIC. */
 uint64_t pmv_ms_now(void);
+/* Microseconds on CLOCK_MONOTONIC (no test skew). */
+uint64_t pmv_us_now(void);
 extern uint64_t pmv_clock_skew_ms; /* unit tests only: time jumps forward */
 
 /*

@@ -532,6 +532,20 @@ static ssize_t pmv_cq_wait_signal(struct pmv_cq *cq, void *buf, size_t count,
 }
 
 /*
+ * True while bytes woke an sread of cq less than FI_PMEMVERBS_SREAD_SPIN_US
+ * ago: the thread polls on instead of sleeping, as a commit's next request
+ * comes a round trip after its ack, and a core that went to sleep wakes
+ * later than the bytes come.
+ */
+static bool pmv_cq_spins(struct pmv_cq *cq)
+{
+	uint64_t last = __atomic_load_n(&cq->bytes_us, __ATOMIC_RELAXED);
+
+	return last && pmv_us_now() - last <
+		       (uint64_t) pmv_params.sread_spin_us;
+}
+
+/*
  * One wait of an application thread in a pmem CQ's sread over tcp: on the
  * core CQ's sockets itself, not in the core's sread, so that the bytes of
  * a commit request, which complete nothing in the core, bring the thread
@@ -551,13 +565,16 @@ static ssize_t pmv_cq_poll_core(struct pmv_cq *cq, void *buf, size_t count,
 	if (!cq->wait_pollfd || cq->domain->transport != PMV_TRANSPORT_TCP ||
 	    fi_control(fid, FI_GETWAIT, &list) || !list.nfds)
 		return -FI_ENOSYS;
-	if (fi_trywait(cq->domain->fabric->core, &fid, 1) != FI_SUCCESS ||
+	if (pmv_cq_spins(cq) ||
+	    fi_trywait(cq->domain->fabric->core, &fid, 1) != FI_SUCCESS ||
 	    pmv_cq_ready(cq) || poll(fds, (nfds_t) list.nfds, ms) <= 0)
 		return -FI_EAGAIN;
 	/* place what came now: the hooks run before the core's read */
 	(void) fi_cq_read(cq->core, NULL, 0);
-	if (pmv_fds_bytes_came(fds, (int) list.nfds))
+	if (pmv_fds_bytes_came(fds, (int) list.nfds)) {
+		__atomic_store_n(&cq->bytes_us, pmv_us_now(), __ATOMIC_RELAXED);
 		return -FI_EAGAIN;
+	}
 	return pmv_cq_wait_signal(cq, buf, count, src_addr, ms);
 }
 

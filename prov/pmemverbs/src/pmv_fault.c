@@ -52,6 +52,14 @@ void pmv_fault_reset(void)
 /* Unit tests move the engine's clock forward instead of waiting. */
 uint64_t pmv_clock_skew_ms;
 
+uint64_t pmv_us_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 uint64_t pmv_ms_now(void)
 {
 	struct timespec ts;

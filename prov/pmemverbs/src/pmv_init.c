@@ -61,6 +61,12 @@ static void pmv_define_params(void)
 			"Microseconds the target agent keeps polling for "
 			"commit requests after the last one before it backs "
 			"off to sleeping (10 us doubling to 1 ms). Default 200.");
+	fi_param_define(&pmv_prov, "sread_spin_us", FI_PARAM_INT,
+			"Over tcp, microseconds an fi_cq_sread on a CQ with "
+			"FI_RMA_PMEM endpoints keeps polling after bytes last "
+			"woke it, before it sleeps again (the next commit "
+			"request comes a round trip later, and a sleeping core "
+			"wakes slower). 0: never. Default 50.");
 	fi_param_define(&pmv_prov, "join_request", FI_PARAM_BOOL,
 			"Over the tcp core, send an agent commit's data and its "
 			"commit request as one write (one message per commit; "
@@ -156,6 +162,7 @@ static void pmv_read_params(void)
 		pmv_params.core_prov = core;
 	pmv_params.extent_limit = 4;
 	pmv_params.agent_spin_us = 200;
+	pmv_params.sread_spin_us = 50;
 	pmv_params.ddio = 1;
 	pmv_params.peer_timeout_ms = 10000;
 	pmv_params.peer_probe_ms = 100;
@@ -168,6 +175,7 @@ static void pmv_read_params(void)
 	pmv_params.method = pmv_parse_method(method);
 	fi_param_get_int(&pmv_prov, "extent_limit", &pmv_params.extent_limit);
 	fi_param_get_int(&pmv_prov, "agent_spin_us", &pmv_params.agent_spin_us);
+	fi_param_get_int(&pmv_prov, "sread_spin_us", &pmv_params.sread_spin_us);
 	fi_param_get_str(&pmv_prov, "oracle", &pmv_params.oracle);
 	fi_param_get_int(&pmv_prov, "fault_skip_extent", &pmv_params.fault_skip);
 	fi_param_get_int(&pmv_prov, "fault_core_op", &pmv_params.fault_core);

@@ -60,14 +60,6 @@ static void pmv_sleep_us(long us)
 	nanosleep(&ts, NULL);
 }
 
-static uint64_t pmv_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* Adds ep's CQs to set (n of them so far) unless there; false if full. */
 static bool pmv_agent_add_cqs(const struct pmv_ep *ep, struct pmv_cq **set,
 			      unsigned *n)
@@ -419,7 +411,7 @@ static void pmv_agent_app_nap(struct pmv_agent *agent, long *app_nap)
 static void *pmv_agent_main(void *arg)
 {
 	struct pmv_domain *dom = arg;
-	uint64_t last_work = pmv_now_us();
+	uint64_t last_work = pmv_us_now();
 	bool retried = false;
 	long nap = 0, app_nap = 0;
 	int served;
@@ -434,12 +426,12 @@ static void *pmv_agent_main(void *arg)
 		}
 		app_nap = 0;
 		if (served) {
-			last_work = pmv_now_us();
+			last_work = pmv_us_now();
 			nap = 0;
 			retried = false;
-		} else if (pmv_now_us() - last_work > (uint64_t) pmv_params.agent_spin_us) {
+		} else if (pmv_us_now() - last_work > (uint64_t) pmv_params.agent_spin_us) {
 			if (pmv_agent_rest(dom, &nap, &retried)) {
-				last_work = pmv_now_us();
+				last_work = pmv_us_now();
 				nap = 0;
 			}
 		} else {

@@ -541,8 +541,8 @@ static bool pmv_cq_spins(struct pmv_cq *cq)
 {
 	uint64_t last = __atomic_load_n(&cq->bytes_us, __ATOMIC_RELAXED);
 
-	return last && pmv_us_now() - last <
-		       (uint64_t) pmv_params.sread_spin_us;
+	return pmv_params.sread_spin_us > 0 && last &&
+	       pmv_us_now() - last < (uint64_t) pmv_params.sread_spin_us;
 }
 
 /*

@@ -562,11 +562,13 @@ static ssize_t pmv_cq_poll_core(struct pmv_cq *cq, void *buf, size_t count,
 	struct fi_wait_pollfd list = { .nfds = PMV_SREAD_FDS, .fd = fds };
 	struct fid *fid = &cq->core->fid;
 
-	if (!cq->wait_pollfd || cq->domain->transport != PMV_TRANSPORT_TCP ||
-	    fi_control(fid, FI_GETWAIT, &list) || !list.nfds)
+	if (!cq->wait_pollfd || cq->domain->transport != PMV_TRANSPORT_TCP)
 		return -FI_ENOSYS;
-	if (pmv_cq_spins(cq) ||
-	    fi_trywait(cq->domain->fabric->core, &fid, 1) != FI_SUCCESS ||
+	if (pmv_cq_spins(cq))
+		return -FI_EAGAIN;
+	if (fi_control(fid, FI_GETWAIT, &list) || !list.nfds)
+		return -FI_ENOSYS;
+	if (fi_trywait(cq->domain->fabric->core, &fid, 1) != FI_SUCCESS ||
 	    pmv_cq_ready(cq) || poll(fds, (nfds_t) list.nfds, ms) <= 0)
 		return -FI_EAGAIN;
 	/* place what came now: the hooks run before the core's read */
@@ -880,8 +882,11 @@ static int pmv_cq_core_fd(struct pmv_cq *cq)
 	enum fi_wait_obj obj = FI_WAIT_NONE;
 	int fd = -1;
 
-	cq->wait_pollfd = cq->core_wait != NULL;
-	if (cq->core_wait || fi_control(&cq->core->fid, FI_GETWAITOBJ, &obj))
+	if (cq->core_wait) {
+		cq->wait_pollfd = true;
+		return -1;
+	}
+	if (fi_control(&cq->core->fid, FI_GETWAITOBJ, &obj))
 		return -1;
 	cq->wait_pollfd = obj == FI_WAIT_POLLFD;
 	if (obj != FI_WAIT_FD || fi_control(&cq->core->fid, FI_GETWAIT, &fd))

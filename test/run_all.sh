@@ -412,6 +412,23 @@ run_idle_commits() {
 	rm -f "$out"
 }
 
+# A target that tracks its receives with a FI_RECV counter instead of its
+# CQ (fi_pmem_lat -K): busy in fi_cntr_read, whose reads serve the
+# endpoint's commit requests, or waiting in fi_cntr_wait, which leaves
+# them to the agent; its commits and the end of the session must complete.
+run_cntr_target() {
+	local port=$1 gran=$2 poll=$3 bin=$BUILD/fabtests/benchmarks/fi_pmem_lat
+	local busy=()
+	[[ $poll == busy ]] && busy=(-y)
+	check_pair "fi_pmem_lat, target on a FI_RECV counter ($gran, $poll)" \
+		env FI_PROVIDER_PATH="$BUILD/.libs" TMPDIR=/dev/shm \
+		PMEM2_FORCE_GRANULARITY="$gran" timeout 60 "$bin" -B "$port" \
+		-S 64,4096 -K "${busy[@]}" -- \
+		env FI_PROVIDER_PATH="$BUILD/.libs" timeout 60 "$bin" \
+		-s 127.0.0.1 -B "$port" -S 64,4096 -I 200 -W 10 \
+		-m read8,write,commit
+}
+
 # fi_info through libfabric: FI_RMA_PMEM on MSG entries, never on RDM ones
 # (ofi_rxm layered on pmemverbs does not carry commits yet).
 run_advertisement() {
@@ -480,6 +497,9 @@ run_failure normal "$BUILD" 9380
 run_crash normal "$BUILD" 12000 "${PMV_CRASH_CYCLES:-240}"
 run_idle
 run_idle_commits
+echo "== targets on a counter"
+run_cntr_target 9450 cache_line busy
+run_cntr_target 9451 page passive
 echo "== fi_pingpong through pmemverbs"
 export FI_PROVIDER_PATH=$BUILD/.libs
 port=9330

@@ -3,7 +3,7 @@
  * fi_pmem_lat: latency of durable RMA writes (FI_COMMIT_COMPLETE) to a
  * remote file mapping, next to the plain RMA operations that bound it.
  *
- *   target:    fi_pmem_lat [-p PROV] [-B PORT] [-S SIZES] [-f FILE] [-y]
+ *   target:    fi_pmem_lat [-p PROV] [-B PORT] [-S SIZES] [-f FILE] [-y] [-K]
  *   initiator: fi_pmem_lat [-p PROV] -s SERVER_ADDR [-B PORT] [-S SIZES]
  *                          [-I ITERS] [-W WARMUP] [-m MODES] [-b BATCH]
  *                          [-i IDLE_US] [--csv]
@@ -456,7 +456,7 @@ static void usage(const char *prog)
 		"[-S SIZE[,SIZE...]]\n"
 		"        [-I ITERS] [-W WARMUP] [-m MODE[,MODE...]] [-b BATCH] "
 		"[-i IDLE_US]\n"
-		"        [-f FILE] [-y] [--csv]\n"
+		"        [-f FILE] [-y] [-K] [--csv]\n"
 		"  without -s: the target; with -s: the initiator, which "
 		"measures\n"
 		"  -p  provider (%s); -B port (%s); -S sizes (%s)\n"
@@ -468,7 +468,10 @@ static void usage(const char *prog)
 		"iteration, untimed (0)\n"
 		"  -f  target's file (default: a temporary file)\n"
 		"  -y  target: busy-poll its CQ (fi_cq_read) instead of "
-		"waiting in fi_cq_sread\n",
+		"waiting in fi_cq_sread\n"
+		"  -K  target: wait on a FI_RECV counter (fi_cntr_wait; with "
+		"-y fi_cntr_read)\n"
+		"      instead of its CQ\n",
 		prog, DEFAULT_PROVIDER, DEFAULT_PORT, DEFAULT_SIZES,
 		DEFAULT_ITERS, DEFAULT_WARMUP, DEFAULT_BATCH, DEFAULT_MODES);
 }
@@ -516,6 +519,10 @@ static bool options_consistent(const struct options *opts)
 		fprintf(stderr, "-f is for the target (no -s)\n");
 		return false;
 	}
+	if (opts->server && pm_wait_on_cntr) {
+		fprintf(stderr, "-K is for the target (no -s)\n");
+		return false;
+	}
 	if (!opts->server && opts->idle_us) {
 		fprintf(stderr, "-i is for the initiator (-s)\n");
 		return false;
@@ -545,6 +552,7 @@ static bool parse_option(int c, char *arg, struct options *opts)
 	case 'i': return pm_parse_long(arg, 0, MAX_IDLE_US, &opts->idle_us);
 	case 'f': opts->file = arg; return true;
 	case 'y': pm_busy_poll = true; return true;
+	case 'K': pm_wait_on_cntr = true; return true;
 	case 'C': opts->csv = true; return true;
 	default: return false;
 	}
@@ -568,7 +576,7 @@ static bool parse_options(int argc, char **argv, struct options *opts)
 	if (!pm_parse_sizes(sizes, 1, MAX_SIZE, opts->sizes, &opts->nsizes) ||
 	    !parse_modes(modes, opts))
 		return false;
-	while ((c = getopt_long(argc, argv, "p:s:B:S:I:W:m:b:i:f:yh", long_opts,
+	while ((c = getopt_long(argc, argv, "p:s:B:S:I:W:m:b:i:f:yKh", long_opts,
 				NULL)) != -1)
 		if (!parse_option(c, optarg, opts))
 			return false;

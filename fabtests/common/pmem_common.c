@@ -284,6 +284,7 @@ int pm_report_eq_error(struct fid_eq *eq, const char *what, int quiet_err)
 }
 
 bool pm_busy_poll;
+bool pm_wait_on_cntr;
 
 int pm_read_one_before(struct fid_cq *cq, int64_t deadline, const char *what,
 		       struct fi_cq_data_entry *entry)
@@ -412,6 +413,19 @@ static int pm_open_cq(const struct pm_fabric *res, size_t size,
 /* Entries of the receive CQ: control messages and FI_IMMED completions. */
 #define PM_RX_CQ_SIZE 256
 
+/* Opens a FI_RECV counter with a wait object and binds it to conn->ep. */
+static int pm_open_rx_cntr(const struct pm_fabric *res, struct pm_conn *conn)
+{
+	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP,
+				     .wait_obj = FI_WAIT_UNSPEC };
+	int ret = pm_check(fi_cntr_open(res->domain, &attr, &conn->rx_cntr,
+					NULL), "fi_cntr_open");
+
+	return ret ? ret : pm_check(fi_ep_bind(conn->ep, &conn->rx_cntr->fid,
+					       FI_RECV),
+				    "binding the FI_RECV counter");
+}
+
 int pm_open_conn(const struct pm_fabric *res, struct fi_info *info,
 		 size_t rma_max, size_t tx_cq_size, struct pm_conn *conn)
 {
@@ -434,6 +448,8 @@ int pm_open_conn(const struct pm_fabric *res, struct fi_info *info,
 	if (!ret)
 		ret = pm_check(fi_ep_bind(conn->ep, &res->eq->fid, 0),
 			       "binding the EQ");
+	if (!ret && pm_wait_on_cntr)
+		ret = pm_open_rx_cntr(res, conn);
 	if (!ret)
 		ret = pm_check(fi_enable(conn->ep), "fi_enable");
 	if (!ret && pm_has_mr_mode(res, FI_MR_LOCAL))
@@ -450,6 +466,8 @@ void pm_close_conn(struct pm_conn *conn)
 	pm_close_fid(conn->ep ? &conn->ep->fid : NULL, "closing the endpoint");
 	pm_close_fid(conn->tx_cq ? &conn->tx_cq->fid : NULL, "closing a CQ");
 	pm_close_fid(conn->rx_cq ? &conn->rx_cq->fid : NULL, "closing a CQ");
+	pm_close_fid(conn->rx_cntr ? &conn->rx_cntr->fid : NULL,
+		     "closing the counter");
 	free(conn->base);
 	memset(conn, 0, sizeof(*conn));
 }
@@ -663,17 +681,48 @@ bool pm_initiator_gone(const struct pm_fabric *res)
 	return ret == -FI_EAVAIL || (ret >= 0 && event == FI_SHUTDOWN);
 }
 
+/*
+ * Waits up to PM_POLL_INTERVAL_MS for conn's FI_RECV counter to pass
+ * seen: busy in fi_cntr_read, or in fi_cntr_wait; 0 once it has.
+ */
+static int pm_wait_rx_cntr(struct pm_conn *conn, uint64_t seen)
+{
+	int64_t deadline = pm_now_ns() + PM_POLL_INTERVAL_MS * PM_NS_PER_MS;
+	int ret;
+
+	if (!pm_busy_poll) {
+		ret = fi_cntr_wait(conn->rx_cntr, seen + 1, PM_POLL_INTERVAL_MS);
+		return ret == -FI_ETIMEDOUT || ret == -FI_EAGAIN ?
+		       -FI_ETIMEDOUT : pm_check(ret, "fi_cntr_wait");
+	}
+	while (fi_cntr_read(conn->rx_cntr) <= seen)
+		if (pm_past(deadline))
+			return -FI_ETIMEDOUT;
+	return 0;
+}
+
+/* The next message, read from the receive CQ once the counter (if any)
+ * says it is there; -FI_ETIMEDOUT after PM_POLL_INTERVAL_MS. */
+static int pm_read_ctrl_msg(struct pm_conn *conn, uint64_t seen,
+			    struct fi_cq_data_entry *entry)
+{
+	int ret = conn->rx_cntr ? pm_wait_rx_cntr(conn, seen) : 0;
+
+	return ret ? ret : pm_read_one_before(conn->rx_cq,
+					      pm_now_ns() + PM_POLL_INTERVAL_MS *
+							    PM_NS_PER_MS,
+					      "waiting for \"done\"", entry);
+}
+
 int pm_wait_for_done(const struct pm_fabric *res, struct pm_conn *conn)
 {
 	int64_t deadline = pm_now_ns() + PM_SESSION_TIMEOUT_NS;
+	uint64_t seen = conn->rx_cntr ? fi_cntr_read(conn->rx_cntr) : 0;
 	struct fi_cq_data_entry entry;
 	int ret;
 
 	do {
-		ret = pm_read_one_before(conn->rx_cq,
-					 pm_now_ns() + PM_POLL_INTERVAL_MS *
-						       PM_NS_PER_MS,
-					 "waiting for \"done\"", &entry);
+		ret = pm_read_ctrl_msg(conn, seen, &entry);
 		if (ret == -FI_ETIMEDOUT && pm_initiator_gone(res)) {
 			pm_complain("the initiator left without \"done\"");
 			return -FI_ECONNRESET;

@@ -63,6 +63,9 @@
 extern const char *pm_role;
 /* Read CQs by busy-polling (fi_cq_read) instead of fi_cq_sread. */
 extern bool pm_busy_poll;
+/* A target waits for "done" on a FI_RECV counter (fi_cntr_wait, or
+ * fi_cntr_read with pm_busy_poll) instead of its receive CQ. */
+extern bool pm_wait_on_cntr;
 
 /* A status line on stderr (stdout carries only results). */
 void pm_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -153,6 +156,7 @@ struct pm_conn {
 	struct fid_ep *ep;
 	struct fid_cq *tx_cq;
 	struct fid_cq *rx_cq; /* FI_CQ_FORMAT_DATA: FI_IMMED data too */
+	struct fid_cntr *rx_cntr; /* FI_RECV counter (pm_wait_on_cntr) */
 	struct fid_mr *local_mr; /* only under FI_MR_LOCAL */
 	char *base;   /* local memory: control slots, then src, then dst */
 	size_t len;

@@ -12,6 +12,9 @@
 #   idle     passive target; the initiator sleeps IDLE_US (2000) before
 #            each operation (fi_pmem_lat -i), read8 included, so that
 #            every commit finds the target's threads asleep
+#   cntr_busy, cntr_passive (not run unless PMV_CM_TARGETS names them)
+#            the target polls a FI_RECV counter (fi_cntr_read) or waits
+#            on it (fi_cntr_wait) instead of its CQ (fi_pmem_lat -K)
 # The target is pinned to CPU 0 and the initiator to CPU 1 in every mode
 # (taskset, when there are two CPUs; see pmv_commit_lat.sh for why).
 # The targets' files are in /dev/shm, where PAGE's msync costs nothing;
@@ -226,7 +229,8 @@ lat_run() {
 	local targs=("$PMV_LAT_BIN") iargs=(-I "$ITERS" -W "$WARMUP")
 	sizes=$(sizes_for "$config")
 	[ -n "$sizes" ] || return 0
-	[ "$mode" = busy ] && targs+=(-y)
+	case $mode in busy | cntr_busy) targs+=(-y) ;; esac
+	case $mode in cntr_*) targs+=(-K) ;; esac
 	[ "$mode" = idle ] &&
 		iargs=(-I "$IDLE_ITERS" -W "$IDLE_WARMUP" -i "$IDLE_US")
 	name=lat-r$round-${config//:/-}-$mode
@@ -421,7 +425,8 @@ latency_table() {
 	echo "# commit p50 / 8-byte fi_read p50 in the same process pair, median over"
 	echo "# $ROUNDS rounds; cell: ratio, verdict, commit p50 / read8 p50 in us."
 	echo "# busy: target busy-polls (fi_cq_read); passive: target in fi_cq_sread;"
-	echo "# idle: passive target, $IDLE_US us idle before each operation."
+	echo "# idle: passive target, $IDLE_US us idle before each operation;"
+	echo "# cntr_busy, cntr_passive: target in fi_cntr_read, fi_cntr_wait."
 	echo "# Target on CPU 0, initiator on CPU 1, files in $FILE_DIR."
 	line=$(printf '%-7s %-10s %5s' profile method size)
 	for t in $TARGETS; do line+=$(printf '  %-26s' "$t"); done

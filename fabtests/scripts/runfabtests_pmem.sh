@@ -3,7 +3,8 @@
 # runfabtests_pmem.sh: the pmemverbs fabtests over 127.0.0.1, in the manner
 # of libfabric's runfabtests.sh: the functional test first (fi_pmem_commit),
 # then the benchmarks (pmv_commit_modes.sh: commit latency against one read
-# round trip with a busy, a passive and an idle target, and pipelined commit
+# round trip with a busy, a passive and an idle target, and one polling or
+# waiting on a counter, and pipelined commit
 # throughput; fi_pmem_lat through pmv_commit_lat.sh, fi_pmem_bw,
 # fi_pmem_remotelog and the recovery of its logs), for the pmemverbs
 # profiles PAGE, DMP and MHP (PMEM2_FORCE_GRANULARITY=page, cache_line,
@@ -74,7 +75,7 @@ CM_ROUNDS=${PMV_FT_CM_ROUNDS:-3}
 CM_BUDGET=${PMV_FT_CM_BUDGET:-200}
 # pmv_commit_modes.sh's configurations (GRANULARITY[:METHOD]) and targets
 CM_CONFIGS="page cache_line byte byte:read_flush cache_line:send"
-CM_TARGETS="busy passive idle"
+CM_TARGETS="busy passive idle cntr_busy cntr_passive"
 LAT_ROUNDS=${PMV_FT_LAT_ROUNDS:-3}
 LAT_ITERS=${PMV_FT_LAT_ITERS:-1500}
 LAT_SIZES=${PMV_FT_LAT_SIZES:-"64 256 1024 4096 16384 65536"}

@@ -187,15 +187,44 @@ struct pmv_pep {
 };
 
 struct pmv_cq;
+struct pmv_eq;
+struct pmv_cntr;
 struct pmv_ini;
 
-/* Progress a CQ runs before it is read (engine acks, deferred ops). */
-struct pmv_cq_hook {
+/*
+ * Progress a CQ, counter or EQ runs when the application reads or waits on
+ * it (pmv_hooks.c): the commit engine's acks and deferred operations, and
+ * inline serving of commit requests.
+ */
+struct pmv_hook {
 	void (*progress)(void *arg);
+	/* run instead of progress before the thread sleeps in the core (a
+	 * counter or EQ wait, which request bytes do not end); NULL: progress */
+	void (*before_wait)(void *arg);
 	bool (*busy)(void *arg);   /* work in flight that memory may end */
 	void *arg;
-	struct pmv_cq_hook *next;
+	struct pmv_hook *next;
 };
+
+struct pmv_hooks {
+	pthread_mutex_t lock;
+	struct pmv_hook *head;     /* read without the lock when empty */
+};
+
+void pmv_hooks_init(struct pmv_hooks *hooks);
+void pmv_hooks_fini(struct pmv_hooks *hooks);
+int pmv_hooks_close_wrapper(struct fid *core_fid, const char *what,
+			    struct pmv_hooks *hooks, void *wrapper);
+void pmv_hooks_add(struct pmv_hooks *hooks, struct pmv_hook *hook);
+void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook);
+void pmv_hooks_run(struct pmv_hooks *hooks);
+void pmv_hooks_run_before_wait(struct pmv_hooks *hooks);
+bool pmv_hooks_busy(struct pmv_hooks *hooks);
+
+/* Objects whose reads serve a pmem endpoint's commit requests: its receive
+ * and transmit CQs, its EQ, its FI_SEND and FI_RECV counters. */
+enum { PMV_SERVE_RX_CQ, PMV_SERVE_TX_CQ, PMV_SERVE_EQ, PMV_SERVE_SEND_CNTR,
+       PMV_SERVE_RECV_CNTR, PMV_SERVE_OBJS };
 
 /* An active endpoint, or a shared receive context (same wrapper). */
 struct pmv_ep {
@@ -231,11 +260,13 @@ struct pmv_ep {
 	struct pmv_ep *agent_next; /* domain agent list */
 	pthread_mutex_t serve_lock; /* one server at a time: agent or app */
 	int serve_holds;           /* agent passes that may serve it (atomic) */
-	struct pmv_cq_hook serve_hook[2]; /* inline serving, run by reads of
-				    * its rx and tx CQs */
-	struct pmv_cq *serve_cq[2]; /* the CQs running them, or NULL */
+	struct pmv_eq *eq;         /* bound EQ, for serving from its reads */
+	struct pmv_cntr *cntr[2];  /* bound FI_SEND and FI_RECV counters */
+	struct pmv_hook serve_hook[PMV_SERVE_OBJS]; /* inline serving, run
+				    * by reads of its CQs, EQ and counters */
+	struct pmv_hooks *serve_on[PMV_SERVE_OBJS]; /* lists running them */
 	uint64_t hook_ms;          /* last time serve_hook ran (atomic) */
-	struct pmv_cq_hook hook;   /* engine progress, run by the tx CQ */
+	struct pmv_hook hook;      /* engine progress, run by the tx CQ */
 	struct fi_pmem_ep_counters counters;
 };
 
@@ -257,8 +288,7 @@ struct pmv_cq {
 	size_t aux_reserved;        /* room promised to entries to come */
 	struct pmv_cq_aux *aux;     /* growable: nothing is ever dropped */
 	struct pmv_iop_pool iops;   /* internal ops completing here */
-	pthread_mutex_t hooks_lock;
-	struct pmv_cq_hook *hooks;  /* pmem endpoints' progress */
+	struct pmv_hooks hooks;     /* pmem endpoints' progress */
 	int pmem_refs;              /* pmem endpoints bound (either side) */
 	int wait_fd;                /* the core CQ's fd (agent sleeps), or -1 */
 	bool wait_pollfd;           /* the core CQ waits on a list of fds */
@@ -273,11 +303,13 @@ struct pmv_cq {
 struct pmv_eq {
 	struct fid_eq eq_fid;
 	struct fid_eq *core;
+	struct pmv_hooks hooks;     /* serving of pmem endpoints bound to it */
 };
 
 struct pmv_cntr {
 	struct fid_cntr cntr_fid;
 	struct fid_cntr *core;
+	struct pmv_hooks hooks;     /* serving of pmem endpoints bound to it */
 };
 
 struct pmv_av {
@@ -473,8 +505,6 @@ void pmv_cq_unreserve(struct pmv_cq *cq);
 void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
 		 bool is_error);
 size_t pmv_cq_backlog(struct pmv_cq *cq);
-void pmv_cq_add_hook(struct pmv_cq *cq, struct pmv_cq_hook *hook);
-void pmv_cq_remove_hook(struct pmv_cq *cq, struct pmv_cq_hook *hook);
 void pmv_cq_ref_pmem(struct pmv_cq *cq, int delta);
 void pmv_cq_progress_core(struct pmv_cq *cq);
 const char *pmv_strerror(int prov_errno);

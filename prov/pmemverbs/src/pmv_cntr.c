@@ -1,23 +1,33 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmemverbs: counters, forwarded to the core's counters.
+ * pmemverbs: counters, forwarded to the core's counters.  Reading one
+ * bound to a pmem endpoint serves that endpoint's commit requests first
+ * (pmv_hooks.c), so a target that polls only a counter needs no other
+ * thread; before a wait, they are served and left to the agent thread.
  */
 #include <stdlib.h>
 
 #include "pmv.h"
 
+static inline struct pmv_cntr *pmv_cntr(struct fid_cntr *cntr)
+{
+	return pmv_container_of(cntr, struct pmv_cntr, cntr_fid);
+}
+
 static inline struct fid_cntr *core_cntr(struct fid_cntr *cntr)
 {
-	return pmv_container_of(cntr, struct pmv_cntr, cntr_fid)->core;
+	return pmv_cntr(cntr)->core;
 }
 
 static uint64_t pmv_cntr_read(struct fid_cntr *cntr)
 {
+	pmv_hooks_run(&pmv_cntr(cntr)->hooks);
 	return fi_cntr_read(core_cntr(cntr));
 }
 
 static uint64_t pmv_cntr_readerr(struct fid_cntr *cntr)
 {
+	pmv_hooks_run(&pmv_cntr(cntr)->hooks);
 	return fi_cntr_readerr(core_cntr(cntr));
 }
 
@@ -34,6 +44,7 @@ static int pmv_cntr_set(struct fid_cntr *cntr, uint64_t value)
 static int pmv_cntr_wait(struct fid_cntr *cntr, uint64_t threshold,
 			 int timeout)
 {
+	pmv_hooks_run_before_wait(&pmv_cntr(cntr)->hooks);
 	return fi_cntr_wait(core_cntr(cntr), threshold, timeout);
 }
 
@@ -62,7 +73,8 @@ static int pmv_cntr_close(struct fid *fid)
 {
 	struct pmv_cntr *cntr = pmv_container_of(fid, struct pmv_cntr, cntr_fid.fid);
 
-	return pmv_close_wrapper(&cntr->core->fid, "counter", cntr);
+	return pmv_hooks_close_wrapper(&cntr->core->fid, "counter",
+				       &cntr->hooks, cntr);
 }
 
 static struct fi_ops pmv_cntr_fi_ops = {
@@ -94,6 +106,7 @@ int pmv_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 		free(cntr);
 		return ret;
 	}
+	pmv_hooks_init(&cntr->hooks);
 	cntr->cntr_fid.fid.fclass = FI_CLASS_CNTR;
 	cntr->cntr_fid.fid.context = context;
 	cntr->cntr_fid.fid.ops = &pmv_cntr_fi_ops;

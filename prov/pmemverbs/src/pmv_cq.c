@@ -170,14 +170,7 @@ static bool pmv_cq_plain(struct pmv_cq *cq)
 /* Runs the progress of every pmem endpoint that completes here. */
 static void pmv_cq_run_hooks(struct pmv_cq *cq)
 {
-	struct pmv_cq_hook *h;
-
-	if (!__atomic_load_n(&cq->hooks, __ATOMIC_ACQUIRE))
-		return;
-	pthread_mutex_lock(&cq->hooks_lock);
-	for (h = cq->hooks; h; h = h->next)
-		h->progress(h->arg);
-	pthread_mutex_unlock(&cq->hooks_lock);
+	pmv_hooks_run(&cq->hooks);
 }
 
 /*
@@ -194,16 +187,7 @@ bool pmv_cq_ready(struct pmv_cq *cq)
 /* True if an endpoint completing here has commits whose acks may land. */
 static bool pmv_cq_hooks_busy(struct pmv_cq *cq)
 {
-	struct pmv_cq_hook *h;
-	bool busy = false;
-
-	if (!__atomic_load_n(&cq->hooks, __ATOMIC_ACQUIRE))
-		return false;
-	pthread_mutex_lock(&cq->hooks_lock);
-	for (h = cq->hooks; h && !busy; h = h->next)
-		busy = h->busy && h->busy(h->arg);
-	pthread_mutex_unlock(&cq->hooks_lock);
-	return busy;
+	return pmv_hooks_busy(&cq->hooks);
 }
 
 /*
@@ -748,28 +732,6 @@ void pmv_cq_ref_pmem(struct pmv_cq *cq, int delta)
 	__atomic_fetch_add(&cq->pmem_refs, delta, __ATOMIC_RELAXED);
 }
 
-void pmv_cq_add_hook(struct pmv_cq *cq, struct pmv_cq_hook *hook)
-{
-	pthread_mutex_lock(&cq->hooks_lock);
-	hook->next = cq->hooks;
-	__atomic_store_n(&cq->hooks, hook, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&cq->hooks_lock);
-}
-
-void pmv_cq_remove_hook(struct pmv_cq *cq, struct pmv_cq_hook *hook)
-{
-	struct pmv_cq_hook **pp;
-
-	pthread_mutex_lock(&cq->hooks_lock);
-	for (pp = &cq->hooks; *pp; pp = &(*pp)->next) {
-		if (*pp == hook) {
-			*pp = hook->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&cq->hooks_lock);
-}
-
 static int pmv_cq_close(struct fid *fid)
 {
 	struct pmv_cq *cq = pmv_container_of(fid, struct pmv_cq, cq_fid.fid);
@@ -789,7 +751,7 @@ static int pmv_cq_close(struct fid *fid)
 	free(cq->aux);
 	pthread_mutex_destroy(&cq->lock);
 	pthread_mutex_destroy(&cq->aux_lock);
-	pthread_mutex_destroy(&cq->hooks_lock);
+	pmv_hooks_fini(&cq->hooks);
 	free(cq);
 	return 0;
 }
@@ -921,7 +883,7 @@ int pmv_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 	cq->wait_fd = pmv_cq_core_fd(cq);
 	pthread_mutex_init(&cq->lock, NULL);
 	pthread_mutex_init(&cq->aux_lock, NULL);
-	pthread_mutex_init(&cq->hooks_lock, NULL);
+	pmv_hooks_init(&cq->hooks);
 	pmv_iop_pool_init(&cq->iops);
 	cq->format = attr->format ? attr->format : FI_CQ_FORMAT_CONTEXT;
 	cq->cq_fid.fid.fclass = FI_CLASS_CQ;

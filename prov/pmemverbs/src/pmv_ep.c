@@ -22,7 +22,7 @@ static int pmv_ep_close(struct fid *fid)
 	if (ep->pmem) {
 		pmv_agent_remove(ep->domain, ep);
 		if (ep->tx_cq)
-			pmv_cq_remove_hook(ep->tx_cq, &ep->hook);
+			pmv_hooks_remove(&ep->tx_cq->hooks, &ep->hook);
 	}
 	ret = pmv_close_core(&ep->core->fid, "endpoint");
 	if (ret)
@@ -50,7 +50,7 @@ static int pmv_ep_bind_cq(struct pmv_ep *ep, struct fid *bfid, uint64_t flags)
 	if (flags & FI_TRANSMIT) {
 		__atomic_store_n(&ep->tx_cq, cq, __ATOMIC_RELEASE);
 		ep->tx_selective = flags & FI_SELECTIVE_COMPLETION;
-		pmv_cq_add_hook(cq, &ep->hook);
+		pmv_hooks_add(&cq->hooks, &ep->hook);
 		pmv_cq_ref_pmem(cq, 1);
 	}
 	if (flags & FI_RECV) {
@@ -66,15 +66,37 @@ static int pmv_ep_bind_cq(struct pmv_ep *ep, struct fid *bfid, uint64_t flags)
 /* Counter events that would count pmemverbs's own writes and reads. */
 #define PMV_CNTR_INTERNAL (FI_WRITE | FI_READ | FI_REMOTE_WRITE | FI_REMOTE_READ)
 
+/*
+ * Remembers the EQ and the FI_SEND and FI_RECV counters of a pmem endpoint:
+ * the application's reads of them serve its commit requests too.
+ */
+static int pmv_ep_bind_serving(struct pmv_ep *ep, struct fid *bfid,
+			       uint64_t flags)
+{
+	int ret = pmv_bind_core(&ep->core->fid, bfid, flags);
+
+	if (ret)
+		return ret;
+	if (bfid->fclass == FI_CLASS_EQ)
+		ep->eq = pmv_container_of(bfid, struct pmv_eq, eq_fid.fid);
+	if (bfid->fclass == FI_CLASS_CNTR && (flags & FI_SEND))
+		ep->cntr[0] = pmv_container_of(bfid, struct pmv_cntr,
+					       cntr_fid.fid);
+	if (bfid->fclass == FI_CLASS_CNTR && (flags & FI_RECV))
+		ep->cntr[1] = pmv_container_of(bfid, struct pmv_cntr,
+					       cntr_fid.fid);
+	if (ep->in_agent)
+		pmv_serve_attach(ep);
+	return 0;
+}
+
 static int pmv_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct pmv_ep *ep = pmv_container_of(fid, struct pmv_ep, ep_fid.fid);
 
-	if (ep->pmem && bfid && bfid->fclass == FI_CLASS_CQ &&
-	    pmv_core_fid(bfid))
-		return pmv_ep_bind_cq(ep, bfid, flags);
-	if (ep->pmem && bfid && bfid->fclass == FI_CLASS_CNTR &&
-	    (flags & PMV_CNTR_INTERNAL)) {
+	if (!ep->pmem || !bfid)
+		return pmv_bind_core(&ep->core->fid, bfid, flags);
+	if (bfid->fclass == FI_CLASS_CNTR && (flags & PMV_CNTR_INTERNAL)) {
 		PMV_WARN(FI_LOG_EP_CTRL, "fi_ep_bind: a counter of FI_WRITE, "
 			 "FI_READ or remote RMA events on an FI_RMA_PMEM "
 			 "endpoint would count pmemverbs's internal writes and "
@@ -83,6 +105,12 @@ static int pmv_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 			 "FI_RECV counters are fine)\n");
 		return -FI_EOPNOTSUPP;
 	}
+	if (!pmv_core_fid(bfid))
+		return pmv_bind_core(&ep->core->fid, bfid, flags);
+	if (bfid->fclass == FI_CLASS_CQ)
+		return pmv_ep_bind_cq(ep, bfid, flags);
+	if (bfid->fclass == FI_CLASS_EQ || bfid->fclass == FI_CLASS_CNTR)
+		return pmv_ep_bind_serving(ep, bfid, flags);
 	return pmv_bind_core(&ep->core->fid, bfid, flags);
 }
 

@@ -200,6 +200,7 @@ static ssize_t pmv_eq_read_event(struct fid_eq *core, uint32_t *event,
 static ssize_t pmv_eq_read(struct fid_eq *eq, uint32_t *event, void *buf,
 			   size_t len, uint64_t flags)
 {
+	pmv_hooks_run(&pmv_container_of(eq, struct pmv_eq, eq_fid)->hooks);
 	return pmv_eq_read_event(pmv_core_eq(eq), event, buf, len, INT32_MIN,
 				 flags);
 }
@@ -207,6 +208,8 @@ static ssize_t pmv_eq_read(struct fid_eq *eq, uint32_t *event, void *buf,
 static ssize_t pmv_eq_sread(struct fid_eq *eq, uint32_t *event, void *buf,
 			    size_t len, int timeout, uint64_t flags)
 {
+	pmv_hooks_run_before_wait(&pmv_container_of(eq, struct pmv_eq,
+						     eq_fid)->hooks);
 	return pmv_eq_read_event(pmv_core_eq(eq), event, buf, len, timeout,
 				 flags);
 }
@@ -246,7 +249,8 @@ static int pmv_eq_close(struct fid *fid)
 {
 	struct pmv_eq *eq = pmv_container_of(fid, struct pmv_eq, eq_fid.fid);
 
-	return pmv_close_wrapper(&eq->core->fid, "event queue", eq);
+	return pmv_hooks_close_wrapper(&eq->core->fid, "event queue",
+				       &eq->hooks, eq);
 }
 
 static struct fi_ops pmv_eq_fi_ops = {
@@ -278,6 +282,7 @@ int pmv_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 		free(eq);
 		return ret;
 	}
+	pmv_hooks_init(&eq->hooks);
 	eq->eq_fid.fid.fclass = FI_CLASS_EQ;
 	eq->eq_fid.fid.context = context;
 	eq->eq_fid.fid.ops = &pmv_eq_fi_ops;

@@ -118,13 +118,13 @@ static struct pmv_ep *open_ep(void)
 		.transport = PMV_TRANSPORT_TCP,
 	};
 	cr_assert_eq(pmv_ini_open(ep), 0);
-	pmv_cq_add_hook(g_cq, &ep->hook);
+	pmv_hooks_add(&g_cq->hooks, &ep->hook);
 	return ep;
 }
 
 static void close_ep(struct pmv_ep *ep)
 {
-	pmv_cq_remove_hook(g_cq, &ep->hook);
+	pmv_hooks_remove(&g_cq->hooks, &ep->hook);
 	pmv_ini_close(ep);
 	free(ep->inbox.mem);
 	free(ep);
@@ -136,7 +136,7 @@ static void open_cq(void)
 	g_cq = calloc(1, sizeof(*g_cq));
 	pthread_mutex_init(&g_cq->lock, NULL);
 	pthread_mutex_init(&g_cq->aux_lock, NULL);
-	pthread_mutex_init(&g_cq->hooks_lock, NULL);
+	pmv_hooks_init(&g_cq->hooks);
 	pmv_iop_pool_init(&g_cq->iops);
 }
 
@@ -1189,10 +1189,10 @@ static void serve_socket(void *arg)
 Test(engine, a_reader_woken_by_the_core_signal_serves_the_next_request,
      .init = setup_with_socket, .fini = teardown_with_socket, .timeout = 20)
 {
-	struct pmv_cq_hook hook = { .progress = serve_socket };
+	struct pmv_hook hook = { .progress = serve_socket };
 	pthread_t t;
 
-	pmv_cq_add_hook(g_cq, &hook);
+	pmv_hooks_add(&g_cq->hooks, &hook);
 	g_release_core_sread = 0; /* the core's sread waits (up to 5 s) */
 	g_served = 0;
 	cr_assert_eq(write(g_signal_pipe[1], "c", 1), 1);
@@ -1205,7 +1205,7 @@ Test(engine, a_reader_woken_by_the_core_signal_serves_the_next_request,
 	__atomic_store_n(&g_release_core_sread, 1, __ATOMIC_RELEASE);
 	cr_assert_eq(fi_cq_signal(&g_cq->cq_fid), 0);
 	pthread_join(t, NULL);
-	pmv_cq_remove_hook(g_cq, &hook);
+	pmv_hooks_remove(&g_cq->hooks, &hook);
 	cr_assert(g_served, "the request was not served while the reader "
 		  "waited in the core's sread");
 	cr_assert_lt(g_waits, 100, "the reader spun: %u waits in the core",

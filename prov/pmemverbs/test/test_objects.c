@@ -381,6 +381,71 @@ Test(objects, cm_events_name_pmemverbs_fids_and_info)
 	cr_assert_eq(fi_close(&cq->fid), 0);
 }
 
+/* The hook lists whose reads serve a pmem endpoint's requests. */
+static struct pmv_hooks **serve_lists(struct fid_ep *ep)
+{
+	return pmv_container_of(ep, struct pmv_ep, ep_fid)->serve_on;
+}
+
+/*
+ * Once connected, a target endpoint's requests are served by reads of its
+ * CQ, its EQ and its FI_SEND|FI_RECV counter (one hook each), through the
+ * real fi_ep_bind; bound objects refuse to close while it is open, and
+ * its close takes every hook off.
+ */
+Test(objects, a_connected_endpoint_is_served_by_its_cq_eq_and_counter_reads)
+{
+	struct { struct fi_eq_cm_entry e; char data[64]; } entry;
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT };
+	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP,
+					  .wait_obj = FI_WAIT_UNSPEC };
+	struct fid_cntr *cntr;
+	struct fid_cq *cq;
+	struct fid_pep *pep;
+	struct fid_ep *client, *server;
+	struct pmv_hooks **lists;
+	char addr[128];
+	size_t addrlen = sizeof(addr);
+
+	pep = listen_on_loopback(addr, &addrlen);
+	cr_assert_eq(fi_cq_open(fx.domain, &cq_attr, &cq, NULL), 0);
+	cr_assert_eq(fi_cntr_open(fx.domain, &cntr_attr, &cntr, NULL), 0);
+	client = open_bound_ep(fx.info, cq);
+	cr_assert_eq(fi_connect(client, addr, NULL, 0), 0);
+	cr_assert_eq(read_cm_event(&entry.e, sizeof(entry)), FI_CONNREQ);
+	cr_assert_eq(fi_endpoint(fx.domain, entry.e.info, &server, NULL), 0);
+	fi_freeinfo(entry.e.info);
+	cr_assert_eq(fi_ep_bind(server, &fx.eq->fid, 0), 0);
+	cr_assert_eq(fi_ep_bind(server, &cq->fid, FI_TRANSMIT | FI_RECV), 0);
+	cr_assert_eq(fi_ep_bind(server, &cntr->fid, FI_SEND | FI_RECV), 0);
+	cr_assert_eq(fi_enable(server), 0);
+	cr_assert_eq(fi_accept(server, NULL, 0), 0);
+	cr_assert_eq(read_cm_event(&entry.e, sizeof(entry)), FI_CONNECTED);
+	cr_assert_eq(read_cm_event(&entry.e, sizeof(entry)), FI_CONNECTED);
+
+	lists = serve_lists(server);
+	cr_assert_eq(lists[PMV_SERVE_RX_CQ],
+		     &pmv_container_of(cq, struct pmv_cq, cq_fid)->hooks);
+	cr_assert_null(lists[PMV_SERVE_TX_CQ], "one CQ, one hook");
+	cr_assert_eq(lists[PMV_SERVE_EQ],
+		     &pmv_container_of(fx.eq, struct pmv_eq, eq_fid)->hooks);
+	cr_assert_eq(lists[PMV_SERVE_SEND_CNTR],
+		     &pmv_container_of(cntr, struct pmv_cntr, cntr_fid)->hooks);
+	cr_assert_null(lists[PMV_SERVE_RECV_CNTR], "one counter, one hook");
+	cr_assert_eq(fi_close(&cntr->fid), -FI_EBUSY);
+	cr_assert_eq(fi_close(&fx.eq->fid), -FI_EBUSY);
+
+	cr_assert_eq(fi_close(&server->fid), 0);
+	cr_assert_null(pmv_container_of(cntr, struct pmv_cntr,
+					cntr_fid)->hooks.head);
+	cr_assert_eq(fi_close(&client->fid), 0);
+	cr_assert_null(pmv_container_of(fx.eq, struct pmv_eq,
+					eq_fid)->hooks.head);
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+	cr_assert_eq(fi_close(&pep->fid), 0);
+	cr_assert_eq(fi_close(&cq->fid), 0);
+}
+
 /* A plain tcp-core client (no pmemverbs CM header) connecting to pep. */
 struct foreign_client {
 	struct fi_info *info;

@@ -6,6 +6,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -83,6 +84,7 @@ static void setup(void)
 	open_region();
 	g_rx = calloc(1, sizeof(*g_rx));
 	pthread_mutex_init(&g_rx->aux_lock, NULL);
+	pmv_hooks_init(&g_rx->hooks);
 	g_ep.core = &g_core;
 	g_ep.domain = &g_dom;
 	g_ep.rx_cq = g_rx;
@@ -315,4 +317,213 @@ Test(serve, a_refused_fi_immed_request_raises_nothing_and_frees_its_room)
 	cr_assert_eq(serve_and_ack(1), PMV_ERR_RANGE);
 	cr_assert_eq(rx_entries(data), 0);
 	cr_assert_eq(g_rx->aux_reserved, 0);
+}
+
+/* ------------------------------------------------------------------ *
+ * Serving from the application's counter and EQ reads (pmv_hooks.c):
+ * a target that polls only a counter or its EQ must ack commits with no
+ * agent thread, and one about to sleep in their wait hands them back.
+ */
+
+static int fake_close(struct fid *fid)
+{
+	(void) fid;
+	return 0;
+}
+
+static struct fi_ops g_fake_fi_ops = { .size = sizeof(struct fi_ops),
+				       .close = fake_close };
+
+static uint64_t fake_cntr_read(struct fid_cntr *cntr)
+{
+	(void) cntr;
+	return 7;
+}
+
+static int g_waits; /* the fake core's fi_cntr_wait and fi_eq_sread calls */
+
+static int fake_cntr_wait(struct fid_cntr *cntr, uint64_t threshold,
+			  int timeout)
+{
+	(void) cntr; (void) threshold; (void) timeout;
+	g_waits++;
+	return -FI_ETIMEDOUT;
+}
+
+static struct fi_ops_cntr g_fake_cntr_ops = {
+	.size = sizeof(struct fi_ops_cntr), .read = fake_cntr_read,
+	.readerr = fake_cntr_read, .wait = fake_cntr_wait };
+static struct fid_cntr g_core_cntr = { .fid.ops = &g_fake_fi_ops,
+				       .ops = &g_fake_cntr_ops };
+
+static int fake_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+			  struct fid_cntr **cntr, void *context)
+{
+	(void) domain; (void) attr; (void) context;
+	*cntr = &g_core_cntr;
+	return 0;
+}
+
+static ssize_t fake_eq_read(struct fid_eq *eq, uint32_t *event, void *buf,
+			    size_t len, uint64_t flags)
+{
+	(void) eq; (void) event; (void) buf; (void) len; (void) flags;
+	return -FI_EAGAIN;
+}
+
+static ssize_t fake_eq_sread(struct fid_eq *eq, uint32_t *event, void *buf,
+			     size_t len, int timeout, uint64_t flags)
+{
+	(void) eq; (void) event; (void) buf; (void) len; (void) timeout;
+	(void) flags;
+	g_waits++;
+	return -FI_EAGAIN;
+}
+
+static struct fi_ops_eq g_fake_eq_ops = { .size = sizeof(struct fi_ops_eq),
+					  .read = fake_eq_read,
+					  .sread = fake_eq_sread };
+static struct fid_eq g_core_eq = { .fid.ops = &g_fake_fi_ops,
+				   .ops = &g_fake_eq_ops };
+
+static int fake_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+			struct fid_eq **eq, void *context)
+{
+	(void) fabric; (void) attr; (void) context;
+	*eq = &g_core_eq;
+	return 0;
+}
+
+static struct fi_ops_domain g_fake_dom_ops = {
+	.size = sizeof(struct fi_ops_domain), .cntr_open = fake_cntr_open };
+static struct fid_domain g_core_dom = { .ops = &g_fake_dom_ops };
+static struct fi_ops_fabric g_fake_fab_ops = {
+	.size = sizeof(struct fi_ops_fabric), .eq_open = fake_eq_open };
+static struct fid_fabric g_core_fab = { .ops = &g_fake_fab_ops };
+static struct pmv_fabric g_fab = { .core = &g_core_fab };
+
+static struct fid_cntr *g_cntr;
+static struct fid_eq *g_eq;
+static int g_wake_fd;
+
+/* After the suite's setup: the endpoint's counter and EQ, attached as
+ * when it connects. */
+static void setup_bound(void)
+{
+	struct fi_cntr_attr cntr_attr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_UNSPEC };
+
+	g_waits = 0;
+	g_dom.core = &g_core_dom;
+	g_wake_fd = eventfd(0, EFD_NONBLOCK);
+	cr_assert_geq(g_wake_fd, 0);
+	g_dom.agent_wake_fd = g_wake_fd;
+	cr_assert_eq(pmv_cntr_open(&g_dom.domain_fid, &cntr_attr, &g_cntr,
+				   NULL), 0);
+	cr_assert_eq(pmv_eq_open(&g_fab.fabric_fid, &eq_attr, &g_eq, NULL), 0);
+	g_ep.cntr[1] = pmv_container_of(g_cntr, struct pmv_cntr, cntr_fid);
+	g_ep.eq = pmv_container_of(g_eq, struct pmv_eq, eq_fid);
+	pmv_serve_attach(&g_ep);
+}
+
+static void teardown_bound(void)
+{
+	pmv_serve_detach(&g_ep);
+	cr_assert_eq(fi_close(&g_cntr->fid), 0);
+	cr_assert_eq(fi_close(&g_eq->fid), 0);
+	close(g_wake_fd);
+}
+
+/* The status of the ack of seq, or -1 if none was sent. */
+static int ack_status(uint64_t seq)
+{
+	for (unsigned i = 0; i < g_nacks; i++)
+		if (g_acks[i].seq == seq)
+			return g_acks[i].status;
+	return -1;
+}
+
+/* Wake-ups of the agent written to its eventfd since the last call. */
+static uint64_t agent_wakes(void)
+{
+	uint64_t n = 0;
+
+	return read(g_wake_fd, &n, sizeof(n)) == sizeof(n) ? n : 0;
+}
+
+Test(serve, polling_a_counter_serves_and_acks_a_request,
+     .init = setup_bound, .fini = teardown_bound)
+{
+	put_req(1, KEY, BASE + 64, 64, 0);
+	cr_assert_eq(fi_cntr_read(g_cntr), 7);
+	cr_assert_eq(ack_status(1), 0, "fi_cntr_read did not serve the request");
+	cr_assert_neq(g_ep.hook_ms, 0,
+		      "the agent would not leave a served endpoint alone");
+	put_req(2, KEY, BASE, 64, 0);
+	cr_assert_eq(fi_cntr_readerr(g_cntr), 7);
+	cr_assert_eq(ack_status(2), 0, "fi_cntr_readerr did not serve");
+}
+
+Test(serve, polling_an_eq_serves_and_acks_a_request,
+     .init = setup_bound, .fini = teardown_bound)
+{
+	uint32_t event;
+	char buf[64];
+
+	put_req(1, KEY, BASE + 64, 64, 0);
+	cr_assert_eq(fi_eq_read(g_eq, &event, buf, sizeof(buf), 0),
+		     -FI_EAGAIN);
+	cr_assert_eq(ack_status(1), 0, "fi_eq_read did not serve the request");
+}
+
+/*
+ * A wait in the core ends on its threshold or an event, not on a
+ * request's bytes: what is there is served, and the agent (napping while
+ * the application served) is woken to serve what comes during the wait.
+ */
+Test(serve, a_counter_or_eq_wait_serves_then_hands_the_endpoint_to_the_agent,
+     .init = setup_bound, .fini = teardown_bound)
+{
+	uint32_t event;
+	char buf[64];
+
+	(void) fi_cntr_read(g_cntr);
+	(void) agent_wakes();
+	put_req(1, KEY, BASE + 64, 64, 0);
+	cr_assert_eq(fi_cntr_wait(g_cntr, 8, 10), -FI_ETIMEDOUT);
+	cr_assert_eq(g_waits, 1);
+	cr_assert_eq(ack_status(1), 0, "fi_cntr_wait did not serve first");
+	cr_assert_eq(g_ep.hook_ms, 0,
+		     "the agent would leave the endpoint to a sleeping thread");
+	cr_assert_eq(agent_wakes(), 1, "the napping agent was not woken");
+	(void) fi_eq_read(g_eq, &event, buf, sizeof(buf), 0);
+	put_req(2, KEY, BASE, 64, 0);
+	cr_assert_eq(fi_eq_sread(g_eq, &event, buf, sizeof(buf), 10, 0),
+		     -FI_EAGAIN);
+	cr_assert_eq(ack_status(2), 0, "fi_eq_sread did not serve first");
+	cr_assert_eq(g_ep.hook_ms, 0);
+	cr_assert_eq(agent_wakes(), 1);
+}
+
+/* Each object runs an endpoint's hook once, however it is bound. */
+Test(serve, an_object_bound_twice_serves_through_one_hook,
+     .init = setup_bound, .fini = teardown_bound)
+{
+	struct pmv_cntr *cntr = g_ep.cntr[1];
+	int hooks = 0;
+
+	g_ep.cntr[0] = cntr; /* FI_SEND | FI_RECV */
+	g_ep.tx_cq = g_rx;   /* FI_TRANSMIT | FI_RECV */
+	pmv_serve_attach(&g_ep);
+	for (struct pmv_hook *h = cntr->hooks.head; h; h = h->next)
+		hooks++;
+	cr_assert_eq(hooks, 1);
+	hooks = 0;
+	for (struct pmv_hook *h = g_rx->hooks.head; h; h = h->next)
+		hooks++;
+	cr_assert_eq(hooks, 1);
+	pmv_serve_detach(&g_ep);
+	cr_assert_null(cntr->hooks.head);
+	cr_assert_null(g_rx->hooks.head);
+	cr_assert_null(g_ep.eq->hooks.head);
 }

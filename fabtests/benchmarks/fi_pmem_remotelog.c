@@ -13,10 +13,10 @@
  * The file: a 4 KiB header, then the log.  The header holds the magic
  * "PMVRLOG", the version, the mode, the log's 64-bit id, the log's offset
  * and capacity, the offset of the tail pointer (64: a cache line of its
- * own) and a CRC-32 of these fields; the tail pointer is the number of
+ * own) and a CRC32C of these fields; the tail pointer is the number of
  * log bytes published (compound mode only).  A record is a 16-byte header
  * {u64 seq, u32 len, u32 crc} and len bytes of payload, padded with zeros
- * to a multiple of 64 bytes; seq counts from 1; crc is the CRC-32 of the
+ * to a multiple of 64 bytes; seq counts from 1; crc is the CRC32C of the
  * log id, seq, len and the payload, so a record of an older log in the same
  * bytes never passes.  The payload is a function of (log id, seq).
  *
@@ -101,7 +101,7 @@ struct log_header {
 	uint64_t capacity;
 	uint64_t tail_offset;
 	uint32_t reserved;
-	uint32_t crc; /* CRC-32 of the bytes before it */
+	uint32_t crc; /* CRC32C of the bytes before it */
 };
 
 struct rec_header {

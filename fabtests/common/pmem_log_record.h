@@ -3,21 +3,21 @@
  * The record format of a RemoteLog-style log, shared by fi_pmem_remotelog
  * (benchmark) and test/crash/pmv_crashlog (crash and power-cut tests): a
  * record's payload bytes are a function of (log id, seq, offset), and its
- * checksum (zlib's CRC-32) covers the log id, seq, length and payload, so
+ * checksum (CRC32C, ISA-L's crc32_iscsi) covers the log id, seq, length and payload, so
  * that a reader can tell an intact record from a torn or stale one.
  */
 #ifndef PMEM_LOG_RECORD_H
 #define PMEM_LOG_RECORD_H
 
 #include <endian.h>
+#include <isa-l/crc.h>
 #include <stdint.h>
 #include <string.h>
-#include <zlib.h>
 
-/* zlib's CRC-32 of buf, continuing crc (start with 0). */
+/* CRC32C of buf, continuing crc (start with 0). */
 static inline uint32_t log_crc(uint32_t crc, const void *buf, size_t len)
 {
-	return (uint32_t) crc32_z(crc, buf, len);
+	return ~crc32_iscsi((unsigned char *) buf, (int) len, ~crc);
 }
 
 /* A 64-bit mixer (splitmix64's finaliser). */

@@ -41,10 +41,10 @@
  *
  * The log (offsets from BASE): a header at 0 {magic "PMVCRSH1", version,
  * mode, log id, log offset 4096, capacity, tail offset 64, largest record,
- * CRC-32}, the tail pointer at 64 (compound mode: log bytes published),
+ * CRC32C}, the tail pointer at 64 (compound mode: log bytes published),
  * a scratch line at 2048 (the stale role's commits), the records from
  * 4096.  A record is {u64 seq, u32 len, u32 crc} and len payload bytes,
- * padded with zeros to 64 bytes; the crc (CRC-32) covers the log id, seq,
+ * padded with zeros to 64 bytes; the crc (CRC32C) covers the log id, seq,
  * len and payload; the payload and len (up to 1008 bytes, one record in 32
  * up to the log's largest) are functions of (log id, seq), so record seq
  * always has the same bytes at the same place.
@@ -142,7 +142,7 @@ struct log_hdr {
 	uint64_t capacity;
 	uint64_t tail_offset;
 	uint32_t max_record;
-	uint32_t crc; /* CRC-32 of the bytes before it */
+	uint32_t crc; /* CRC32C of the bytes before it */
 };
 
 struct rec_hdr {

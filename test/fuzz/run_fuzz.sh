@@ -30,7 +30,7 @@ finish() {
 command -v clang >/dev/null || finish FAIL "clang is not installed (apt-get install clang)"
 if ! clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
 	-I"$ROOT/prov/pmemverbs/src" "$ROOT/prov/pmemverbs/src/proto/pmv_proto.c" \
-	"$ROOT/test/fuzz/fuzz_proto.c" -lz -o "$BIN" >"$WORK/build.log" 2>&1; then
+	"$ROOT/test/fuzz/fuzz_proto.c" -lisal -o "$BIN" >"$WORK/build.log" 2>&1; then
 	finish FAIL "building with libFuzzer failed: $(tail -n 3 "$WORK/build.log" | tr '\n' ' ')"
 fi
 mkdir -p "$WORK/corpus"

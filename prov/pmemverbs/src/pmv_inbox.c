@@ -160,14 +160,26 @@ static void pmv_cm_hdr_fill(struct pmv_ep *ep, uint8_t out[PMV_CM_HDR_SIZE])
 	pmv_cm_hdr_encode(&hdr, out);
 }
 
-/* Reads a peer's CM header; false if the data carries none. */
+/*
+ * Reads a peer's CM header; false if the data carries none.  A header of
+ * another protocol version is taken off too, but the peer stays unknown:
+ * its slots and checksums are not ours, so commits to it fail.
+ */
 bool pmv_cm_hdr_parse(const void *data, size_t len, struct pmv_peer *peer)
 {
+	unsigned version = pmv_cm_hdr_version(data, len);
 	struct pmv_cm_hdr hdr;
 
-	if (!pmv_cm_hdr_decode(data, len, &hdr))
+	if (!version)
 		return false;
 	memset(peer, 0, sizeof(*peer));
+	if (!pmv_cm_hdr_decode(data, len, &hdr)) {
+		PMV_WARN(FI_LOG_EP_CTRL, "the peer speaks pmemverbs protocol "
+			 "version %u, this side %u: commits to it fail with "
+			 "-FI_ENOTCONN; run the same pmemverbs on both sides\n",
+			 version, PMV_PROTO_VERSION);
+		return true;
+	}
 	peer->known = true;
 	peer->transport = hdr.transport;
 	peer->has_inbox = hdr.has_inbox && pmv_req_max_extents(hdr.slot_size);

@@ -34,6 +34,44 @@ Test(proto, other_cm_data_is_not_a_header)
 	cr_assert_not(pmv_cm_hdr_decode((const uint8_t *) "PV", 2, &out));
 }
 
+/* The slots' checksum is CRC32C (Castagnoli), not zlib's CRC-32. */
+Test(proto, slots_are_checked_with_crc32c)
+{
+	cr_assert_eq(pmv_checksum("123456789", 9), 0xe3069283u);
+	cr_assert_eq(pmv_checksum("", 0), 0);
+}
+
+/* A peer of protocol version 2 (CRC-32 slots) is not taken for ours. */
+Test(proto, a_version_2_cm_header_is_refused)
+{
+	struct pmv_cm_hdr in = { .has_inbox = true, .slot_size = 64 }, out;
+	uint8_t wire[PMV_CM_HDR_SIZE];
+
+	pmv_cm_hdr_encode(&in, wire);
+	cr_assert_eq(wire[2], 3);
+	wire[2] = 2;
+	cr_assert_not(pmv_cm_hdr_decode(wire, sizeof(wire), &out));
+}
+
+/*
+ * The header of a peer of another version is taken off the application's
+ * CM data, and the peer stays unknown: commits to it fail.
+ */
+Test(proto, an_old_peers_header_is_stripped_and_the_peer_is_unknown)
+{
+	struct pmv_cm_hdr in = { .has_inbox = true, .slot_size = 64 };
+	struct pmv_peer peer = { .known = true };
+	uint8_t wire[PMV_CM_HDR_SIZE];
+
+	pmv_cm_hdr_encode(&in, wire);
+	wire[2] = 2;
+	cr_assert(pmv_cm_hdr_parse(wire, sizeof(wire), &peer));
+	cr_assert_not(peer.known);
+	cr_assert_not(peer.has_inbox);
+	wire[0] = 'Q';
+	cr_assert_not(pmv_cm_hdr_parse(wire, sizeof(wire), &peer));
+}
+
 /* A host-order request of seq 5 to key 9 with one extent. */
 static struct pmv_req *one_extent_req(uint64_t *buf)
 {

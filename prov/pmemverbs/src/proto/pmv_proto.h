@@ -21,7 +21,7 @@
  * first, then places the data and persists it.
  * The registration generation counts the regions the target closed: a
  * profile the initiator cached for a key is valid for one generation.
- * A slot is valid when its checksum (CRC-32 of the slot with the checksum
+ * A slot is valid when its checksum (CRC32C of the slot with the checksum
  * field 0) matches and its seq is the next one expected; a partly written
  * slot fails the checksum and is read again.  All fields are little-endian
  * on the wire; pmv_proto.c converts with <endian.h>.
@@ -52,7 +52,8 @@ enum pmv_transport {
  *  12  inbox key (little-endian 64-bit)
  * The number of slots is fixed by the protocol version (PMV_SLOTS).
  */
-#define PMV_PROTO_VERSION 2 /* 2: cumulative acks (pmv_ack.covers) */
+/* 2: cumulative acks (pmv_ack.covers); 3: CRC32C checksums */
+#define PMV_PROTO_VERSION 3
 #define PMV_CM_HDR_SIZE 20
 
 struct pmv_cm_hdr {
@@ -154,5 +155,6 @@ bool pmv_ack_decode(const void *slot, uint64_t seq, struct pmv_ack *out);
 void pmv_cm_hdr_encode(const struct pmv_cm_hdr *hdr,
 		       uint8_t out[PMV_CM_HDR_SIZE]);
 bool pmv_cm_hdr_decode(const uint8_t *in, size_t len, struct pmv_cm_hdr *hdr);
+unsigned pmv_cm_hdr_version(const uint8_t *in, size_t len);
 
 #endif /* PMV_PROTO_H */

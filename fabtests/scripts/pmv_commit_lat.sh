@@ -16,8 +16,9 @@
 #
 # Each pmemverbs configuration is a granularity, optionally with the method
 # forced on the initiator (FI_PMEMVERBS_METHOD): "byte" takes the default
-# method for MHP (over tcp the agent), "byte:read_flush" read_flush, so
-# both methods the provider offers for MHP are measured side by side.
+# method for MHP (over tcp read_flush, its write's delivery ack standing
+# for the read), "byte:agent" the agent, so both methods the provider
+# offers for MHP are measured side by side.
 #
 # Writes OUT/commit_latency.csv (every fi_pmem_lat row, prefixed with its
 # round and configuration), OUT/commit_latency_summary.csv and prints the
@@ -31,7 +32,7 @@
 #        PMV_LAT_ROUNDS (3), PMV_LAT_ITERS (2000), PMV_LAT_WARMUP (200),
 #        PMV_LAT_PORT (first port; a random one in 20000-39999 by default),
 #        PMV_LAT_SIZES ("64 4096 65536"),
-#        PMV_LAT_CONFIGS ("page cache_line byte byte:read_flush")
+#        PMV_LAT_CONFIGS ("page cache_line byte byte:agent")
 set -euo pipefail
 export LC_ALL=C # decimal points and byte-wise sort for join
 
@@ -52,7 +53,7 @@ ROUNDS=${PMV_LAT_ROUNDS:-3}
 ITERS=${PMV_LAT_ITERS:-2000}
 WARMUP=${PMV_LAT_WARMUP:-200}
 port=${PMV_LAT_PORT:-$((20000 + RANDOM % 20000))}
-PROFILES=${PMV_LAT_CONFIGS:-"page cache_line byte byte:read_flush"}
+PROFILES=${PMV_LAT_CONFIGS:-"page cache_line byte byte:agent"}
 SIZES=${PMV_LAT_SIZES:-"64 4096 65536"}
 PMV_MODES=read8,write,write_read,commit
 TCP_MODES=read8,write,commit

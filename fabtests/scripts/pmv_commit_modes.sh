@@ -39,7 +39,8 @@
 # asserted.  A run that fails is reported and the next one runs.
 #
 # Configurations are GRANULARITY[:METHOD]: page (PAGE, agent), cache_line
-# (DMP, agent), byte (MHP; over tcp the agent by default), byte:read_flush,
+# (DMP, agent), byte (MHP; over tcp read_flush by default, its write's
+# delivery ack standing for the read), byte:agent, byte:read_flush,
 # cache_line:send (only the sizes whose data fits a send request over tcp,
 # 72 bytes; its throughput is not measured, as 4 KiB goes by the agent).
 #
@@ -59,7 +60,7 @@
 #        PMV_CM_ROUNDS (3), PMV_CM_ITERS (500), PMV_CM_WARMUP (50),
 #        PMV_CM_IDLE_ITERS (200), PMV_CM_IDLE_WARMUP (20),
 #        PMV_CM_IDLE_US (2000), PMV_CM_SIZES ("64 256 1024 4096"),
-#        PMV_CM_CONFIGS ("page cache_line byte byte:read_flush cache_line:send"),
+#        PMV_CM_CONFIGS ("page cache_line byte byte:agent cache_line:send"),
 #        PMV_CM_TARGETS ("busy passive idle"),
 #        PMV_CM_BW_SIZE (4096), PMV_CM_BW_DEPTH (16), PMV_CM_BW_BATCH (16),
 #        PMV_CM_BW_MS (250): fi_pmem_bw -T, per measurement,
@@ -97,7 +98,7 @@ IDLE_ITERS=${PMV_CM_IDLE_ITERS:-200}
 IDLE_WARMUP=${PMV_CM_IDLE_WARMUP:-20}
 IDLE_US=${PMV_CM_IDLE_US:-2000}
 SIZES=${PMV_CM_SIZES:-"64 256 1024 4096"}
-CONFIGS=${PMV_CM_CONFIGS:-"page cache_line byte byte:read_flush cache_line:send"}
+CONFIGS=${PMV_CM_CONFIGS:-"page cache_line byte byte:agent cache_line:send"}
 TARGETS=${PMV_CM_TARGETS:-"busy passive idle"}
 BW_SIZE=${PMV_CM_BW_SIZE:-4096}
 BW_DEPTH=${PMV_CM_BW_DEPTH:-16}
@@ -398,7 +399,7 @@ method_of() {
 	[ -n "$m" ] && { echo "$m"; return; }
 	m=$(method_in "$1")
 	[ -n "$m" ] && { echo "$m"; return; }
-	echo agent # over tcp, with joined requests, for every profile
+	echo agent # the method fi_pmem_lat did not report
 }
 
 # One latency row: config $1 (profile $2, method $3, limit $4), size $5.

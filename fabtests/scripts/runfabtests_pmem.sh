@@ -9,9 +9,9 @@
 # fi_pmem_remotelog and the recovery of its logs), for the pmemverbs
 # profiles PAGE, DMP and MHP (PMEM2_FORCE_GRANULARITY=page, cache_line,
 # byte on the target), each method pmemverbs offers for them (MHP: the
-# default, over tcp the agent, and read_flush as "byte:read_flush",
-# FI_PMEMVERBS_METHOD on the initiator; its rows say profile
-# "MHP/read_flush"), and the tcp core as a
+# default, over tcp read_flush with its write's delivery ack, and the agent
+# as "byte:agent", FI_PMEMVERBS_METHOD on the initiator; its rows say
+# profile "MHP/agent"), and the tcp core as a
 # baseline.  Each target runs on
 # CPU 0 and each initiator on CPU 1 (see pmv_commit_lat.sh for why), every
 # process under a timeout, and the whole run keeps within a time budget.
@@ -74,7 +74,7 @@ BUDGET=${PMV_FT_BUDGET:-450}
 CM_ROUNDS=${PMV_FT_CM_ROUNDS:-3}
 CM_BUDGET=${PMV_FT_CM_BUDGET:-200}
 # pmv_commit_modes.sh's configurations (GRANULARITY[:METHOD]) and targets
-CM_CONFIGS="page cache_line byte byte:read_flush cache_line:send"
+CM_CONFIGS="page cache_line byte byte:agent cache_line:send"
 CM_TARGETS="busy passive idle cntr_busy cntr_passive"
 LAT_ROUNDS=${PMV_FT_LAT_ROUNDS:-3}
 LAT_ITERS=${PMV_FT_LAT_ITERS:-1500}
@@ -94,7 +94,7 @@ GOAL_SEND=${PMV_GOAL_SEND:-0.75}
 GOAL_PIPE=${PMV_GOAL_PIPE_WRITE:-0.5}
 GRANULARITIES="page cache_line byte"
 # benchmark configurations: GRANULARITY[:METHOD]
-CONFIGS="page cache_line byte byte:read_flush"
+CONFIGS="page cache_line byte byte:agent"
 # RemoteLog's compound appends also run with the agent forced on the agent
 # profiles: the fenced tail commit then waits for the record's commit in
 # the call, where by default it goes by send
@@ -414,7 +414,7 @@ bw_of() {
 }
 
 # The profile label of a config: PAGE, DMP, MHP; with a forced method,
-# PROFILE/METHOD (byte:read_flush is MHP/read_flush).
+# PROFILE/METHOD (byte:agent is MHP/agent).
 profile_of() {
 	local p=
 	case ${1%%:*} in page) p=PAGE ;; cache_line) p=DMP ;; byte) p=MHP ;; esac

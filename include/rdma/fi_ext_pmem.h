@@ -70,7 +70,8 @@ struct fi_pmem_ep_counters {
 				      read-flush reads (a commit's, and a
 				      fence's before a fenced commit) and
 				      commits made durable by the write's
-				      completion */
+				      completion or, over tcp, its delivery
+				      acknowledgement */
 	uint64_t sends;            /* commits whose data travelled inside the
 				      request (send method) */
 };
@@ -81,8 +82,9 @@ struct fi_pmem_ops_domain {
 	const char *(*core_prov)(struct fid_domain *domain);
 	/* Profile of a local region registered on this domain. */
 	enum fi_pmem_profile (*mr_profile)(struct fid_mr *mr);
-	/* Profile the peer of a connected endpoint reported for a key; UNKNOWN
-	 * until the first commit to that key completes. */
+	/* Profile the peer of a connected endpoint reported for a key, in
+	 * the profile table it pushed or in an acknowledgement; UNKNOWN
+	 * until one of them named it (fi_ext_pmem(3)). */
 	enum fi_pmem_profile (*peer_profile)(struct fid_ep *ep, uint64_t key);
 	/* Method pmemverbs uses for commits to key over this endpoint. */
 	enum fi_pmem_method (*method)(struct fid_ep *ep, uint64_t key);

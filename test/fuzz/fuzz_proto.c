@@ -10,11 +10,14 @@
  *   1  the same with the slot's checksum made valid first, so the fuzzer
  *      reaches the validator without guessing CRCs;
  *   2  an ack slot;
- *   3  CM data carrying (or not) a pmemverbs header.
+ *   3  CM data carrying (or not) a pmemverbs header;
+ *   4  a profile table in the inbox area the peer pushes into;
+ *   5  the same with the table's checksum made valid first.
  *
  * Properties checked (abort on violation): a decoded request re-encodes to
  * the very bytes it came from; a decoded request's size lies within the
- * slot; a decoded ack's seq is the one asked for.
+ * slot; a decoded ack's seq is the one asked for; a decoded profile table
+ * fits the bytes it was read from and re-encodes to them.
  */
 #include <endian.h>
 #include <stdint.h>
@@ -146,20 +149,53 @@ static void fuzz_cm_hdr(const uint8_t *data, size_t size)
 		abort();
 }
 
+/* Gives a wire table a valid checksum over the entries its count claims. */
+static void make_table_checksum_valid(struct pmv_profiles *w, size_t avail)
+{
+	size_t len = 16 + (size_t) w->count * sizeof(struct pmv_profile_entry);
+
+	if (len > avail)
+		return;
+	w->checksum = 0;
+	w->checksum = htole32(pmv_checksum(w, len));
+}
+
+/* The pushed table: decode; a whole one fits and round-trips. */
+static void fuzz_profiles(const uint8_t *data, size_t size, bool fix_sum)
+{
+	struct pmv_profiles wire, t;
+	size_t avail = size < sizeof(wire) ? size : sizeof(wire), len;
+
+	memset(&wire, 0, sizeof(wire));
+	memcpy(&wire, data, avail);
+	if (fix_sum)
+		make_table_checksum_valid(&wire, avail);
+	if (!pmv_profiles_decode(&wire, avail, &t))
+		return;
+	if (t.count > pmv_profiles_fit(avail))
+		abort();
+	len = pmv_profiles_encode(&t, avail);
+	if (!len || len > avail || memcmp(&t, &wire, len))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!size)
 		return 0;
-	switch (data[0] % 4) {
+	switch (data[0] % 6) {
 	case 0:
 	case 1:
-		fuzz_request(data + 1, size - 1, data[0] % 4 == 1);
+		fuzz_request(data + 1, size - 1, data[0] % 6 == 1);
 		break;
 	case 2:
 		fuzz_ack(data + 1, size - 1);
 		break;
-	default:
+	case 3:
 		fuzz_cm_hdr(data + 1, size - 1);
+		break;
+	default:
+		fuzz_profiles(data + 1, size - 1, data[0] % 6 == 5);
 		break;
 	}
 	return 0;

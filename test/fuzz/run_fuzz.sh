@@ -45,4 +45,4 @@ if [[ $rc -ne 0 ]]; then
 	finish FAIL "libFuzzer exit $rc after ${runs:-?} executions; inputs and log in $WORK"
 fi
 [[ -n $runs && $runs -gt 0 ]] || finish FAIL "no execution reported (log: $WORK/fuzz.log)"
-finish PASS "$runs executions in ${SECONDS_MAX}s, no crash, no leak, no property broken (request, ack, CM header)"
+finish PASS "$runs executions in ${SECONDS_MAX}s, no crash, no leak, no property broken (request, ack, CM header, profile table)"

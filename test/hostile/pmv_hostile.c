@@ -82,9 +82,6 @@
 #define ZONE_B_LEN 4096u
 #define REGION_KEY 0x484f5354494c45ULL /* requested; the core may choose */
 
-/* The inbox layout of pmv_inbox.c (pmv_proto.h): acks, requests, a
- * generation line, PMV_SLOTS + 1 landing words. */
-#define ACKS_SIZE ((PMV_SLOTS * sizeof(struct pmv_ack) + 63) & ~(size_t)63)
 #define OWN_SLOT_SIZE 128u
 
 /* Bounds on waits (none is a verdict on time). */
@@ -1121,12 +1118,6 @@ static struct {
 	unsigned served, bad, ignored, unanswered, conns, dropped;
 } g_x;
 
-/* Size of an inbox of slots of slot_size bytes. */
-static size_t inbox_size(uint32_t slot_size)
-{
-	return ACKS_SIZE + (size_t)PMV_SLOTS * slot_size + 64 +
-	       (PMV_SLOTS + 1) * sizeof(uint64_t);
-}
 
 /* Opens the tcp domain and registers the hostile's own inbox. */
 static void hostile_open(void)
@@ -1137,7 +1128,7 @@ static void hostile_open(void)
 		    g_x.info->fabric_attr->prov_name);
 	CHECK(fi_fabric(g_x.info->fabric_attr, &g_x.fabric, NULL));
 	CHECK(fi_domain(g_x.fabric, g_x.info, &g_x.domain, NULL));
-	g_x.inbox_size = inbox_size(OWN_SLOT_SIZE);
+	g_x.inbox_size = PMV_INBOX_SIZE(OWN_SLOT_SIZE);
 	if (posix_memalign((void **)&g_x.inbox, 4096, g_x.inbox_size))
 		die("out of memory");
 	memset(g_x.inbox, 0, g_x.inbox_size);
@@ -1324,7 +1315,7 @@ static int hconn_write(struct hconn *c, size_t len, uint64_t addr,
 /* RMA address of the target's request slot for seq. */
 static uint64_t req_addr(const struct hconn *c, uint64_t seq)
 {
-	return c->peer.inbox_addr + ACKS_SIZE +
+	return c->peer.inbox_addr + PMV_ACKS_SIZE(PMV_SLOTS) +
 	       ((seq - 1) % PMV_SLOTS) * c->peer.slot_size;
 }
 
@@ -2008,16 +1999,18 @@ static void random_fill(size_t len)
 
 /* Writes random bytes at inbox offsets in the target's registered inbox
  * (its ack slots, every request slot, the generation line, the landing
- * words, all of it), each followed by the probe. */
+ * words, the profile table, all of it), each followed by the probe. */
 static void raw_inbox_writes(void)
 {
 	uint32_t slot = g_x.c.peer.slot_size;
-	size_t size = inbox_size(slot), gen = ACKS_SIZE + PMV_SLOTS * slot;
+	size_t size = PMV_INBOX_SIZE(slot);
+	size_t acks = PMV_ACKS_SIZE(PMV_SLOTS), gen = acks + PMV_SLOTS * slot;
 	const struct raw raws[] = {
-		{ "target-ack-slots", 0, ACKS_SIZE },
-		{ "request-slots", ACKS_SIZE, (size_t)PMV_SLOTS * slot },
+		{ "target-ack-slots", 0, acks },
+		{ "request-slots", acks, (size_t)PMV_SLOTS * slot },
 		{ "generation-line", gen, 64 },
-		{ "landing-words", gen + 64, size - gen - 64 },
+		{ "landing-words", gen + 64, PMV_GEN_TO_PROFILES - 64 },
+		{ "profile-table", gen + PMV_GEN_TO_PROFILES, PMV_PROFILES_SIZE },
 		{ "whole-inbox", 0, size },
 	};
 
@@ -2108,7 +2101,7 @@ static void core_target(const struct core_write *w, uint64_t *addr,
 			uint64_t *key)
 {
 	uint64_t inbox = g_x.c.peer.inbox_addr;
-	uint64_t end = inbox + inbox_size(g_x.c.peer.slot_size);
+	uint64_t end = inbox + PMV_INBOX_SIZE(g_x.c.peer.slot_size);
 
 	*key = w->base == CW_REGION ? g_opt.key :
 	       w->base == CW_KEY ? w->key : g_x.c.peer.inbox_key;
@@ -2158,7 +2151,7 @@ static void core_writes(void)
 		{ "inbox-straddles-end", CW_INBOX_END, -8, 16, 0 },
 		{ "inbox-before-start", CW_INBOX, -8, 16, 0 },
 		{ "inbox-oversize", CW_INBOX, 0,
-		  inbox_size(g_x.c.peer.slot_size) + 4096, 0 },
+		  PMV_INBOX_SIZE(g_x.c.peer.slot_size) + 4096, 0 },
 		{ "region-past-end", CW_REGION, RL, 8, 0 },
 		{ "region-straddles-end", CW_REGION, RL - 4, 8, 0 },
 		{ "region-before-start", CW_REGION, -8, 16, 0 },

@@ -2129,11 +2129,74 @@ static const char *check_name(const char *check)
 }
 
 /* Connects c (already opened) to the target, telling it what c is for. */
+/* Whether a boolean parameter (default yes) is on, as libfabric reads it. */
+static bool param_on(const char *var)
+{
+	const char *v = getenv(var);
+
+	return !v || !(!strcmp(v, "0") || !strcasecmp(v, "no") ||
+		       !strcasecmp(v, "false") || !strcasecmp(v, "off"));
+}
+
+static bool join_request_on(void)
+{
+	return param_on("FI_PMEMVERBS_JOIN_REQUEST");
+}
+
+/* The initiator reads the profile table the target pushes. */
+static bool pushes_on(void)
+{
+	return param_on("FI_PMEMVERBS_PUSH_PROFILES");
+}
+
+/* Over tcp a read_flush commit's write stands for its read (needs the
+ * target's table, which pmv_commit_test waits for after connecting). */
+static bool delivery_on(void)
+{
+	return pushes_on() && param_on("FI_PMEMVERBS_DELIVERY_ACK");
+}
+
+/* True if progress() reads cq. */
+static bool progressed(const struct fid_cq *cq)
+{
+	for (size_t i = 0; i < g_ncqs; i++)
+		if (g_cqs[i] == cq)
+			return true;
+	return false;
+}
+
+/*
+ * With pushes on, waits (bounded) until the table the target pushes when
+ * it reads FI_CONNECTED has reached c: then the initiator knows REG_A's
+ * profile before any commit, and every later check can say which method
+ * a commit takes.  A table that never comes is a failure.  Scenario
+ * connections, whose CQs the scenario reads itself, do not wait: their
+ * checks do not depend on the method.
+ */
+static void wait_table(struct conn *c)
+{
+	int64_t deadline = deadline_in(STEP_MS);
+
+	if (!pushes_on() || !progressed(c->txcq))
+		return;
+	while (g_net.pmem->peer_profile(c->ep, g_s.reg[REG_A].key) ==
+	       FI_PMEM_PROFILE_UNKNOWN) {
+		if (progress())
+			continue;
+		if (!before(deadline))
+			die("the target's profile table did not arrive within "
+			    "%d ms of FI_CONNECTED", STEP_MS);
+		pause_briefly();
+	}
+}
+
 static void conn_connect(struct conn *c, char kind)
 {
 	c->kind = kind;
 	CHECK(fi_connect(c->ep, g_net.info->dest_addr, &kind, 1));
 	wait_flag(&c->connected, "connecting (FI_CONNECTED)");
+	if (kind != KIND_MAIN && kind != KIND_PLAIN_PEER)
+		wait_table(c);
 }
 
 /* Opens an endpoint in the session's domain; pmem selects FI_RMA_PMEM. */
@@ -2171,6 +2234,7 @@ static void initiator_setup(void)
 	d = ctl_expect(MSG_REGIONS, sizeof(g_s.reg), NULL);
 	memcpy(g_s.reg, d, sizeof(g_s.reg));
 	ctl_release();
+	wait_table(&g_s.main);
 	g_s.src = calloc(LOCAL_SLOTS, LOCAL_STRIDE);
 	if (!g_s.src)
 		die("out of memory");
@@ -2549,18 +2613,10 @@ static void visibility_check_commit(void)
 	g_s.ranges_visible += (unsigned)pl->n;
 }
 
-/* Whether FI_PMEMVERBS_JOIN_REQUEST (default yes) is on, as libfabric
- * reads a boolean parameter. */
-static bool join_request_on(void)
-{
-	const char *v = getenv("FI_PMEMVERBS_JOIN_REQUEST");
-
-	return !v || !(!strcmp(v, "0") || !strcasecmp(v, "no") ||
-		       !strcasecmp(v, "false") || !strcasecmp(v, "off"));
-}
-
 /* The method the provider must use: pmv_method.c's matrix, restated (over
- * tcp with joined requests the agent is the fastest for every profile). */
+ * tcp with joined requests the agent is the fastest for every profile but
+ * where read_flush is correct and its write's delivery ack stands for the
+ * read). */
 static enum fi_pmem_method expected_method(uint32_t profile, bool known,
 					   bool immed)
 {
@@ -2582,7 +2638,7 @@ static enum fi_pmem_method expected_method(uint32_t profile, bool known,
 			return rf ? FI_PMEM_METHOD_READ_FLUSH : FI_PMEM_METHOD_NONE;
 		return cm ? FI_PMEM_METHOD_COMPLETION : FI_PMEM_METHOD_NONE;
 	}
-	if (!verbs && join_request_on())
+	if (!verbs && join_request_on() && !(rf && delivery_on()))
 		return FI_PMEM_METHOD_AGENT;
 	return cm ? FI_PMEM_METHOD_COMPLETION :
 	       rf ? FI_PMEM_METHOD_READ_FLUSH : FI_PMEM_METHOD_AGENT;
@@ -3099,14 +3155,15 @@ static void check_counters(void)
 			ret ? " (ep_counters failed)" : "");
 }
 
-/* Before a key's first commit: the agent, or send when forced. */
+/* Before a key's first commit: the agent (send when forced), or with the
+ * target's table read, the method of the profile it names. */
 static void check_method(void)
 {
 	expect_u64("method",
 		   g_net.pmem->method(g_s.main.ep, g_s.reg[REG_A].key),
-		   expected_method(g_s.reg[REG_A].profile, false, false),
+		   expected_method(g_s.reg[REG_A].profile, pushes_on(), false),
 		   "method before the first commit (FI_PMEM_METHOD_AGENT is "
-		   "1, FI_PMEM_METHOD_SEND 4)");
+		   "1, FI_PMEM_METHOD_READ_FLUSH 2, FI_PMEM_METHOD_SEND 4)");
 }
 
 /*
@@ -3639,16 +3696,20 @@ static void case_no_remote_write(const char *name)
 
 /*
  * The CQ error of a commit whose data write the target's core refuses:
- * the tcp core drops the connection (the commit fails as "peer gone",
- * FI_ENOTCONN); over verbs the RNIC answers with a remote access error,
- * which breaks the queue pair and which the verbs core reports as FI_EIO.
+ * the tcp core drops the connection, and the commit fails as "peer gone"
+ * with the core's error for its operation: FI_ENOTCONN for a read posted
+ * behind the write, FI_ECANCELED for a write whose delivery acknowledgement
+ * the core was waiting for (a read_flush commit's write over tcp).  Over
+ * verbs the RNIC answers with a remote access error, which breaks the queue
+ * pair and which the verbs core reports as FI_EIO.
  */
-static int core_refusal_err(void)
+static int core_refusal_err(const struct outcome *o)
 {
 	uint32_t proto = g_net.info->ep_attr->protocol;
 
-	return proto == FI_PROTO_RDMA_CM_IB_RC || proto == FI_PROTO_IWARP ?
-	       FI_EIO : FI_ENOTCONN;
+	if (proto == FI_PROTO_RDMA_CM_IB_RC || proto == FI_PROTO_IWARP)
+		return FI_EIO;
+	return o->err == FI_ECANCELED ? FI_ECANCELED : FI_ENOTCONN;
 }
 
 /*
@@ -3672,7 +3733,7 @@ static void range_case_core(const char *name, uint64_t off, size_t len)
 	gen_fill(g_s.src, len, 0x5100 + off, off); /* must not land */
 	o = try_commit(&c, cmsg_make(&m, REG_RANGE, off, len),
 		       FI_COMMIT_COMPLETE);
-	expect_cq_error(name, &o, core_refusal_err());
+	expect_cq_error(name, &o, core_refusal_err(&o));
 	initiator_close_conn(&c);
 }
 
@@ -3727,11 +3788,12 @@ static void send_range_case(const char *name, uint64_t off)
 	initiator_open_conn(&c, true);
 	conn_connect(&c, KIND_EXTRA);
 	by_send = expected_send(expected_method(g_s.reg[REG_RANGE].profile,
-						false, false), true, 8, false);
+						pushes_on(), false),
+				true, 8, false);
 	gen_fill(g_s.src, 8, 0x5200 + off, off); /* must not land */
 	o = try_commit(&c, cmsg_make(&m, REG_RANGE, off, 8),
 		       FI_COMMIT_COMPLETE | FI_FENCE);
-	expect_cq_error(name, &o, by_send ? FI_EINVAL : core_refusal_err());
+	expect_cq_error(name, &o, by_send ? FI_EINVAL : core_refusal_err(&o));
 	initiator_close_conn(&c);
 }
 
@@ -3774,7 +3836,7 @@ static void case_range_wraps(const char *name)
 	conn_connect(&c, KIND_EXTRA);
 	m.rma[0].addr = UINT64_MAX - 49;
 	o = try_commit(&c, msg, FI_COMMIT_COMPLETE);
-	expect_cq_error(name, &o, core_refusal_err());
+	expect_cq_error(name, &o, core_refusal_err(&o));
 	initiator_close_conn(&c);
 }
 
@@ -4169,12 +4231,16 @@ static void case_atomicity_chunk(const char *name)
 		   "atomicity_chunk");
 }
 
+/* Before a key's first commit the agent, unless the table the target
+ * pushed named the key's profile. */
 static void case_method_agent(const char *name)
 {
 	expect_u64(name,
 		   g_net.pmem->method(g_s.main.ep, g_s.reg[REG_A].key),
-		   FI_PMEM_METHOD_AGENT, "method before the key's first commit "
-		   "(FI_PMEM_METHOD_AGENT is 1)");
+		   pushes_on() ? expected_method(g_s.reg[REG_A].profile, true,
+						 false) : FI_PMEM_METHOD_AGENT,
+		   "method before the key's first commit (FI_PMEM_METHOD_AGENT "
+		   "is 1; with the target's table, the matrix's)");
 }
 
 /*
@@ -4185,14 +4251,22 @@ static void case_method_agent(const char *name)
 static void case_method_after_commit(const char *name)
 {
 	uint64_t key = g_s.reg[REG_B].key;
-	enum fi_pmem_method want;
+	enum fi_pmem_method want = expected_method(g_s.reg[REG_B].profile,
+						   true, false);
 	struct cmsg m;
-	struct outcome o = try_commit(&g_s.main, cmsg_flush(&m, REG_B, key),
-				      FI_COMMIT_COMPLETE);
+	struct outcome o;
 
+	if (pushes_on() && want == FI_PMEM_METHOD_NONE) {
+		/* the table taught the profile: the first commit is refused */
+		o = try_commit(&g_s.main, cmsg_flush(&m, REG_B, key),
+			       FI_COMMIT_COMPLETE);
+		expect_refused(name, &o, -FI_EOPNOTSUPP);
+		return;
+	}
+	o = try_commit(&g_s.main, cmsg_flush(&m, REG_B, key),
+		       FI_COMMIT_COMPLETE);
 	if (o.ret || !o.completed || o.err)
 		die("%s: the first commit to pmem-b failed", name);
-	want = expected_method(g_s.reg[REG_B].profile, true, false);
 	if (want == FI_PMEM_METHOD_NONE) {
 		o = try_commit(&g_s.main, cmsg_flush(&m, REG_B, key),
 			       FI_COMMIT_COMPLETE);
@@ -4203,11 +4277,14 @@ static void case_method_after_commit(const char *name)
 		   "method after a commit taught the profile");
 }
 
+/* Before any commit: what the target's table says, UNKNOWN without it. */
 static void case_peer_profile_before_commit(const char *name)
 {
 	expect_profile(name,
 		       g_net.pmem->peer_profile(g_s.main.ep, g_s.reg[REG_B].key),
-		       FI_PMEM_PROFILE_UNKNOWN, "before any commit to pmem-b");
+		       pushes_on() ? g_s.reg[REG_B].profile :
+				     FI_PMEM_PROFILE_UNKNOWN,
+		       "before any commit to pmem-b");
 }
 
 /* ---- cases: other endpoints ---- */
@@ -4314,7 +4391,7 @@ struct bad_case {
 static const struct bad_case k_bad_cases[] = {
 	{ "atomicity-chunk", case_atomicity_chunk },
 	{ "method-agent", case_method_agent },
-	{ "peer-profile-unknown-before-commit", case_peer_profile_before_commit },
+	{ "peer-profile-before-commit", case_peer_profile_before_commit },
 	{ "method-after-first-commit", case_method_after_commit },
 	{ "immed-without-commit", case_immed_without_commit },
 	{ "unknown-flag-bit", case_unknown_flag_bits },
@@ -5122,7 +5199,11 @@ static void rr_mark_broken(size_t first)
  * PAGE while commits are in flight (every third round) or with none, and
  * right after RESIZED, pairs of an FI_IMMED commit to pmem-b (the agent;
  * its ack carries the new generation) and a 1 MiB commit to pmem-a go.
- * Every pmem-a commit posted after RESIZED must be persisted by the agent.
+ * The first pair posts pmem-a's commit first: the initiator still holds
+ * pmem-a's MHP profile of the old generation, and only the generation its
+ * read brings, or the table the target pushed ahead of its write's
+ * delivery ack, sends it to the agent.  Every pmem-a commit posted after
+ * RESIZED must be persisted by the agent.
  */
 static void rr_round(unsigned r)
 {
@@ -5144,8 +5225,11 @@ static void rr_round(unsigned r)
 				pause_briefly();
 			continue;
 		}
+		if (!pairs)
+			rr_post(true, RR_A_SLOT - 64, RR_A_AFTER);
 		rr_post(false, 64, RR_B);
-		rr_post(true, RR_A_SLOT - 64, RR_A_AFTER);
+		if (pairs)
+			rr_post(true, RR_A_SLOT - 64, RR_A_AFTER);
 		pairs++;
 	}
 	sc_wait(first, NULL, 30000);

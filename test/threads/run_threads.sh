@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Threads (issue 11 item 7): pmv_threads target/initiator pairs over
 # 127.0.0.1 on FI_THREAD_SAFE domains.  For each granularity (page,
-# cache_line, byte, and byte with every commit sent to the agent) and each
+# cache_line, byte, byte with reads behind the writes, and byte with every
+# commit sent to the agent) and each
 # mode (one-ep: the threads on one endpoint and one CQ; multi-ep: an
 # endpoint and a CQ each; mix: two endpoints on one CQ, plain writes,
 # FI_FENCE commits and pure flushes), every completion is checked by the
@@ -16,7 +17,8 @@
 #   PORT_BASE  first TCP port (default 12500); one port per run
 # env:
 #   FI_PROVIDER_PATH     directory of libpmemverbs-fi.so (default build/.libs)
-#   PMV_THREADS_GRANS    granularities (default "page cache_line byte byte-agent")
+#   PMV_THREADS_GRANS    granularities (default "page cache_line byte byte-read
+#                        byte-agent")
 #   PMV_THREADS_MODES    modes (default "one-ep multi-ep mix")
 #   PMV_THREADS_T        initiator threads (default 4)
 #   PMV_THREADS_N        batches (each ending in a commit) per thread (default 500)
@@ -35,7 +37,7 @@ BIN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 export FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-$ROOT/build/.libs}
 PORT=${2:-12500}
-GRANS=${PMV_THREADS_GRANS:-page cache_line byte byte-agent}
+GRANS=${PMV_THREADS_GRANS:-page cache_line byte byte-read byte-agent}
 MODES=${PMV_THREADS_MODES:-one-ep multi-ep mix}
 THREADS=${PMV_THREADS_T:-4}
 BATCHES=${PMV_THREADS_N:-500}
@@ -191,13 +193,14 @@ conns_of() {
 
 # run NAME GRAN MODE JUDGE [TARGET_ENV... --] [INITIATOR_ARGS...]
 # GRAN byte-agent: byte, with FI_PMEMVERBS_METHOD=agent and -A; GRAN byte:
-# with FI_PMEMVERBS_METHOD=read_flush (over tcp the agent is the default
-# for MHP, which byte-agent checks against the oracle).  JUDGE:
+# with FI_PMEMVERBS_METHOD=read_flush (over tcp the default for MHP, each
+# commit's write asking for the core's delivery ack); GRAN byte-read: the
+# same with FI_PMEMVERBS_DELIVERY_ACK=0 (a read behind each write).  JUDGE:
 # lines (the roles' verdicts) or detect (the initiator must exit 3).  With
 # T set (T=8 run ...), that many threads instead of PMV_THREADS_T.
 run() {
 	local name=$1 gran=$2 mode=$3 judge=$4 port=$PORT irc trc t=${T:-$THREADS}
-	local dir=$WORK/$1 shm=$SHM/$1 tenv=() iargs=() ienv=() g=${2%-agent} region
+	local dir=$WORK/$1 shm=$SHM/$1 tenv=() iargs=() ienv=() g=${2%-*} region
 	shift 4
 	if [[ " $* " == *" -- "* ]]; then
 		while [[ $1 != -- ]]; do tenv+=("$1"); shift; done
@@ -211,6 +214,8 @@ run() {
 		iargs+=(-A)
 	elif [[ $gran == byte ]]; then
 		ienv+=(FI_PMEMVERBS_METHOD=read_flush)
+	elif [[ $gran == byte-read ]]; then
+		ienv+=(FI_PMEMVERBS_METHOD=read_flush FI_PMEMVERBS_DELIVERY_ACK=0)
 	fi
 	if ! start_target "$dir" "$shm" "$g" "$port" "$(conns_of "$mode" "$t")" \
 		"${tenv[@]}"; then

@@ -69,11 +69,14 @@ struct pmv_params {
 	int fault_persist;    /* FI_PMEMVERBS_FAULT_PERSIST (test only) */
 	int fault_alloc;      /* FI_PMEMVERBS_FAULT_ALLOC (test only) */
 	int fault_mr_reg;     /* FI_PMEMVERBS_FAULT_MR_REG (test only) */
+	int fault_push;       /* FI_PMEMVERBS_FAULT_PUSH (test only) */
 	int peer_timeout_ms;  /* FI_PMEMVERBS_PEER_TIMEOUT_MS */
 	int bad_request_ms;   /* FI_PMEMVERBS_BAD_REQUEST_MS */
 	int peer_probe_ms;    /* FI_PMEMVERBS_PEER_PROBE_MS */
 	int join_request;     /* FI_PMEMVERBS_JOIN_REQUEST */
 	int tcp_cork;         /* FI_PMEMVERBS_TCP_CORK */
+	int push_profiles;    /* FI_PMEMVERBS_PUSH_PROFILES */
+	int delivery_ack;     /* FI_PMEMVERBS_DELIVERY_ACK */
 };
 extern struct pmv_params pmv_params;
 
@@ -132,6 +135,7 @@ struct pmv_inbox {
 	uint64_t *gen_word;   /* our domain's registration generation */
 	uint64_t *flush_words; /* where read-flush reads land, one per slot */
 	uint64_t *probe_word;  /* where the peer probe's read lands */
+	void *profiles;        /* where the peer pushes its profile table */
 	uint32_t slot_size;
 };
 
@@ -152,6 +156,8 @@ struct pmv_key_facts {
 	uint8_t transport; /* enum pmv_transport */
 	bool ddio_off;     /* the target declared DDIO off */
 	bool raw_ordered;  /* the core orders reads after writes */
+	bool delivery_ack; /* a write's delivery ack may stand for the read
+			    * (pmv_m_read_flush.c) */
 };
 
 struct pmv_fabric {
@@ -257,6 +263,8 @@ struct pmv_ep {
 		int status;
 	} agent_hist[PMV_SLOTS];
 	bool in_agent;
+	bool connected;            /* FI_CONNECTED was read (domain lock) */
+	bool pushed;               /* a profile table went (domain lock) */
 	struct pmv_ep *agent_next; /* domain agent list */
 	pthread_mutex_t serve_lock; /* one server at a time: agent or app */
 	int serve_holds;           /* agent passes that may serve it (atomic) */
@@ -364,6 +372,7 @@ enum pmv_fault_point {
 	PMV_FAULT_PERSIST, /* a persist call of the agent (msync, flush) */
 	PMV_FAULT_ALLOC,   /* an allocation of the commit machinery */
 	PMV_FAULT_MR_REG,  /* a registration with the core (inbox, region) */
+	PMV_FAULT_PUSH,    /* a push of the profile table to a peer */
 	PMV_FAULT_POINTS,
 };
 bool pmv_fault(enum pmv_fault_point point);
@@ -410,8 +419,11 @@ struct pmv_req *pmv_inbox_req(struct pmv_inbox *inbox, uint64_t seq);
 uint64_t pmv_peer_ack_addr(const struct pmv_peer *peer, uint64_t seq);
 uint64_t pmv_peer_req_addr(const struct pmv_peer *peer, uint64_t seq);
 uint64_t pmv_peer_gen_addr(const struct pmv_peer *peer);
+uint64_t pmv_peer_profiles_addr(const struct pmv_peer *peer);
 uint32_t pmv_ep_slot_bytes(const struct pmv_ep *ep);
 void pmv_domain_publish_gen(struct pmv_domain *dom);
+void pmv_domain_publish_profiles(struct pmv_domain *dom);
+void pmv_ep_connected(struct pmv_ep *ep);
 unsigned pmv_req_max_extents(uint32_t slot_size);
 
 /* initiator/: the commit engine, as the pass-through objects use it. */

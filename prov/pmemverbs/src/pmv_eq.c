@@ -125,6 +125,8 @@ static ssize_t pmv_eq_connected(struct fi_eq_cm_entry *entry, ssize_t len)
 	len = pmv_strip_cm_hdr(entry, len, &peer);
 	if (ep && peer.known && !ep->peer.known)
 		pmv_ep_peer_connected(ep, &peer);
+	if (ep && ep->pmem)
+		pmv_ep_connected(ep);
 	return len;
 }
 

@@ -22,6 +22,8 @@ static int pmv_fault_nth(enum pmv_fault_point point)
 		return pmv_params.fault_alloc;
 	case PMV_FAULT_MR_REG:
 		return pmv_params.fault_mr_reg;
+	case PMV_FAULT_PUSH:
+		return pmv_params.fault_push;
 	default:
 		return 0;
 	}

@@ -10,7 +10,6 @@
 
 #include "pmv.h"
 
-#define PMV_ACKS_SIZE(slots) (((slots) * sizeof(struct pmv_ack) + 63) & ~(size_t) 63)
 
 /* Extents that fit in a request slot. */
 unsigned pmv_req_max_extents(uint32_t slot_size)
@@ -83,10 +82,8 @@ int pmv_inbox_open(struct pmv_ep *ep)
 		return -FI_EOPNOTSUPP;
 	}
 	/* acks, requests, the generation line, the read-flush landing words,
-	 * the probe's landing word */
-	inbox->size = PMV_ACKS_SIZE(PMV_SLOTS) +
-		      (size_t) PMV_SLOTS * inbox->slot_size + 64 +
-		      (PMV_SLOTS + 1) * sizeof(uint64_t);
+	 * the probe's landing word, the peer's profile table */
+	inbox->size = PMV_INBOX_SIZE(inbox->slot_size);
 	if (pmv_fault(PMV_FAULT_ALLOC) ||
 	    posix_memalign(&inbox->mem, 4096, inbox->size))
 		return -FI_ENOMEM;
@@ -96,6 +93,7 @@ int pmv_inbox_open(struct pmv_ep *ep)
 					(size_t) PMV_SLOTS * inbox->slot_size);
 	inbox->flush_words = inbox->gen_word + 8;
 	inbox->probe_word = inbox->flush_words + PMV_SLOTS;
+	inbox->profiles = (char *) inbox->gen_word + PMV_GEN_TO_PROFILES;
 	ret = pmv_inbox_register(dom, inbox);
 	if (ret) {
 		PMV_WARN(FI_LOG_EP_CTRL, "registering the commit inbox: %s\n",
@@ -144,6 +142,11 @@ uint64_t pmv_peer_gen_addr(const struct pmv_peer *peer)
 {
 	return peer->inbox_addr + PMV_ACKS_SIZE(peer->slots) +
 	       (uint64_t) peer->slots * peer->slot_size;
+}
+
+uint64_t pmv_peer_profiles_addr(const struct pmv_peer *peer)
+{
+	return pmv_peer_gen_addr(peer) + PMV_GEN_TO_PROFILES;
 }
 
 /* This endpoint's CM header, in wire format. */

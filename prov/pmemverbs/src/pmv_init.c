@@ -75,6 +75,23 @@ static void pmv_define_params(void)
 			"Joined, the agent is the fastest method over tcp for "
 			"every profile; with 0, MHP keys take read_flush. "
 			"Default: yes.");
+	fi_param_define(&pmv_prov, "push_profiles", FI_PARAM_BOOL,
+			"Push this side's profile table (the profile of each "
+			"region a commit can name) into the peer's inbox when "
+			"a connection is established and after each "
+			"registration, and choose a key's method from the "
+			"peer's table: a key's first commit then takes its "
+			"fastest method instead of going to the agent to learn "
+			"the profile. 0: neither. Default: yes.");
+	fi_param_define(&pmv_prov, "delivery_ack", FI_PARAM_BOOL,
+			"Over the tcp core, a read_flush commit with data and "
+			"no fence asks the core to complete its write once the "
+			"target has placed it (FI_DELIVERY_COMPLETE) instead of "
+			"following it with a read: one message each way. Needs "
+			"the peer's profile table (FI_PMEMVERBS_PUSH_PROFILES), "
+			"whose generation replaces the word the read brings. "
+			"With it, MHP keys over tcp take read_flush; with 0, "
+			"the agent. Default: yes.");
 	fi_param_define(&pmv_prov, "tcp_cork", FI_PARAM_BOOL,
 			"Over the tcp core, send a read-flush commit's data "
 			"write and its read as one TCP segment (the endpoint's "
@@ -128,6 +145,9 @@ static void pmv_define_params(void)
 			"Test only: the N-th registration pmemverbs makes with "
 			"the core (an endpoint's inbox, an application's "
 			"region) fails with FI_ENOMEM (default: 0, off)");
+	fi_param_define(&pmv_prov, "fault_push", FI_PARAM_INT,
+			"Test only: the N-th push of a profile table to a peer "
+			"fails as if the core refused it (default: 0, off)");
 	fi_param_define(&pmv_prov, "fault_skip_extent", FI_PARAM_INT,
 			"Test only: the agent skips persisting its N-th extent "
 			"(0 = never), to show the persistence oracle catches "
@@ -169,6 +189,8 @@ static void pmv_read_params(void)
 	pmv_params.bad_request_ms = 100;
 	pmv_params.join_request = 1;
 	pmv_params.tcp_cork = 1;
+	pmv_params.push_profiles = 1;
+	pmv_params.delivery_ack = 1;
 	fi_param_get_bool(&pmv_prov, "wsp", &pmv_params.wsp);
 	fi_param_get_bool(&pmv_prov, "ddio", &pmv_params.ddio);
 	fi_param_get_str(&pmv_prov, "method", &method);
@@ -182,11 +204,15 @@ static void pmv_read_params(void)
 	fi_param_get_int(&pmv_prov, "fault_persist", &pmv_params.fault_persist);
 	fi_param_get_int(&pmv_prov, "fault_alloc", &pmv_params.fault_alloc);
 	fi_param_get_int(&pmv_prov, "fault_mr_reg", &pmv_params.fault_mr_reg);
+	fi_param_get_int(&pmv_prov, "fault_push", &pmv_params.fault_push);
 	fi_param_get_int(&pmv_prov, "peer_timeout_ms",
 			 &pmv_params.peer_timeout_ms);
 	fi_param_get_int(&pmv_prov, "peer_probe_ms", &pmv_params.peer_probe_ms);
 	fi_param_get_bool(&pmv_prov, "join_request", &pmv_params.join_request);
 	fi_param_get_bool(&pmv_prov, "tcp_cork", &pmv_params.tcp_cork);
+	fi_param_get_bool(&pmv_prov, "push_profiles",
+			  &pmv_params.push_profiles);
+	fi_param_get_bool(&pmv_prov, "delivery_ack", &pmv_params.delivery_ack);
 	fi_param_get_int(&pmv_prov, "bad_request_ms",
 			 &pmv_params.bad_request_ms);
 }

@@ -30,6 +30,7 @@ static void pmv_mr_unlink(struct pmv_mr *mr)
 		}
 	}
 	pmv_domain_publish_gen(dom);
+	pmv_domain_publish_profiles(dom);
 	pthread_mutex_unlock(&dom->lock);
 }
 
@@ -58,14 +59,22 @@ static int pmv_mr_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	return pmv_bind_core(&mr->core->fid, bfid, flags);
 }
 
-/* fi_mr_enable and fi_mr_refresh; the key may be known only after enable. */
+/*
+ * fi_mr_enable and fi_mr_refresh; the key may be known only after enable
+ * (FI_MR_ENDPOINT), and then the peers learn its profile.
+ */
 static int pmv_mr_control(struct fid *fid, int command, void *arg)
 {
 	struct pmv_mr *mr = pmv_container_of(fid, struct pmv_mr, mr_fid.fid);
+	struct pmv_domain *dom = mr->domain;
 	int ret = fi_control(&mr->core->fid, command, arg);
 
+	pthread_mutex_lock(&dom->lock);
 	mr->mr_fid.key = mr->core->key;
 	mr->mr_fid.mem_desc = mr->core->mem_desc;
+	if (!ret && command == FI_ENABLE)
+		pmv_domain_publish_profiles(dom);
+	pthread_mutex_unlock(&dom->lock);
 	return ret;
 }
 
@@ -114,7 +123,11 @@ static int pmv_mr_persistence(struct pmv_mr *mr, const struct fi_mr_attr *attr,
 				      &mr->persistence);
 }
 
-/* Keeps what the agent needs to check and persist commits to this region. */
+/*
+ * Keeps what the agent needs to check and persist commits to this region,
+ * and tells the peers its profile (before the application can send them
+ * its key).
+ */
 static void pmv_mr_describe(struct pmv_mr *mr, const struct fi_mr_attr *attr,
 			    uint64_t flags)
 {
@@ -135,6 +148,7 @@ static void pmv_mr_describe(struct pmv_mr *mr, const struct fi_mr_attr *attr,
 	pthread_mutex_lock(&dom->lock);
 	mr->next = dom->mrs;
 	dom->mrs = mr;
+	pmv_domain_publish_profiles(dom);
 	pthread_mutex_unlock(&dom->lock);
 }
 
@@ -194,12 +208,12 @@ static int pmv_mr_register(struct pmv_domain *dom,
 		free(mr);
 		return ret;
 	}
-	pmv_mr_describe(mr, attr, flags);
 	mr->mr_fid.fid.fclass = FI_CLASS_MR;
 	mr->mr_fid.fid.context = attr->context;
 	mr->mr_fid.fid.ops = &pmv_mr_fi_ops;
 	mr->mr_fid.key = mr->core->key;
 	mr->mr_fid.mem_desc = mr->core->mem_desc;
+	pmv_mr_describe(mr, attr, flags);
 	*mr_fid = &mr->mr_fid;
 	return 0;
 }

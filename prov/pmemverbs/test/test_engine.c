@@ -105,12 +105,14 @@ static struct pmv_ep *open_ep(void)
 	ep->tx_cq = g_cq;
 	ep->raw_ordered = true;
 	ep->inbox.slot_size = 128;
-	ep->inbox.size = 64 * sizeof(struct pmv_ack) + 64 * 128 + 64 + 65 * 8;
+	ep->inbox.size = 64 * sizeof(struct pmv_ack) + 64 * 128 + 64 + 65 * 8 +
+			 PMV_PROFILES_SIZE;
 	ep->inbox.mem = calloc(1, ep->inbox.size);
 	ep->inbox.gen_word = (uint64_t *) ((char *) ep->inbox.mem +
 					   64 * sizeof(struct pmv_ack) + 64 * 128);
 	ep->inbox.flush_words = ep->inbox.gen_word + 8;
 	ep->inbox.probe_word = ep->inbox.flush_words + 64;
+	ep->inbox.profiles = ep->inbox.probe_word + 1; /* nothing pushed */
 	ep->inbox.mr = &g_inbox_mr;
 	ep->peer = (struct pmv_peer) {
 		.known = true, .has_inbox = true, .inbox_key = INBOX_KEY,
@@ -160,6 +162,8 @@ static void setup_params(void)
 	pmv_params.peer_timeout_ms = 10000;
 	pmv_params.peer_probe_ms = 100;
 	pmv_params.join_request = 0; /* the two-write path, as over RDMA */
+	pmv_params.push_profiles = 1;
+	pmv_params.delivery_ack = 1;
 	g_nposts = g_calls = g_fail_at = 0;
 	g_fail_ret = -FI_EIO;
 }
@@ -425,6 +429,12 @@ Test(engine, a_closed_endpoints_late_completions_are_dropped)
 	g_ep = next;
 }
 
+/* Over tcp (FI_PMEMVERBS_JOIN_REQUEST): data and request in one write. */
+static void join_requests(void)
+{
+	pmv_params.join_request = 1;
+}
+
 /* Learns a key's profile (MHP) through an agent commit. */
 static void learn_mhp(uint32_t gen)
 {
@@ -499,6 +509,139 @@ Test(engine, a_new_generation_sends_the_commit_to_the_agent)
 	complete_post(first + 2, 0);
 	ack(g_ep, 2, 0, FI_PMEM_PROFILE_PAGE, 6);
 	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx);
+}
+
+/* The target pushes its table into ep's inbox: REGION_KEY is profile, in
+ * generation gen (as target/pmv_publish.c does). */
+static void push_table(struct pmv_ep *ep, uint8_t profile, uint32_t gen)
+{
+	struct pmv_profiles t = { .mr_gen = gen, .count = 1 };
+	size_t len;
+
+	t.e[0] = (struct pmv_profile_entry) { .key = REGION_KEY,
+					      .profile = profile };
+	len = pmv_profiles_encode(&t, PMV_PROFILES_SIZE);
+	cr_assert_gt(len, 0);
+	memcpy(ep->inbox.profiles, &t, len);
+}
+
+/*
+ * Over tcp, a key the target's pushed table names MHP: its first commit
+ * needs no agent, and its write asks the core for FI_DELIVERY_COMPLETE
+ * instead of being followed by a read; the write's completion ends it.
+ */
+Test(engine, a_pushed_mhp_keys_first_commit_is_one_delivered_write)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+	int ctx;
+
+	join_requests();
+	push_table(g_ep, FI_PMEM_PROFILE_MHP, 5);
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
+	cr_assert_eq(g_nposts, 1, "one write: no request, no read");
+	cr_assert(!g_posts[0].read);
+	cr_assert(g_posts[0].flags & FI_DELIVERY_COMPLETE);
+	cr_assert_eq(pmv_ini_method(g_ep, REGION_KEY),
+		     FI_PMEM_METHOD_READ_FLUSH);
+	cr_assert(!pop(&e, &err), "completed before its write");
+	complete_post(0, 0);
+	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx);
+	cr_assert_eq(g_ep->counters.flush_ops, 1);
+	cr_assert_eq(g_ep->counters.requests_sent, 0);
+}
+
+/*
+ * Writes posted before the table was read may have landed before a close
+ * it reports, in memory that is gone: a key whose scope holds them is not
+ * learned from the table, and its commit goes to the agent, which checks
+ * their ranges against the region the key names now.
+ */
+Test(engine, a_key_with_earlier_writes_is_not_learned_from_the_table)
+{
+	join_requests();
+	push_table(g_ep, FI_PMEM_PROFILE_MHP, 6);
+	cr_assert_eq(pmv_ini_track(g_ep, REGION_KEY, 4096, 512), 0);
+	cr_assert_eq(pmv_ini_peer_profile(g_ep, REGION_KEY),
+		     FI_PMEM_PROFILE_UNKNOWN);
+	cr_assert_eq(commit(g_ep, 0, 0, 0, NULL), 0);
+	cr_assert_eq(g_nposts, 1);
+	cr_assert_eq(g_posts[0].addr, pmv_peer_req_addr(&g_ep->peer, 1),
+		     "the pure flush went to the agent");
+	cr_assert_eq(g_ep->counters.requests_sent, 1);
+}
+
+/* The table names PAGE: the first commit goes to the agent at once, with
+ * its request joined to the data, as with a key already learned. */
+Test(engine, a_pushed_page_keys_first_commit_goes_to_the_agent)
+{
+	join_requests();
+	push_table(g_ep, FI_PMEM_PROFILE_PAGE, 5);
+	cr_assert_eq(commit(g_ep, 0, 64, 0, NULL), 0);
+	cr_assert_eq(pmv_ini_peer_profile(g_ep, REGION_KEY),
+		     FI_PMEM_PROFILE_PAGE);
+	cr_assert_eq(pmv_ini_method(g_ep, REGION_KEY), FI_PMEM_METHOD_AGENT);
+	cr_assert_eq(g_posts[0].flags & FI_DELIVERY_COMPLETE, 0);
+}
+
+/*
+ * The target closed a region while the delivered write was on its way:
+ * its push of generation 6 arrived ahead of the write's acknowledgement,
+ * and the commit, decided in generation 5, goes to the agent.
+ */
+Test(engine, a_delivered_commit_sees_a_close_pushed_ahead_of_its_ack)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+	int ctx;
+
+	join_requests();
+	push_table(g_ep, FI_PMEM_PROFILE_MHP, 5);
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
+	push_table(g_ep, FI_PMEM_PROFILE_PAGE, 6);
+	complete_post(0, 0);
+	cr_assert(!pop(&e, &err), "completed on a stale profile");
+	cr_assert_eq(g_nposts, 2, "a request to the agent");
+	cr_assert_eq(g_posts[1].last_rma.addr,
+		     pmv_peer_req_addr(&g_ep->peer, 1));
+	complete_post(1, 0);
+	ack(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 6);
+	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx);
+}
+
+/* A table half overwritten by a newer push when the write completes: the
+ * generation cannot be told, and the agent decides. */
+Test(engine, a_delivered_commit_with_a_torn_table_goes_to_the_agent)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+
+	join_requests();
+	push_table(g_ep, FI_PMEM_PROFILE_MHP, 5);
+	cr_assert_eq(commit(g_ep, 0, 64, 0, NULL), 0);
+	((uint8_t *) g_ep->inbox.profiles)[20] ^= 0xff;
+	complete_post(0, 0);
+	cr_assert(!pop(&e, &err), "completed without its generation");
+	cr_assert_eq(g_nposts, 2, "a request to the agent");
+}
+
+/* Without a table (a peer that does not push), the read proves the
+ * writes and brings the generation; fenced commits read too. */
+Test(engine, without_a_pushed_table_read_flush_reads)
+{
+	unsigned first;
+
+	learn_mhp(5);
+	first = g_nposts;
+	cr_assert_eq(commit(g_ep, 0, 64, 0, NULL), 0);
+	cr_assert_eq(g_nposts, first + 2);
+	cr_assert_eq(g_posts[first].flags & FI_DELIVERY_COMPLETE, 0);
+	cr_assert(g_posts[first + 1].read, "a read follows the data");
+	push_table(g_ep, FI_PMEM_PROFILE_MHP, 5);
+	first = g_nposts;
+	cr_assert_eq(commit(g_ep, 64, 64, FI_FENCE, NULL), 0);
+	cr_assert_eq(g_nposts, first + 3, "fenced: read, data, read");
+	cr_assert_eq(g_posts[first + 1].flags & FI_DELIVERY_COMPLETE, 0);
 }
 
 /*
@@ -749,12 +892,6 @@ Test(engine, trywait_sees_an_ack_that_landed_in_memory)
 	pmv_ack_encode(&a);
 	memcpy(pmv_inbox_ack(&g_ep->inbox, 1), &a, sizeof(a)); /* no progress */
 	cr_assert(pmv_cq_ready(g_cq), "the landed ack was not seen");
-}
-
-/* Over tcp (FI_PMEMVERBS_JOIN_REQUEST): data and request in one write. */
-static void join_requests(void)
-{
-	pmv_params.join_request = 1;
 }
 
 /* The request a post carries in its last segment, decoded into buf. */

@@ -8,6 +8,11 @@
 
 #include "pmv.h"
 
+/* Facts of a key: profile, transport, DDIO off, reads ordered after writes. */
+#define FACTS(p, t, ddio, raw) ((struct pmv_key_facts) { \
+	.profile = (p), .transport = (t), .ddio_off = (ddio), \
+	.raw_ordered = (raw) })
+
 static const uint8_t k_profiles[] = {
 	FI_PMEM_PROFILE_VOLATILE, FI_PMEM_PROFILE_PAGE, FI_PMEM_PROFILE_DMP,
 	FI_PMEM_PROFILE_MHP, FI_PMEM_PROFILE_WSP,
@@ -38,16 +43,21 @@ Test(method, matrix_matches_the_documented_table, .fini = restore_auto)
 	for (size_t p = 0; p < sizeof(k_profiles); p++)
 	for (size_t t = 0; t < sizeof(k_transports); t++)
 	for (int ddio_off = 0; ddio_off < 2; ddio_off++)
-	for (int raw = 0; raw < 2; raw++) {
+	for (int raw = 0; raw < 2; raw++)
+	for (int delivery = 0; delivery < 2; delivery++) {
 		struct pmv_key_facts k = {
 			.profile = k_profiles[p], .transport = k_transports[t],
 			.ddio_off = ddio_off, .raw_ordered = raw,
+			.delivery_ack = delivery,
 		};
 		bool rf = raw && table_read_flush(k.profile, k.transport,
 						  ddio_off);
 		bool cm = k.profile == FI_PMEM_PROFILE_WSP &&
 			  k.transport == PMV_TRANSPORT_IB;
-		bool joined_tcp = join && k.transport == PMV_TRANSPORT_TCP;
+		/* over tcp one message beats two: the agent, unless the
+		 * write's delivery ack makes read-flush one message too */
+		bool joined_tcp = join && k.transport == PMV_TRANSPORT_TCP &&
+				  !(delivery && rf);
 
 		pmv_params.join_request = join;
 		cr_assert(pmv_method_correct(FI_PMEM_METHOD_AGENT, &k));
@@ -61,16 +71,19 @@ Test(method, matrix_matches_the_documented_table, .fini = restore_auto)
 			     joined_tcp ? FI_PMEM_METHOD_AGENT :
 			     cm ? FI_PMEM_METHOD_COMPLETION :
 			     rf ? FI_PMEM_METHOD_READ_FLUSH :
-				  FI_PMEM_METHOD_AGENT);
+				  FI_PMEM_METHOD_AGENT,
+			     "profile %u transport %u ddio_off %d raw %d "
+			     "join %d delivery %d", k.profile, k.transport,
+			     ddio_off, raw, join, delivery);
 	}
 }
 
 Test(method, page_cache_and_dmp_over_tcp_always_need_the_agent)
 {
-	struct pmv_key_facts page = { FI_PMEM_PROFILE_PAGE, PMV_TRANSPORT_IB,
-				      true, true };
-	struct pmv_key_facts dmp = { FI_PMEM_PROFILE_DMP, PMV_TRANSPORT_TCP,
-				     true, true };
+	struct pmv_key_facts page =
+		FACTS(FI_PMEM_PROFILE_PAGE, PMV_TRANSPORT_IB, true, true);
+	struct pmv_key_facts dmp =
+		FACTS(FI_PMEM_PROFILE_DMP, PMV_TRANSPORT_TCP, true, true);
 
 	cr_assert_eq(pmv_method_fastest(&page), FI_PMEM_METHOD_AGENT);
 	cr_assert_eq(pmv_method_fastest(&dmp), FI_PMEM_METHOD_AGENT);
@@ -81,15 +94,15 @@ Test(method, page_cache_and_dmp_over_tcp_always_need_the_agent)
 Test(method, over_tcp_with_joined_requests_every_profile_takes_the_agent,
      .fini = restore_auto)
 {
-	struct pmv_key_facts mhp = { FI_PMEM_PROFILE_MHP, PMV_TRANSPORT_TCP,
-				     false, true };
+	struct pmv_key_facts mhp =
+		FACTS(FI_PMEM_PROFILE_MHP, PMV_TRANSPORT_TCP, false, true);
 
 	cr_assert_eq(pmv_method_select(&mhp, 0), FI_PMEM_METHOD_READ_FLUSH,
 		     "two writes: read-flush");
 	pmv_params.join_request = 1;
 	for (size_t p = 0; p < sizeof(k_profiles); p++) {
-		struct pmv_key_facts k = { k_profiles[p], PMV_TRANSPORT_TCP,
-					   false, true };
+		struct pmv_key_facts k =
+		FACTS(k_profiles[p], PMV_TRANSPORT_TCP, false, true);
 
 		cr_assert_eq(pmv_method_select(&k, 0), FI_PMEM_METHOD_AGENT,
 			     "profile %u", k.profile);
@@ -101,12 +114,34 @@ Test(method, over_tcp_with_joined_requests_every_profile_takes_the_agent,
 		     "read-flush, forced, stays");
 }
 
+/* With the write's delivery ack standing for the read, read-flush is one
+ * message over tcp too: MHP, WSP and VOLATILE keys take it; PAGE and DMP
+ * still need the agent. */
+Test(method, over_tcp_a_delivery_ack_makes_read_flush_the_fastest,
+     .fini = restore_auto)
+{
+	pmv_params.join_request = 1;
+	for (size_t p = 0; p < sizeof(k_profiles); p++) {
+		struct pmv_key_facts k = FACTS(k_profiles[p],
+					       PMV_TRANSPORT_TCP, false, true);
+		bool rf = table_read_flush(k.profile, PMV_TRANSPORT_TCP, false);
+
+		k.delivery_ack = true;
+		cr_assert_eq(pmv_method_select(&k, 0),
+			     rf ? FI_PMEM_METHOD_READ_FLUSH :
+				  FI_PMEM_METHOD_AGENT, "profile %u", k.profile);
+		k.delivery_ack = false;
+		cr_assert_eq(pmv_method_select(&k, 0), FI_PMEM_METHOD_AGENT,
+			     "profile %u without the delivery ack", k.profile);
+	}
+}
+
 Test(method, unknown_profile_and_immed_use_the_agent, .fini = restore_auto)
 {
-	struct pmv_key_facts unknown = { FI_PMEM_PROFILE_UNKNOWN,
-					 PMV_TRANSPORT_IB, true, true };
-	struct pmv_key_facts mhp = { FI_PMEM_PROFILE_MHP, PMV_TRANSPORT_TCP,
-				     false, true };
+	struct pmv_key_facts unknown =
+		FACTS(FI_PMEM_PROFILE_UNKNOWN, PMV_TRANSPORT_IB, true, true);
+	struct pmv_key_facts mhp =
+		FACTS(FI_PMEM_PROFILE_MHP, PMV_TRANSPORT_TCP, false, true);
 
 	pmv_params.method = FI_PMEM_METHOD_READ_FLUSH;
 	cr_assert_eq(pmv_method_select(&unknown, 0), FI_PMEM_METHOD_AGENT);
@@ -116,10 +151,10 @@ Test(method, unknown_profile_and_immed_use_the_agent, .fini = restore_auto)
 
 Test(method, an_incorrect_override_is_refused_not_used, .fini = restore_auto)
 {
-	struct pmv_key_facts page = { FI_PMEM_PROFILE_PAGE, PMV_TRANSPORT_TCP,
-				      false, true };
-	struct pmv_key_facts mhp = { FI_PMEM_PROFILE_MHP, PMV_TRANSPORT_TCP,
-				     false, true };
+	struct pmv_key_facts page =
+		FACTS(FI_PMEM_PROFILE_PAGE, PMV_TRANSPORT_TCP, false, true);
+	struct pmv_key_facts mhp =
+		FACTS(FI_PMEM_PROFILE_MHP, PMV_TRANSPORT_TCP, false, true);
 
 	pmv_params.method = FI_PMEM_METHOD_READ_FLUSH;
 	cr_assert_eq(pmv_method_select(&page, 0), FI_PMEM_METHOD_NONE);
@@ -131,20 +166,20 @@ Test(method, an_incorrect_override_is_refused_not_used, .fini = restore_auto)
 
 Test(method, read_flush_needs_read_after_write_ordering)
 {
-	struct pmv_key_facts mhp = { FI_PMEM_PROFILE_MHP, PMV_TRANSPORT_IB,
-				     false, false };
+	struct pmv_key_facts mhp =
+		FACTS(FI_PMEM_PROFILE_MHP, PMV_TRANSPORT_IB, false, false);
 
 	cr_assert_eq(pmv_method_fastest(&mhp), FI_PMEM_METHOD_AGENT);
 }
 
 Test(method, a_fence_on_an_agent_key_goes_by_send, .fini = restore_auto)
 {
-	struct pmv_key_facts page = { FI_PMEM_PROFILE_PAGE, PMV_TRANSPORT_TCP,
-				      false, true };
-	struct pmv_key_facts unknown = { FI_PMEM_PROFILE_UNKNOWN,
-					 PMV_TRANSPORT_TCP, false, true };
-	struct pmv_key_facts mhp = { FI_PMEM_PROFILE_MHP, PMV_TRANSPORT_TCP,
-				     false, true };
+	struct pmv_key_facts page =
+		FACTS(FI_PMEM_PROFILE_PAGE, PMV_TRANSPORT_TCP, false, true);
+	struct pmv_key_facts unknown =
+		FACTS(FI_PMEM_PROFILE_UNKNOWN, PMV_TRANSPORT_TCP, false, true);
+	struct pmv_key_facts mhp =
+		FACTS(FI_PMEM_PROFILE_MHP, PMV_TRANSPORT_TCP, false, true);
 
 	cr_assert_eq(pmv_method_select(&page, FI_FENCE), FI_PMEM_METHOD_SEND);
 	cr_assert_eq(pmv_method_select(&page, 0), FI_PMEM_METHOD_AGENT);
@@ -159,14 +194,14 @@ Test(method, a_fence_on_an_agent_key_goes_by_send, .fini = restore_auto)
 
 Test(method, send_is_correct_everywhere_and_agent_forced_stays, .fini = restore_auto)
 {
-	struct pmv_key_facts page = { FI_PMEM_PROFILE_PAGE, PMV_TRANSPORT_TCP,
-				      false, true };
-	struct pmv_key_facts unknown = { FI_PMEM_PROFILE_UNKNOWN,
-					 PMV_TRANSPORT_TCP, false, true };
+	struct pmv_key_facts page =
+		FACTS(FI_PMEM_PROFILE_PAGE, PMV_TRANSPORT_TCP, false, true);
+	struct pmv_key_facts unknown =
+		FACTS(FI_PMEM_PROFILE_UNKNOWN, PMV_TRANSPORT_TCP, false, true);
 
 	for (size_t p = 0; p < sizeof(k_profiles); p++) {
-		struct pmv_key_facts k = { k_profiles[p], PMV_TRANSPORT_TCP,
-					   false, false };
+		struct pmv_key_facts k =
+		FACTS(k_profiles[p], PMV_TRANSPORT_TCP, false, false);
 
 		cr_assert(pmv_method_correct(FI_PMEM_METHOD_SEND, &k));
 	}

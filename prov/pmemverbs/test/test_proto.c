@@ -203,3 +203,52 @@ Test(proto, a_send_request_holds_its_data_after_the_extents)
 	req->nextents = 6; /* its inline extent would lie past the slot */
 	cr_assert_eq(pmv_req_size(req, sizeof(buf)), 0);
 }
+
+/* A table of n entries for key base + i, generation gen, on the wire. */
+static size_t wire_table(struct pmv_profiles *t, unsigned n, uint32_t gen,
+			 size_t cap)
+{
+	memset(t, 0, sizeof(*t));
+	t->mr_gen = gen;
+	t->count = (uint8_t) n;
+	for (unsigned i = 0; i < n; i++)
+		t->e[i] = (struct pmv_profile_entry) {
+			.key = 0x1000 + i, .profile = FI_PMEM_PROFILE_MHP,
+			.target_flags = PMV_ACK_DDIO_OFF,
+		};
+	return pmv_profiles_encode(t, cap);
+}
+
+Test(proto, a_profile_table_round_trips_in_a_64_byte_slot)
+{
+	struct pmv_profiles t, out;
+
+	cr_assert_eq(pmv_profiles_fit(64), 3, "the tcp core's 64-byte slot");
+	cr_assert_eq(pmv_profiles_fit(256), PMV_PROFILES_MAX);
+	cr_assert_eq(wire_table(&t, 3, 7, 64), 64);
+	cr_assert(pmv_profiles_decode(&t, 64, &out));
+	cr_assert_eq(out.mr_gen, 7);
+	cr_assert_eq(out.count, 3);
+	cr_assert_eq(out.e[2].key, 0x1002);
+	cr_assert_eq(out.e[2].profile, FI_PMEM_PROFILE_MHP);
+	cr_assert_eq(out.e[2].target_flags, PMV_ACK_DDIO_OFF);
+	cr_assert_eq(wire_table(&t, 4, 7, 64), 0, "4 entries do not fit 64 B");
+}
+
+/* A table being overwritten by a newer push, one never written, or one
+ * that claims more entries than the area holds, is not read. */
+Test(proto, a_torn_empty_or_oversized_profile_table_is_not_read)
+{
+	struct pmv_profiles t, out;
+	uint8_t zero[64] = { 0 };
+
+	cr_assert_eq(wire_table(&t, 2, 9, 64), 48);
+	t.e[1].key ^= htole64(1); /* half of a newer table landed */
+	cr_assert_not(pmv_profiles_decode(&t, 64, &out));
+	cr_assert_not(pmv_profiles_decode(zero, sizeof(zero), &out),
+		      "an area nobody wrote holds no table");
+	cr_assert_eq(wire_table(&t, 3, 9, 64), 64);
+	cr_assert_not(pmv_profiles_decode(&t, 48, &out),
+		      "3 entries read from a 48-byte area");
+	cr_assert_not(pmv_profiles_decode(&t, 8, &out));
+}

@@ -34,16 +34,13 @@ static const struct pmv_method_ops *pmv_ini_choose(struct pmv_ini *ini,
 		.transport = ini->ep->domain->transport,
 		.raw_ordered = ini->ep->raw_ordered,
 	};
-	unsigned i;
+	const struct pmv_key_fact *f = pmv_ini_fact(ini, key);
 
-	*gen = 0;
-	for (i = 0; i < PMV_PEER_KEYS; i++) {
-		if (ini->facts[i].known && ini->facts[i].key == key) {
-			facts.profile = ini->facts[i].profile;
-			facts.ddio_off = ini->facts[i].target_flags &
-					 PMV_ACK_DDIO_OFF;
-			*gen = ini->facts[i].gen;
-		}
+	*gen = f ? f->gen : 0;
+	if (f) {
+		facts.profile = f->profile;
+		facts.ddio_off = f->target_flags & PMV_ACK_DDIO_OFF;
+		facts.delivery_ack = pmv_ini_delivery_ack(ini);
 	}
 	switch (pmv_method_select(&facts, flags)) {
 	case FI_PMEM_METHOD_AGENT:
@@ -364,14 +361,14 @@ enum fi_pmem_method pmv_ini_method(struct pmv_ep *ep, uint64_t key)
 enum fi_pmem_profile pmv_ini_peer_profile(struct pmv_ep *ep, uint64_t key)
 {
 	enum fi_pmem_profile profile = FI_PMEM_PROFILE_UNKNOWN;
-	unsigned i;
+	const struct pmv_key_fact *f;
 
 	if (!ep->ini)
 		return profile;
 	pthread_mutex_lock(&ep->ini->lock);
-	for (i = 0; i < PMV_PEER_KEYS; i++)
-		if (ep->ini->facts[i].known && ep->ini->facts[i].key == key)
-			profile = ep->ini->facts[i].profile;
+	f = ep->ini->ep ? pmv_ini_fact(ep->ini, key) : NULL;
+	if (f)
+		profile = f->profile;
 	pthread_mutex_unlock(&ep->ini->lock);
 	return profile;
 }

@@ -39,6 +39,8 @@ struct pmv_commit {
 	bool silent;         /* an inject call's: no completion on success */
 	unsigned iops;       /* internal operations not completed yet */
 	bool answered;       /* the ack, or the flush op's completion, came */
+	bool delivered;      /* read-flush: the write's delivery ack is its
+			      * flush op (pmv_m_read_flush.c) */
 	bool reported;       /* the application was told */
 	struct pmv_cq *room; /* CQ with room reserved for its completion */
 	int status;          /* 0 or a PMV_ERR_* code */
@@ -84,6 +86,7 @@ struct pmv_ini {
 	unsigned sends_busy;   /* send commits not acked (read without lock) */
 	struct pmv_key_fact facts[PMV_PEER_KEYS];
 	unsigned facts_next;
+	bool peer_pushes;      /* a whole profile table came (pmv_facts.c) */
 	struct pmv_fence_fail fence_fail[PMV_FENCE_KEYS];
 	unsigned fence_fail_next;
 	int sock;              /* the tcp core's socket, to cork read-flushes
@@ -133,8 +136,6 @@ void pmv_ini_take_scope(struct pmv_ini *ini, struct pmv_commit *c,
 			unsigned max);
 bool pmv_ini_key_busy(const struct pmv_ini *ini, uint64_t key,
 		      const struct pmv_commit *upto, bool agent_family);
-uint32_t pmv_ini_gen(const struct pmv_ini *ini, uint64_t key);
-void pmv_ini_forget_facts(struct pmv_ini *ini, uint32_t gen);
 bool pmv_ini_fence_failed(struct pmv_ini *ini, uint64_t key, bool clear);
 
 /* pmv_request.c: requests and acks */
@@ -150,6 +151,14 @@ bool pmv_req_can_join(const struct pmv_ini *ini, const struct pmv_commit *c,
 int pmv_req_send_joined(struct pmv_ini *ini, struct pmv_commit *c,
 			const struct fi_msg_rma *msg);
 void pmv_ini_poll_acks(struct pmv_ini *ini);
+
+/* pmv_facts.c: what the peer reported of its regions */
+void pmv_ini_remember_fact(struct pmv_ini *ini, uint64_t key, uint8_t profile,
+			   uint8_t target_flags, uint32_t gen);
+void pmv_ini_forget_facts(struct pmv_ini *ini, uint32_t gen);
+const struct pmv_key_fact *pmv_ini_fact(struct pmv_ini *ini, uint64_t key);
+bool pmv_ini_pushed_gen(struct pmv_ini *ini, uint32_t *gen);
+bool pmv_ini_delivery_ack(struct pmv_ini *ini);
 
 /* pmv_m_agent.c */
 int pmv_agent_resend(struct pmv_ini *ini, struct pmv_commit *c);
@@ -168,7 +177,7 @@ int pmv_flush_can_post(struct pmv_ini *ini, const struct fi_msg_rma *msg,
 		       uint64_t flags);
 int pmv_flush_post_data(struct pmv_ini *ini, struct pmv_commit *c,
 			const struct fi_msg_rma *msg,
-			enum pmv_iop_kind data_kind);
+			enum pmv_iop_kind data_kind, uint64_t flags);
 
 /* The endpoint's sticky error: set under ini->lock, read without it by
  * posting threads (pmv_commit_check). */

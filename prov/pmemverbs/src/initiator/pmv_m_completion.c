@@ -13,7 +13,7 @@
 static int pmv_completion_post(struct pmv_ini *ini, struct pmv_commit *c,
 			       const struct fi_msg_rma *msg)
 {
-	int ret = pmv_flush_post_data(ini, c, msg, PMV_IOP_FLUSH);
+	int ret = pmv_flush_post_data(ini, c, msg, PMV_IOP_FLUSH, 0);
 
 	if (ret || msg->iov_count) {
 		if (!ret)

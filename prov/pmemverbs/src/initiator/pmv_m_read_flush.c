@@ -14,6 +14,20 @@
  *              the one the commit's method was chosen under, the key may
  *              name other memory now, and the commit goes to the agent
  *              over the ranges it covered (a change of method).
+ * delivered    over the tcp core, a commit with data and no fence posts
+ *              no read: its write asks for FI_DELIVERY_COMPLETE, which the
+ *              tcp core completes when the target's progress has copied
+ *              the data into the region and acknowledged it.  The stream
+ *              is ordered and the target handles it in order, so every
+ *              earlier write of the connection is placed too: the read's
+ *              proof, in one message each way instead of two operations
+ *              the target handles in turn.  The generation check reads
+ *              the table the target pushed into our inbox (pmv_publish.c):
+ *              the target pushes it when a region closes, before the core
+ *              region is closed, so it travels ahead of the acknowledgement
+ *              of any write placed in memory registered after the close.
+ *              Only while the peer pushes its table
+ *              (FI_PMEMVERBS_DELIVERY_ACK).
  * (The completion method, pmv_m_completion.c, shares the fenced data path.)
  *
  * A fenced commit waits in no call: a read first (every earlier write
@@ -56,8 +70,8 @@ static void pmv_flush_scope_add(struct pmv_ini *ini,
 }
 
 /* A send commit to the key in flight: its data is not placed yet. */
-int pmv_flush_can_post(struct pmv_ini *ini,
-			      const struct fi_msg_rma *msg, uint64_t flags)
+int pmv_flush_can_post(struct pmv_ini *ini, const struct fi_msg_rma *msg,
+		       uint64_t flags)
 {
 	uint64_t key = msg->rma_iov[0].key;
 
@@ -69,15 +83,17 @@ int pmv_flush_can_post(struct pmv_ini *ini,
 }
 
 /*
- * The fence's read (fenced commits), then the data; the data carries the
- * core's FI_FENCE.  0, or a status with nothing of the data sent.
+ * The fence's read (fenced commits), then the data with flags; the data
+ * carries the core's FI_FENCE.  0, or a status with nothing of the data
+ * sent.
  */
 int pmv_flush_post_data(struct pmv_ini *ini, struct pmv_commit *c,
-			       const struct fi_msg_rma *msg,
-			       enum pmv_iop_kind data_kind)
+			const struct fi_msg_rma *msg,
+			enum pmv_iop_kind data_kind, uint64_t flags)
 {
-	uint64_t flags = c->flags & FI_INJECT;
 	int ret;
+
+	flags |= c->flags & FI_INJECT;
 
 	if (c->flags & FI_FENCE) {
 		ret = pmv_flush_status(pmv_flush_read(ini, c, PMV_IOP_FENCE, 0));
@@ -87,8 +103,6 @@ int pmv_flush_post_data(struct pmv_ini *ini, struct pmv_commit *c,
 	}
 	if (!msg->iov_count)
 		return 0;
-	if (data_kind == PMV_IOP_DATA)
-		flags |= FI_MORE; /* the read follows at once */
 	ret = pmv_ini_post_op(ini, c, data_kind, msg, flags, false);
 	if (!ret)
 		pmv_flush_scope_add(ini, msg);
@@ -130,12 +144,40 @@ static int pmv_read_flush_cork(struct pmv_ini *ini, const struct pmv_commit *c,
 	return sock;
 }
 
+/* True if c's write may stand for its read (see "delivered" above). */
+static bool pmv_read_flush_delivered(struct pmv_ini *ini,
+				     const struct pmv_commit *c,
+				     const struct fi_msg_rma *msg)
+{
+	return msg->iov_count && !(c->flags & FI_FENCE) &&
+	       pmv_ini_delivery_ack(ini);
+}
+
+/* The data write with FI_DELIVERY_COMPLETE, whose completion is the flush. */
+static int pmv_read_flush_post_delivered(struct pmv_ini *ini,
+					 struct pmv_commit *c,
+					 const struct fi_msg_rma *msg)
+{
+	int ret = pmv_flush_post_data(ini, c, msg, PMV_IOP_FLUSH,
+				      FI_DELIVERY_COMPLETE);
+
+	if (!ret) {
+		c->delivered = true;
+		pmv_ini_take_scope(ini, c, PMV_MAX_EXTENTS);
+	}
+	return ret;
+}
+
+/* The data write (FI_MORE: the read follows at once), then the read. */
 static int pmv_read_flush_post(struct pmv_ini *ini, struct pmv_commit *c,
 			       const struct fi_msg_rma *msg)
 {
-	int sock = pmv_read_flush_cork(ini, c, msg);
-	int ret = pmv_flush_post_data(ini, c, msg, PMV_IOP_DATA);
+	int sock, ret;
 
+	if (pmv_read_flush_delivered(ini, c, msg))
+		return pmv_read_flush_post_delivered(ini, c, msg);
+	sock = pmv_read_flush_cork(ini, c, msg);
+	ret = pmv_flush_post_data(ini, c, msg, PMV_IOP_DATA, FI_MORE);
 	if (!ret) {
 		pmv_ini_take_scope(ini, c, PMV_MAX_EXTENTS);
 		ret = pmv_flush_status(pmv_flush_read(ini, c, PMV_IOP_FLUSH,
@@ -161,23 +203,42 @@ static int pmv_read_flush_resume(struct pmv_ini *ini, struct pmv_commit *c)
 }
 
 /*
- * The read completed: durable, unless the target closed a region since
- * the commit's method was chosen; then the agent persists its ranges.
+ * The generation the commit's flush proved, in *gen: the word its read
+ * brought, or for a delivered write the one of the table the peer pushed.
+ * False if no whole table is there (a newer push being placed).
+ */
+static bool pmv_read_flush_gen(struct pmv_ini *ini, const struct pmv_commit *c,
+			       uint32_t *gen)
+{
+	if (c->delivered)
+		return pmv_ini_pushed_gen(ini, gen);
+	*gen = (uint32_t) __atomic_load_n(
+		&ini->ep->inbox.flush_words[c->cseq % PMV_SLOTS],
+		__ATOMIC_ACQUIRE);
+	return true;
+}
+
+/*
+ * The read (or the delivered write) completed: durable, unless the target
+ * closed a region since the commit's method was chosen, or that cannot be
+ * told; then the agent persists the commit's ranges.
  */
 static void pmv_read_flush_op_done(struct pmv_ini *ini, struct pmv_commit *c)
 {
-	uint32_t gen = (uint32_t) __atomic_load_n(
-		&ini->ep->inbox.flush_words[c->cseq % PMV_SLOTS],
-		__ATOMIC_ACQUIRE);
+	uint32_t gen = 0;
 
-	if (gen == c->gen) {
+	if (!pmv_read_flush_gen(ini, c, &gen)) {
+		PMV_INFO(FI_LOG_EP_DATA, "the target's generation could not "
+			 "be read: the commit goes to the agent\n");
+	} else if (gen == c->gen) {
 		pmv_ini_finish(ini, c, 0);
 		return;
+	} else {
+		PMV_INFO(FI_LOG_EP_DATA, "the target closed a region "
+			 "(generation %u, method chosen in %u): the commit "
+			 "goes to the agent\n", gen, c->gen);
+		pmv_ini_forget_facts(ini, gen);
 	}
-	PMV_INFO(FI_LOG_EP_DATA, "the target closed a region (generation %u, "
-		 "method chosen in %u): the commit goes to the agent\n",
-		 gen, c->gen);
-	pmv_ini_forget_facts(ini, gen);
 	pmv_agent_resend(ini, c);
 }
 

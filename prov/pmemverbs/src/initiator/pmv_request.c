@@ -214,29 +214,6 @@ static bool pmv_read_ack(struct pmv_ep *ep, uint64_t seq, struct pmv_ack *out)
 	return pmv_ack_decode(pmv_inbox_ack(&ep->inbox, seq), seq, out);
 }
 
-/* Remembers the profile the peer reported for a key, with its generation. */
-static void pmv_remember_fact(struct pmv_ini *ini, uint64_t key,
-			      const struct pmv_ack *ack)
-{
-	unsigned i, slot = ini->facts_next % PMV_PEER_KEYS;
-
-	for (i = 0; i < PMV_PEER_KEYS; i++) {
-		if (ini->facts[i].known && ini->facts[i].key == key) {
-			slot = i;
-			break;
-		}
-	}
-	if (i == PMV_PEER_KEYS)
-		ini->facts_next++;
-	ini->facts[slot] = (struct pmv_key_fact) {
-		.known = true, .key = key, .profile = ack->profile,
-		.target_flags = ack->target_flags, .gen = ack->mr_gen,
-	};
-	/* what was learned in an older generation may name other memory */
-	pmv_ini_forget_facts(ini, ack->mr_gen);
-}
-
-/* Reads every ack that has arrived, in request order; lock held. */
 /*
  * Ends request seq's commit: with the ack's status and facts if ack is
  * its own, else (covered by a later request's ack) successfully.
@@ -253,7 +230,8 @@ static void pmv_ini_ack_one(struct pmv_ini *ini, uint64_t seq,
 	if (c->inl.len)
 		__atomic_fetch_sub(&ini->sends_busy, 1, __ATOMIC_RELEASE);
 	if (ack && !ack->status)
-		pmv_remember_fact(ini, c->key, ack);
+		pmv_ini_remember_fact(ini, c->key, ack->profile,
+				      ack->target_flags, ack->mr_gen);
 	pmv_ini_finish(ini, c, ack ? ack->status : 0);
 }
 

@@ -429,24 +429,3 @@ bool pmv_ini_key_busy(const struct pmv_ini *ini, uint64_t key,
 	}
 	return false;
 }
-
-/* The generation of what the peer reported for key (0: nothing known). */
-uint32_t pmv_ini_gen(const struct pmv_ini *ini, uint64_t key)
-{
-	unsigned i;
-
-	for (i = 0; i < PMV_PEER_KEYS; i++)
-		if (ini->facts[i].known && ini->facts[i].key == key)
-			return ini->facts[i].gen;
-	return 0;
-}
-
-/* Forgets what the peer reported before generation gen. */
-void pmv_ini_forget_facts(struct pmv_ini *ini, uint32_t gen)
-{
-	unsigned i;
-
-	for (i = 0; i < PMV_PEER_KEYS; i++)
-		if (ini->facts[i].gen != gen)
-			ini->facts[i].known = false;
-}

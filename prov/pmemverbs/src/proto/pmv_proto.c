@@ -252,3 +252,60 @@ bool pmv_cm_hdr_decode(const uint8_t *in, size_t len, struct pmv_cm_hdr *hdr)
 	hdr->inbox_key = le64toh(key);
 	return true;
 }
+
+/* Entries of a profile table that fit cap bytes. */
+unsigned pmv_profiles_fit(size_t cap)
+{
+	size_t n = cap < 16 ? 0 : (cap - 16) / sizeof(struct pmv_profile_entry);
+
+	return n < PMV_PROFILES_MAX ? (unsigned) n : PMV_PROFILES_MAX;
+}
+
+/* Bytes of a table of count entries on the wire. */
+static size_t pmv_profiles_bytes(unsigned count)
+{
+	return 16 + (size_t) count * sizeof(struct pmv_profile_entry);
+}
+
+/*
+ * Converts a host-order table to the wire in place and sets its checksum
+ * (reserved bytes go as they are: the sender zeroes them); the bytes to
+ * send, 0 if its entries do not fit cap.
+ */
+size_t pmv_profiles_encode(struct pmv_profiles *t, size_t cap)
+{
+	size_t len = pmv_profiles_bytes(t->count);
+
+	if (t->count > pmv_profiles_fit(cap))
+		return 0;
+	for (unsigned i = 0; i < t->count; i++)
+		t->e[i].key = htole64(t->e[i].key);
+	t->mr_gen = htole32(t->mr_gen);
+	t->checksum = 0;
+	t->checksum = htole32(pmv_checksum(t, len));
+	return len;
+}
+
+/* Copies a table out of avail bytes; false if it is not a whole one. */
+bool pmv_profiles_decode(const void *wire, size_t avail,
+			 struct pmv_profiles *out)
+{
+	uint32_t sum;
+	size_t len;
+
+	if (avail < 16)
+		return false;
+	memcpy(out, wire, 16);
+	if (out->count > pmv_profiles_fit(avail))
+		return false;
+	len = pmv_profiles_bytes(out->count);
+	memcpy(out, wire, len);
+	sum = le32toh(out->checksum);
+	out->checksum = 0;
+	if (pmv_checksum(out, len) != sum)
+		return false;
+	out->mr_gen = le32toh(out->mr_gen);
+	for (unsigned i = 0; i < out->count; i++)
+		out->e[i].key = le64toh(out->e[i].key);
+	return true;
+}

@@ -12,7 +12,9 @@
  * Inbox layout: ack slots, then request slots (PMV_SLOTS of each), then a
  * 64-byte line holding the domain's registration generation (8 bytes,
  * little-endian; read by the peer's read-flush), then PMV_SLOTS 8-byte
- * words where this side's read-flush reads land.
+ * words where this side's read-flush reads land, then the probe's landing
+ * word, then (at the next multiple of 64) PMV_PROFILES_SIZE bytes where
+ * the peer pushes its profile table.
  *   initiator -> target agent: struct pmv_req in request slot (seq - 1) % N
  *   target agent -> initiator: struct pmv_ack in ack slot (seq - 1) % N
  * A request of the send method (PMV_REQ_INLINE) carries the commit's data:
@@ -21,6 +23,10 @@
  * first, then places the data and persists it.
  * The registration generation counts the regions the target closed: a
  * profile the initiator cached for a key is valid for one generation.
+ * The profile table (struct pmv_profiles) says what an ack would say of
+ * each region a commit can name: each side writes it into the peer's inbox
+ * when the connection is established and after each registration, so a
+ * key's first commit can go by its fastest method.
  * A slot is valid when its checksum (CRC32C of the slot with the checksum
  * field 0) matches and its seq is the next one expected; a partly written
  * slot fails the checksum and is read again.  All fields are little-endian
@@ -103,6 +109,42 @@ struct pmv_ack {
 #define PMV_SLOTS 64
 
 /*
+ * The profile table, pushed as inject writes of the core's inject size
+ * into the PMV_PROFILES_SIZE bytes the peer's inbox keeps for it: a
+ * 16-byte header, then count 16-byte entries.  Its checksum (CRC32C)
+ * covers those bytes with the checksum field 0: a table still being
+ * placed, torn by a newer push, or never written, is not read.
+ */
+#define PMV_PROFILES_MAX 15
+#define PMV_PROFILES_SIZE 256
+
+/* The inbox's parts (layout above): the ack slots of slots acks; from the
+ * generation line to the profile table (the line, the read-flush landing
+ * words, the probe's, up to the next cache line); the whole inbox. */
+#define PMV_ACKS_SIZE(slots) \
+	(((slots) * sizeof(struct pmv_ack) + 63) & ~(size_t) 63)
+#define PMV_GEN_TO_PROFILES \
+	((64 + (PMV_SLOTS + 1) * sizeof(uint64_t) + 63) & ~(size_t) 63)
+#define PMV_INBOX_SIZE(slot_size) \
+	(PMV_ACKS_SIZE(PMV_SLOTS) + (size_t) PMV_SLOTS * (slot_size) + \
+	 PMV_GEN_TO_PROFILES + PMV_PROFILES_SIZE)
+
+struct pmv_profile_entry {
+	uint64_t key;
+	uint8_t profile;      /* enum fi_pmem_profile, as an ack reports it */
+	uint8_t target_flags; /* PMV_ACK_* */
+	uint8_t reserved[6];
+};
+
+struct pmv_profiles {
+	uint32_t checksum;
+	uint32_t mr_gen;      /* the sender's registration generation */
+	uint8_t count;
+	uint8_t reserved[7];
+	struct pmv_profile_entry e[PMV_PROFILES_MAX];
+};
+
+/*
  * Error codes of commits (a request's ack status and a commit's
  * prov_errno); fi_cq_strerror explains each.
  */
@@ -155,6 +197,10 @@ bool pmv_ack_decode(const void *slot, uint64_t seq, struct pmv_ack *out);
 void pmv_cm_hdr_encode(const struct pmv_cm_hdr *hdr,
 		       uint8_t out[PMV_CM_HDR_SIZE]);
 bool pmv_cm_hdr_decode(const uint8_t *in, size_t len, struct pmv_cm_hdr *hdr);
+unsigned pmv_profiles_fit(size_t cap);
+size_t pmv_profiles_encode(struct pmv_profiles *t, size_t cap);
+bool pmv_profiles_decode(const void *wire, size_t avail,
+			 struct pmv_profiles *out);
 unsigned pmv_cm_hdr_version(const uint8_t *in, size_t len);
 
 #endif /* PMV_PROTO_H */

@@ -542,6 +542,28 @@ void pmv_domain_publish_gen(struct pmv_domain *dom)
 }
 
 /*
+ * The domain's regions changed: every connected endpoint pushes the new
+ * profile table to its peer; dom->lock held.
+ */
+void pmv_domain_publish_profiles(struct pmv_domain *dom)
+{
+	if (!dom->agent)
+		return;
+	for (struct pmv_ep *ep = dom->agent->eps; ep; ep = ep->agent_next)
+		pmv_publish_profiles(ep);
+}
+
+/* The connection is established: ep's peer gets the profile table. */
+void pmv_ep_connected(struct pmv_ep *ep)
+{
+	pthread_mutex_lock(&ep->domain->lock);
+	ep->connected = true;
+	if (ep->in_agent)
+		pmv_publish_profiles(ep);
+	pthread_mutex_unlock(&ep->domain->lock);
+}
+
+/*
  * Unlinks ep, then waits (no lock held) until neither an agent pass nor
  * an application's CQ read is serving it.
  */

@@ -18,4 +18,7 @@ int pmv_serve_try(struct pmv_domain *dom, struct pmv_ep *ep);
 bool pmv_serve_by_app(struct pmv_ep *ep, uint64_t now_ms);
 void pmv_serve_detach(struct pmv_ep *ep);
 
+/* pmv_publish.c */
+void pmv_publish_profiles(struct pmv_ep *ep);
+
 #endif /* PMV_TARGET_H */

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * pmemverbs: what the initiator knows of its peer's regions.
+ *
+ * A key's profile and the target's flags come from the agent's acks, or
+ * from the profile table the target pushes into this endpoint's inbox
+ * (target/pmv_publish.c, layout in proto/pmv_proto.h), each with the
+ * registration generation it held in: what was learned in an older
+ * generation may name other memory and is forgotten.  The table's
+ * generation is also what a delivered read-flush commit checks
+ * (pmv_m_read_flush.c).  Every function here runs with the engine's lock
+ * held.
+ */
+#include "pmv_initiator.h"
+
+/* Remembers what the peer reported for key, in generation gen. */
+void pmv_ini_remember_fact(struct pmv_ini *ini, uint64_t key, uint8_t profile,
+			   uint8_t target_flags, uint32_t gen)
+{
+	unsigned i, slot = ini->facts_next % PMV_PEER_KEYS;
+
+	for (i = 0; i < PMV_PEER_KEYS; i++) {
+		if (ini->facts[i].known && ini->facts[i].key == key) {
+			slot = i;
+			break;
+		}
+	}
+	if (i == PMV_PEER_KEYS)
+		ini->facts_next++;
+	ini->facts[slot] = (struct pmv_key_fact) {
+		.known = true, .key = key, .profile = profile,
+		.target_flags = target_flags, .gen = gen,
+	};
+	/* what was learned in an older generation may name other memory */
+	pmv_ini_forget_facts(ini, gen);
+}
+
+/* Forgets what the peer reported in another generation than gen. */
+void pmv_ini_forget_facts(struct pmv_ini *ini, uint32_t gen)
+{
+	for (unsigned i = 0; i < PMV_PEER_KEYS; i++)
+		if (ini->facts[i].gen != gen)
+			ini->facts[i].known = false;
+}
+
+/* True if a fact learned in a generation after gen is known. */
+static bool pmv_ini_knows_newer(const struct pmv_ini *ini, uint32_t gen)
+{
+	for (unsigned i = 0; i < PMV_PEER_KEYS; i++)
+		if (ini->facts[i].known &&
+		    (int32_t) (ini->facts[i].gen - gen) > 0)
+			return true;
+	return false;
+}
+
+/*
+ * Copies the table the peer pushed out of the inbox; false if there is no
+ * whole one (never pushed, or a newer push being placed).  The first whole
+ * table says that the peer pushes: it pushes every change after it.
+ */
+static bool pmv_ini_read_pushed(struct pmv_ini *ini, struct pmv_profiles *t)
+{
+	struct pmv_ep *ep = ini->ep;
+
+	if (!pmv_params.push_profiles || !ep->inbox.profiles ||
+	    !pmv_profiles_decode(ep->inbox.profiles, PMV_PROFILES_SIZE, t))
+		return false;
+	ini->peer_pushes = true;
+	return true;
+}
+
+/* The generation of the table the peer pushed last; false if none whole. */
+bool pmv_ini_pushed_gen(struct pmv_ini *ini, uint32_t *gen)
+{
+	struct pmv_profiles t;
+
+	if (!pmv_ini_read_pushed(ini, &t))
+		return false;
+	*gen = t.mr_gen;
+	return true;
+}
+
+/*
+ * Learns key's profile from the peer's table, as the key's first ack would
+ * teach it; false if no whole table of a generation at least as new as
+ * what is known names key.  Not while the key's scope holds writes: they
+ * were posted before this table was read and may have been placed before
+ * a close it reports, in memory that is gone; the agent checks them.
+ */
+static bool pmv_ini_learn_pushed(struct pmv_ini *ini, uint64_t key)
+{
+	struct pmv_profiles t;
+
+	if (!pmv_scope_empty(&ini->scope, key) ||
+	    !pmv_ini_read_pushed(ini, &t) || pmv_ini_knows_newer(ini, t.mr_gen))
+		return false;
+	for (unsigned i = 0; i < t.count; i++) {
+		if (t.e[i].key == key) {
+			pmv_ini_remember_fact(ini, key, t.e[i].profile,
+					      t.e[i].target_flags, t.mr_gen);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* What the peer reported for key, from its acks or its table; NULL if not. */
+const struct pmv_key_fact *pmv_ini_fact(struct pmv_ini *ini, uint64_t key)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned i = 0; i < PMV_PEER_KEYS; i++)
+			if (ini->facts[i].known && ini->facts[i].key == key)
+				return &ini->facts[i];
+		if (pass || !pmv_ini_learn_pushed(ini, key))
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * True if a write's delivery acknowledgement may stand for a read-flush's
+ * read: over the tcp core (which acknowledges once the target's progress
+ * copied the data), with FI_PMEMVERBS_DELIVERY_ACK, to a peer that pushes
+ * its table (whose generation replaces the word the read would bring).
+ */
+bool pmv_ini_delivery_ack(struct pmv_ini *ini)
+{
+	uint32_t gen;
+
+	if (!pmv_params.delivery_ack ||
+	    ini->ep->domain->transport != PMV_TRANSPORT_TCP)
+		return false;
+	return ini->peer_pushes || pmv_ini_pushed_gen(ini, &gen);
+}

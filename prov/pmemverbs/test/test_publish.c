@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * Unit tests of the profile table a side pushes to its peer
+ * (target/pmv_publish.c) against a fake core endpoint that catches the
+ * inject writes and fi_shutdown.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "pmv.h"
+#include "target/pmv_target.h"
+
+#define SLOT 64 /* the tcp core's inject size */
+#define PEER_INBOX 0x1000
+
+static struct pmv_peer g_ep_peer = { .known = true, .has_inbox = true,
+				     .inbox_addr = PEER_INBOX,
+				     .slots = PMV_SLOTS, .slot_size = SLOT };
+
+/* The peer's table area, as the inject writes leave it. */
+static uint8_t g_wire[PMV_PROFILES_SIZE];
+static unsigned g_writes, g_shutdowns;
+
+static ssize_t fake_inject_write(struct fid_ep *ep, const void *buf,
+				 size_t len, fi_addr_t dest, uint64_t addr,
+				 uint64_t key)
+{
+	uint64_t area = pmv_peer_profiles_addr(&g_ep_peer);
+
+	(void) ep; (void) dest; (void) key;
+	cr_assert_leq(len, SLOT, "a write over the core's inject size");
+	cr_assert(addr >= area && addr + len <= area + sizeof(g_wire),
+		  "a write outside the peer's table area");
+	memcpy(g_wire + (addr - area), buf, len);
+	g_writes++;
+	return 0;
+}
+
+static int fake_shutdown(struct fid_ep *ep, uint64_t flags)
+{
+	(void) ep; (void) flags;
+	g_shutdowns++;
+	return 0;
+}
+
+static struct fi_ops_rma g_rma = { .size = sizeof(struct fi_ops_rma),
+				   .inject = fake_inject_write };
+static struct fi_ops_cm g_cm = { .size = sizeof(struct fi_ops_cm),
+				 .shutdown = fake_shutdown };
+static struct fid_ep g_core = { .rma = &g_rma, .cm = &g_cm };
+
+static struct pmv_domain g_dom;
+static struct pmv_mr g_mrs[20];
+static struct pmv_ep g_ep;
+
+/* Region i: key 0x100 + i, the profile and access given. */
+static void add_region(unsigned i, enum fi_pmem_profile profile,
+		       uint64_t access, size_t iov_count)
+{
+	g_mrs[i] = (struct pmv_mr) { .access = access, .iov_count = iov_count,
+				     .next = g_dom.mrs };
+	g_mrs[i].mr_fid.key = 0x100 + i;
+	g_mrs[i].persistence.profile = profile;
+	g_dom.mrs = &g_mrs[i];
+}
+
+static void setup(void)
+{
+	memset(&g_dom, 0, sizeof(g_dom));
+	memset(&g_ep, 0, sizeof(g_ep));
+	g_writes = g_shutdowns = 0;
+	memset(g_wire, 0, sizeof(g_wire));
+	g_dom.transport = PMV_TRANSPORT_TCP;
+	g_dom.inject_size = SLOT;
+	g_dom.mr_gen = 4;
+	g_ep.core = &g_core;
+	g_ep.domain = &g_dom;
+	g_ep.inbox.slot_size = SLOT;
+	g_ep.peer = g_ep_peer;
+	g_ep.connected = true;
+	pmv_params.push_profiles = 1;
+	pmv_params.ddio = 1;
+	pmv_params.fault_push = 0;
+	pmv_fault_reset();
+}
+
+TestSuite(publish, .init = setup);
+
+/* Decodes the table the pushes left in the peer's area. */
+static struct pmv_profiles last_table(void)
+{
+	struct pmv_profiles t;
+
+	cr_assert_gt(g_writes, 0, "nothing was pushed");
+	cr_assert(pmv_profiles_decode(g_wire, sizeof(g_wire), &t),
+		  "the table pushed does not decode");
+	return t;
+}
+
+Test(publish, the_table_names_what_a_commit_can_target_newest_first)
+{
+	struct pmv_profiles t;
+
+	add_region(0, FI_PMEM_PROFILE_PAGE, FI_REMOTE_WRITE, 1);
+	add_region(1, FI_PMEM_PROFILE_DMP, FI_REMOTE_READ, 1); /* no writes */
+	add_region(2, FI_PMEM_PROFILE_MHP, FI_REMOTE_WRITE, 1);
+	add_region(3, FI_PMEM_PROFILE_VOLATILE, FI_REMOTE_WRITE, 2); /* 2 iovs */
+	pmv_publish_profiles(&g_ep);
+	t = last_table();
+	cr_assert_eq(t.mr_gen, 4);
+	cr_assert_eq(t.count, 2);
+	cr_assert_eq(t.e[0].key, 0x102);
+	cr_assert_eq(t.e[0].profile, FI_PMEM_PROFILE_MHP);
+	cr_assert_eq(t.e[1].key, 0x100);
+	cr_assert_eq(t.e[1].profile, FI_PMEM_PROFILE_PAGE);
+	cr_assert_eq(t.e[1].target_flags, 0, "DDIO on: no flag");
+}
+
+/* The table goes in writes of the core's inject size (64 bytes over tcp)
+ * and holds 15 regions: the newest 15 of 20 go. */
+Test(publish, the_newest_15_regions_go_in_inject_sized_writes)
+{
+	struct pmv_profiles t;
+
+	for (unsigned i = 0; i < 20; i++)
+		add_region(i, FI_PMEM_PROFILE_DMP, FI_REMOTE_WRITE, 1);
+	pmv_publish_profiles(&g_ep);
+	cr_assert_eq(g_writes, 4, "256 bytes in 64-byte writes");
+	t = last_table();
+	cr_assert_eq(t.count, PMV_PROFILES_MAX);
+	cr_assert_eq(t.e[0].key, 0x100 + 19);
+	cr_assert_eq(t.e[14].key, 0x100 + 5);
+}
+
+/* Before FI_CONNECTED is read the core could not send it; with the
+ * parameter off, never. */
+Test(publish, nothing_goes_before_the_connection_or_with_pushes_off)
+{
+	add_region(0, FI_PMEM_PROFILE_PAGE, FI_REMOTE_WRITE, 1);
+	g_ep.connected = false;
+	pmv_publish_profiles(&g_ep);
+	g_ep.connected = true;
+	pmv_params.push_profiles = 0;
+	pmv_publish_profiles(&g_ep);
+	cr_assert_eq(g_writes, 0);
+}
+
+/*
+ * Over tcp, once the peer has a table it may complete delivered commits
+ * against its generation: a later push the core refuses shuts the
+ * connection down (the peer's commits fail), and nothing more is pushed.
+ */
+Test(publish, a_refused_push_after_one_went_shuts_a_tcp_connection_down)
+{
+	add_region(0, FI_PMEM_PROFILE_MHP, FI_REMOTE_WRITE, 1);
+	pmv_params.fault_push = 2;
+	pmv_publish_profiles(&g_ep);
+	cr_assert_eq(g_shutdowns, 0);
+	g_dom.mr_gen++;
+	pmv_publish_profiles(&g_ep); /* refused */
+	cr_assert_eq(g_shutdowns, 1, "a stale generation left with the peer");
+	pmv_publish_profiles(&g_ep);
+	cr_assert_eq(g_writes, 1, "nothing after the shutdown");
+	cr_assert_eq(g_shutdowns, 1);
+}
+
+/* Refused before any went (the peer never read a table), or over RDMA
+ * (whose read-flushes read the generation themselves): a hint lost. */
+Test(publish, a_refused_first_push_or_one_over_rdma_keeps_the_connection)
+{
+	add_region(0, FI_PMEM_PROFILE_MHP, FI_REMOTE_WRITE, 1);
+	pmv_params.fault_push = 1;
+	pmv_publish_profiles(&g_ep);
+	cr_assert_eq(g_shutdowns, 0);
+	pmv_publish_profiles(&g_ep);
+	cr_assert_eq(g_writes, 1);
+	g_dom.transport = PMV_TRANSPORT_IB;
+	pmv_params.fault_push = 2;
+	pmv_fault_reset();
+	pmv_publish_profiles(&g_ep);
+	pmv_publish_profiles(&g_ep);
+	cr_assert_eq(g_shutdowns, 0);
+}

@@ -13,21 +13,25 @@
  */
 #include "pmv_initiator.h"
 
+/* The fact known for key; NULL if none. */
+static struct pmv_key_fact *pmv_ini_known_fact(struct pmv_ini *ini,
+					       uint64_t key)
+{
+	for (unsigned i = 0; i < PMV_PEER_KEYS; i++)
+		if (ini->facts[i].known && ini->facts[i].key == key)
+			return &ini->facts[i];
+	return NULL;
+}
+
 /* Remembers what the peer reported for key, in generation gen. */
 void pmv_ini_remember_fact(struct pmv_ini *ini, uint64_t key, uint8_t profile,
 			   uint8_t target_flags, uint32_t gen)
 {
-	unsigned i, slot = ini->facts_next % PMV_PEER_KEYS;
+	struct pmv_key_fact *slot = pmv_ini_known_fact(ini, key);
 
-	for (i = 0; i < PMV_PEER_KEYS; i++) {
-		if (ini->facts[i].known && ini->facts[i].key == key) {
-			slot = i;
-			break;
-		}
-	}
-	if (i == PMV_PEER_KEYS)
-		ini->facts_next++;
-	ini->facts[slot] = (struct pmv_key_fact) {
+	if (!slot)
+		slot = &ini->facts[ini->facts_next++ % PMV_PEER_KEYS];
+	*slot = (struct pmv_key_fact) {
 		.known = true, .key = key, .profile = profile,
 		.target_flags = target_flags, .gen = gen,
 	};
@@ -107,14 +111,11 @@ static bool pmv_ini_learn_pushed(struct pmv_ini *ini, uint64_t key)
 /* What the peer reported for key, from its acks or its table; NULL if not. */
 const struct pmv_key_fact *pmv_ini_fact(struct pmv_ini *ini, uint64_t key)
 {
-	for (int pass = 0; pass < 2; pass++) {
-		for (unsigned i = 0; i < PMV_PEER_KEYS; i++)
-			if (ini->facts[i].known && ini->facts[i].key == key)
-				return &ini->facts[i];
-		if (pass || !pmv_ini_learn_pushed(ini, key))
-			break;
-	}
-	return NULL;
+	const struct pmv_key_fact *f = pmv_ini_known_fact(ini, key);
+
+	if (!f && pmv_ini_learn_pushed(ini, key))
+		f = pmv_ini_known_fact(ini, key);
+	return f;
 }
 
 /*

@@ -1355,7 +1355,7 @@ static size_t img_build(const struct pmv_req *h, const struct pmv_extent *ext,
 		.data = htole64(h->data), .flags = htole32(h->flags),
 		.nextents = htole16(h->nextents),
 		.fence_back = htole16(h->fence_back),
-		.reserved2 = htole32(h->reserved2),
+		.gen = htole32(h->gen),
 	};
 	size_t len = sizeof(w);
 	uint32_t sum;

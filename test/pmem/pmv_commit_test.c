@@ -335,7 +335,7 @@ static noreturn void usage(void)
 		"                         was given (what to expect)\n"
 		"             -c CASE     badinput: run only this case; "
 		"scenario: the case\n"
-		"                         (reopen, rereg, many-64x32, "
+		"                         (reopen, rereg, move, many-64x32, "
 		"many-128x32,\n"
 		"                         immed-flood, counters, "
 		"no-pmem-caps, one-segment)\n"
@@ -572,6 +572,9 @@ struct finish_req {
 struct resize_req {
 	uint32_t region, gran;
 	uint64_t len;
+	uint32_t onto;     /* 0: the region's own memory; else 1 + the region
+			    * whose memory it is registered on (same key) */
+	uint32_t pad;
 };
 
 enum gran_code { GRAN_KEEP, GRAN_PAGE, GRAN_CACHE_LINE, GRAN_BYTE,
@@ -1445,7 +1448,8 @@ static void target_create_file(void)
 }
 
 /* Registers region id with its current length; returns fi_mr_reg's code. */
-static int target_register(enum region_id id)
+/* Registers region id under its key on the memory at addr. */
+static int target_register_at(enum region_id id, uint8_t *addr)
 {
 	struct region *r = &g_t.reg[id];
 	const struct region_spec *s = &k_regions[id];
@@ -1453,15 +1457,20 @@ static int target_register(enum region_id id)
 	int ret;
 
 	r->mr = NULL;
-	ret = fi_mr_reg(g_net.domain, r->addr, r->len, s->access, s->offset,
+	ret = fi_mr_reg(g_net.domain, addr, r->len, s->access, s->offset,
 			region_key(id), s->flags, &r->mr, NULL);
 	if (ret)
 		return ret;
 	track_fid(&r->mr->fid);
 	r->key = fi_mr_key(r->mr);
-	r->rma_base = virt ? (uint64_t)(uintptr_t)r->addr : 0;
+	r->rma_base = virt ? (uint64_t)(uintptr_t)addr : 0;
 	r->profile = g_net.pmem->mr_profile(r->mr);
 	return 0;
+}
+
+static int target_register(enum region_id id)
+{
+	return target_register_at(id, g_t.reg[id].addr);
 }
 
 /* Registers every region; only REG_OFFSET may be refused (reported). */
@@ -1659,7 +1668,9 @@ static void target_on_resize(const struct resize_req *req)
 	struct region *r;
 
 	if (req->region >= REG_COUNT || req->gran >= GRAN_COUNT ||
-	    req->len > k_regions[req->region].len || !req->len)
+	    req->len > k_regions[req->region].len || !req->len ||
+	    req->onto > REG_COUNT ||
+	    (req->onto && req->len > k_regions[req->onto - 1].len))
 		die("RESIZE: bad request (region %u, len %" PRIu64 ")",
 		    req->region, req->len);
 	r = &g_t.reg[req->region];
@@ -1669,7 +1680,10 @@ static void target_on_resize(const struct resize_req *req)
 	if (req->gran != GRAN_KEEP &&
 	    setenv("PMEM2_FORCE_GRANULARITY", k_gran_names[req->gran], 1))
 		die("RESIZE: setenv: %s", strerror(errno));
-	rsp.status = target_register((enum region_id)req->region);
+	rsp.status = req->onto ?
+		     target_register_at((enum region_id)req->region,
+					g_t.reg[req->onto - 1].addr) :
+		     target_register((enum region_id)req->region);
 	rsp.key = r->key;
 	rsp.profile = rsp.status ? FI_PMEM_PROFILE_UNKNOWN : r->profile;
 	/* A requested key must be kept; a provider's key (FI_MR_PROV_KEY,
@@ -2149,13 +2163,6 @@ static bool pushes_on(void)
 	return param_on("FI_PMEMVERBS_PUSH_PROFILES");
 }
 
-/* Over tcp a read_flush commit's write stands for its read (needs the
- * target's table, which pmv_commit_test waits for after connecting). */
-static bool delivery_on(void)
-{
-	return pushes_on() && param_on("FI_PMEMVERBS_DELIVERY_ACK");
-}
-
 /* True if progress() reads cq. */
 static bool progressed(const struct fid_cq *cq)
 {
@@ -2614,9 +2621,7 @@ static void visibility_check_commit(void)
 }
 
 /* The method the provider must use: pmv_method.c's matrix, restated (over
- * tcp with joined requests the agent is the fastest for every profile but
- * where read_flush is correct and its write's delivery ack stands for the
- * read). */
+ * tcp with joined requests the agent is the fastest for every profile). */
 static enum fi_pmem_method expected_method(uint32_t profile, bool known,
 					   bool immed)
 {
@@ -2638,7 +2643,7 @@ static enum fi_pmem_method expected_method(uint32_t profile, bool known,
 			return rf ? FI_PMEM_METHOD_READ_FLUSH : FI_PMEM_METHOD_NONE;
 		return cm ? FI_PMEM_METHOD_COMPLETION : FI_PMEM_METHOD_NONE;
 	}
-	if (!verbs && join_request_on() && !(rf && delivery_on()))
+	if (!verbs && join_request_on())
 		return FI_PMEM_METHOD_AGENT;
 	return cm ? FI_PMEM_METHOD_COMPLETION :
 	       rf ? FI_PMEM_METHOD_READ_FLUSH : FI_PMEM_METHOD_AGENT;
@@ -4516,7 +4521,7 @@ static noreturn void run_exit(void)
  * by oracle records appended after the commit was posted.
  */
 
-enum sop_kind { SOP_COMMIT = 1, SOP_READ };
+enum sop_kind { SOP_COMMIT = 1, SOP_READ, SOP_WRITE /* plain, placed */ };
 
 /* What a completion showed (bits of sop.bad). */
 enum { BAD_DUP = 1, BAD_FLAGS = 2, BAD_NOT_VISIBLE = 4, BAD_NOT_COVERED = 8,
@@ -4602,7 +4607,7 @@ static struct sop *sop_new(enum sop_kind kind, unsigned owner,
 	*s = (struct sop){ .kind = kind, .owner = owner, .round = g_sc.round,
 			   .region = region, .off = off, .len = len,
 			   .data = data };
-	if (kind == SOP_COMMIT)
+	if (kind != SOP_READ)
 		gen_fill(data, len, (g_opt.seed << 40) ^ (uint64_t)g_sc.nops *
 				    0x9e3779b1u, off);
 	return s;
@@ -4613,7 +4618,8 @@ static const char *sop_str(const struct sop *s)
 	static char buf[160];
 
 	snprintf(buf, sizeof(buf), "%s #%zu (endpoint %u) of %zu bytes %s %s "
-		 "at offset %" PRIu64, s->kind == SOP_COMMIT ? "commit" : "read",
+		 "at offset %" PRIu64, s->kind == SOP_COMMIT ? "commit" :
+		 s->kind == SOP_WRITE ? "write" : "read",
 		 (size_t)(s - g_sc.ops), s->owner, s->len,
 		 s->kind == SOP_COMMIT ? "to" : "from", k_regions[s->region].name,
 		 s->off);
@@ -4700,6 +4706,9 @@ static ssize_t sop_post(struct fid_ep *ep, struct sop *s, uint64_t flags,
 	s->mark = oracle_count();
 	if (s->kind == SOP_COMMIT)
 		ret = fi_writemsg(ep, &msg, FI_COMMIT_COMPLETE | flags);
+	else if (s->kind == SOP_WRITE) /* its completion: placed */
+		ret = fi_writemsg(ep, &msg, FI_COMPLETION |
+				  FI_DELIVERY_COMPLETE | flags);
 	else
 		ret = fi_readmsg(ep, &msg, FI_COMPLETION);
 	if (!ret) {
@@ -5308,6 +5317,86 @@ static void sc_rereg(void)
 	sc_verdict_strays("rereg/no-stray");
 	if (g_rr.c.ep)
 		initiator_close_conn(&g_rr.c);
+}
+
+/* ---- scenario move: a key registered again on other memory ---- */
+
+#define MV_ROUNDS 8
+#define MV_WRITE_OFF (1u << 20) /* the plain writes, 4 KiB each round */
+
+/* pmem-a's key registered on pmem-b's memory (onto) or its own, with the
+ * granularity gran forced; the key must stay the same. */
+static void mv_move(enum region_id onto, enum gran_code gran)
+{
+	struct resize_req req = { .region = REG_A, .gran = gran,
+				  .len = k_regions[REG_A].len,
+				  .onto = onto == REG_A ? 0 : onto + 1 };
+	const struct status_rsp *rsp;
+
+	ctl_send(MSG_RESIZE, &req, sizeof(req));
+	rsp = ctl_expect(MSG_RESIZED, sizeof(*rsp), NULL);
+	if (rsp->status || rsp->key != g_s.reg[REG_A].key)
+		die("move: re-registering pmem-a's key gave %s, key 0x%" PRIx64
+		    " %s", errname(rsp->status), rsp->key, rsp->detail);
+	ctl_release();
+}
+
+/* Posts s on c and waits for it (bounded); dies if it never ends. */
+static void mv_run(struct conn *c, struct sop *s, uint64_t flags)
+{
+	size_t first = (size_t)(s - g_sc.ops);
+
+	sop_post_retry(c->ep, s, flags, 0, NULL);
+	if (sc_wait(first, NULL, STEP_MS))
+		die("move: %s did not end within %d ms", sop_str(s), STEP_MS);
+}
+
+/*
+ * Issue 24, scenario 3, over a real connection: pmem-a is MHP and known;
+ * a plain write is placed in it (FI_DELIVERY_COMPLETE); the target closes
+ * it and registers its key on pmem-b's memory as PAGE (the tcp core
+ * addresses regions from 0, so the key's offsets now name pmem-b's
+ * bytes); a 64-byte commit to the key follows.  Its scope holds the write
+ * placed in memory the key no longer names, which nobody persists: the
+ * commit must fail (FI_EIO, durability unknown), never succeed.  Seen
+ * failing on 03bf475 in every round (the agent persisted pmem-b's range
+ * and acked success; forced read_flush went to the agent the same way).
+ */
+static void sc_move(void)
+{
+	unsigned wrong = 0, other = 0;
+	const struct sop *first_wrong = NULL;
+	struct conn c = { 0 };
+	uint8_t *src;
+
+	if (g_s.want_profile != FI_PMEM_PROFILE_MHP)
+		die("move starts from MHP: run it with -g byte");
+	sc_setup(MV_ROUNDS * 3, MV_ROUNDS * 3 * 4096);
+	src = sc_bytes(MV_ROUNDS * 3 * 4096);
+	for (unsigned r = 0; r < MV_ROUNDS; r++, src += 3 * 4096) {
+		struct sop *s;
+
+		initiator_open_conn(&c, true);
+		conn_connect(&c, KIND_EXTRA);
+		mv_run(&c, sop_new(SOP_COMMIT, r, REG_A, r * 4096, 4096, src), 0);
+		mv_run(&c, sop_new(SOP_WRITE, r, REG_A,
+				   MV_WRITE_OFF + r * 4096, 4096, src + 4096), 0);
+		mv_move(REG_B, GRAN_PAGE);
+		s = sop_new(SOP_COMMIT, r, REG_A, r * 64, 64, src + 8192);
+		mv_run(&c, s, 0);
+		if (!s->err && !wrong++)
+			first_wrong = s;
+		else if (s->err && s->err != FI_EIO && !other++)
+			first_wrong = s;
+		mv_move(REG_A, GRAN_BYTE);
+		initiator_close_conn(&c);
+	}
+	verdict(!wrong && !other, check_name("move/write-then-move-fails"),
+		"%u of %d commits whose scope held a write placed in memory "
+		"the key no longer names completed successfully, %u failed "
+		"with another error than FI_EIO%s%s", wrong, MV_ROUNDS, other,
+		first_wrong ? "; first: " : "",
+		first_wrong ? sop_str(first_wrong) : "");
 }
 
 /* ---- scenario many-NxM: many endpoints on one CQ ---- */
@@ -6035,6 +6124,7 @@ static void sc_many_128(void)
 static const struct scenario k_scenarios[] = {
 	{ "reopen", sc_reopen },
 	{ "rereg", sc_rereg },
+	{ "move", sc_move },
 	{ "many-64x32", sc_many_64 },
 	{ "many-128x32", sc_many_128 },
 	{ "immed-flood", sc_immed_flood },

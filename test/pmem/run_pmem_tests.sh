@@ -201,8 +201,7 @@ judge_exit() {
 # FI_PMEMVERBS_METHOD=$METHOD, and the initiator expects it; with JOIN=0
 # the initiator sends data and request as two writes; with PUSH=0 it reads
 # no profile table of the target (a key's first commit goes to the agent);
-# with DELIVERY=0 a read_flush commit posts its read over tcp instead of
-# asking for the write's delivery ack; with CASE set,
+# with CASE set,
 # badinput runs only that case (scenario: runs that case); with
 # FAULT_PERSIST=N, the target's N-th persist call fails
 # (FI_PMEMVERBS_FAULT_PERSIST).
@@ -215,7 +214,6 @@ run() {
 	[[ -n ${METHOD:-} ]] && ienv+=(FI_PMEMVERBS_METHOD="$METHOD")
 	[[ -n ${JOIN:-} ]] && ienv+=(FI_PMEMVERBS_JOIN_REQUEST="$JOIN")
 	[[ -n ${PUSH:-} ]] && ienv+=(FI_PMEMVERBS_PUSH_PROFILES="$PUSH")
-	[[ -n ${DELIVERY:-} ]] && ienv+=(FI_PMEMVERBS_DELIVERY_ACK="$DELIVERY")
 	[[ -n ${CASE:-} ]] && iargs+=(-c "$CASE")
 	iargs+=(-F "$(region_of "$dir")")
 	PORT=$((PORT + 1))
@@ -277,13 +275,12 @@ fi
 for gran in page cache_line byte; do
 	run "oracle-$gran" oracle "$gran" lines yes
 done
-# byte (MHP): over tcp read-flush is the default, its write's delivery ack
-# standing for the read (one message per commit, the target's table read
-# at connection); the agent forced; read-flush with its read (RDMA cores'
-# way, and over tcp with FI_PMEMVERBS_DELIVERY_ACK=0); no table (a key's
-# first commit to the agent, then the agent, one message per commit)
+# byte (MHP): over tcp the agent is the default (one joined write per
+# commit); the agent forced; read-flush forced (the write, then the read of
+# the generation word: RDMA cores' way); no table (a key's first commit to
+# the agent, then the agent); two writes (read-flush, as over RDMA)
 METHOD=agent run oracle-byte-agent oracle byte lines yes
-METHOD=read_flush DELIVERY=0 run oracle-byte-read_flush-read oracle byte lines yes
+METHOD=read_flush run oracle-byte-read_flush oracle byte lines yes
 PUSH=0 run oracle-byte-no-table oracle byte lines yes
 JOIN=0 run oracle-byte-two-writes oracle byte lines yes
 # over tcp an agent commit's data and request go as one write; the two-write
@@ -295,7 +292,7 @@ METHOD=send run oracle-cache_line-send oracle cache_line lines yes
 for gran in page cache_line byte; do
 	run "contents-$gran" contents "$gran" lines no
 done
-METHOD=read_flush DELIVERY=0 run contents-byte-read_flush-read contents byte lines no
+METHOD=read_flush run contents-byte-read_flush contents byte lines no
 run fault-extent-3 fault cache_line fault yes 3
 METHOD=agent run fault-extent-777 fault byte fault yes 777
 run badinput badinput page lines no
@@ -318,14 +315,17 @@ run exit-with-endpoints-open exit cache_line exit no
 for gran in page cache_line byte; do
 	CASE=reopen run "scenario-reopen-$gran" scenario "$gran" lines yes
 done
-# MHP keys take read-flush, with its read (two writes per agent commit, no
-# delivery ack) or its write's delivery ack (the default, above)
-DELIVERY=0 JOIN=0 CASE=reopen run scenario-reopen-byte-read_flush scenario byte lines yes
-# re-registration: the delivered write checks the generation of the table
-# the target pushed ahead of its ack; the read brings it itself
+# MHP keys take read-flush with two writes per agent commit (JOIN=0)
+JOIN=0 CASE=reopen run scenario-reopen-byte-read_flush scenario byte lines yes
+# re-registration: the agent checks the generation of the request's oldest
+# write; read-flush's read brings the target's
 CASE=rereg run scenario-rereg-byte scenario byte lines yes
-DELIVERY=0 JOIN=0 CASE=rereg run scenario-rereg-byte-read_flush scenario byte lines yes
+JOIN=0 CASE=rereg run scenario-rereg-byte-read_flush scenario byte lines yes
 PUSH=0 CASE=rereg run scenario-rereg-byte-no-table scenario byte lines yes
+# a key registered again on other memory (another file or offset) after a
+# write was placed: the commit that covers it fails (FI_EIO), never succeeds
+CASE=move run scenario-move-byte scenario byte lines yes
+METHOD=read_flush CASE=move run scenario-move-byte-read_flush scenario byte lines yes
 for gran in page cache_line byte; do
 	CASE=many-64x32 run "scenario-many-64x32-$gran" scenario "$gran" lines yes
 done
@@ -334,13 +334,10 @@ CASE=immed-flood run scenario-immed-flood-cache_line scenario cache_line lines y
 CASE=counters run scenario-counters-page scenario page lines yes
 CASE=no-pmem-caps run scenario-no-pmem-caps scenario page lines no
 # over the tcp core a read-flush commit's write and read leave as one TCP
-# segment (FI_PMEMVERBS_TCP_CORK); it counts the tcp core's segments; with
-# the delivery ack (the default) there is no read, and one segment too
+# segment (FI_PMEMVERBS_TCP_CORK); it counts the tcp core's segments
 if [[ $ADDR == 127.0.0.1 || $ADDR == ::1 ]]; then
-	METHOD=read_flush DELIVERY=0 CASE=one-segment \
-		run scenario-one-segment-byte scenario byte lines yes
 	METHOD=read_flush CASE=one-segment \
-		run scenario-one-segment-byte-delivered scenario byte lines yes
+		run scenario-one-segment-byte scenario byte lines yes
 else
 	echo "scenario-one-segment-byte: not run over $ADDR (no tcp core)"
 fi

@@ -17,7 +17,7 @@
 #   PORT_BASE  first TCP port (default 12500); one port per run
 # env:
 #   FI_PROVIDER_PATH     directory of libpmemverbs-fi.so (default build/.libs)
-#   PMV_THREADS_GRANS    granularities (default "page cache_line byte byte-read
+#   PMV_THREADS_GRANS    granularities (default "page cache_line byte
 #                        byte-agent")
 #   PMV_THREADS_MODES    modes (default "one-ep multi-ep mix")
 #   PMV_THREADS_T        initiator threads (default 4)
@@ -37,7 +37,7 @@ BIN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 export FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-$ROOT/build/.libs}
 PORT=${2:-12500}
-GRANS=${PMV_THREADS_GRANS:-page cache_line byte byte-read byte-agent}
+GRANS=${PMV_THREADS_GRANS:-page cache_line byte byte-agent}
 MODES=${PMV_THREADS_MODES:-one-ep multi-ep mix}
 THREADS=${PMV_THREADS_T:-4}
 BATCHES=${PMV_THREADS_N:-500}
@@ -193,9 +193,8 @@ conns_of() {
 
 # run NAME GRAN MODE JUDGE [TARGET_ENV... --] [INITIATOR_ARGS...]
 # GRAN byte-agent: byte, with FI_PMEMVERBS_METHOD=agent and -A; GRAN byte:
-# with FI_PMEMVERBS_METHOD=read_flush (over tcp the default for MHP, each
-# commit's write asking for the core's delivery ack); GRAN byte-read: the
-# same with FI_PMEMVERBS_DELIVERY_ACK=0 (a read behind each write).  JUDGE:
+# with FI_PMEMVERBS_METHOD=read_flush (a read of the target's generation
+# behind each commit's write).  JUDGE:
 # lines (the roles' verdicts) or detect (the initiator must exit 3).  With
 # T set (T=8 run ...), that many threads instead of PMV_THREADS_T.
 run() {
@@ -214,8 +213,6 @@ run() {
 		iargs+=(-A)
 	elif [[ $gran == byte ]]; then
 		ienv+=(FI_PMEMVERBS_METHOD=read_flush)
-	elif [[ $gran == byte-read ]]; then
-		ienv+=(FI_PMEMVERBS_METHOD=read_flush FI_PMEMVERBS_DELIVERY_ACK=0)
 	fi
 	if ! start_target "$dir" "$shm" "$g" "$port" "$(conns_of "$mode" "$t")" \
 		"${tenv[@]}"; then

@@ -76,7 +76,6 @@ struct pmv_params {
 	int join_request;     /* FI_PMEMVERBS_JOIN_REQUEST */
 	int tcp_cork;         /* FI_PMEMVERBS_TCP_CORK */
 	int push_profiles;    /* FI_PMEMVERBS_PUSH_PROFILES */
-	int delivery_ack;     /* FI_PMEMVERBS_DELIVERY_ACK */
 };
 extern struct pmv_params pmv_params;
 
@@ -116,6 +115,7 @@ struct pmv_persistence {
 struct pmv_key_scope {
 	uint64_t key;
 	unsigned count;
+	uint32_t gen;   /* generation known at its oldest write (count > 0) */
 	/* one more than the limit: an insert lands before the merge */
 	struct pmv_extent ext[PMV_MAX_EXTENTS + 1];
 };
@@ -124,7 +124,20 @@ struct pmv_scope {
 	struct pmv_key_scope *keys;
 	size_t nkeys, cap;
 	unsigned limit; /* extents kept per key before coalescing */
+	uint32_t gen;   /* the peer's generation known now (pmv_scope_add) */
 };
+
+/* Registration generations count closes and may wrap: true if a is older. */
+static inline bool pmv_gen_before(uint32_t a, uint32_t b)
+{
+	return (int32_t) (a - b) < 0;
+}
+
+/* The older of two generations. */
+static inline uint32_t pmv_gen_older(uint32_t a, uint32_t b)
+{
+	return pmv_gen_before(a, b) ? a : b;
+}
 
 /* This side's inbox: acks from the peer's agent, requests to our agent. */
 struct pmv_inbox {
@@ -156,8 +169,6 @@ struct pmv_key_facts {
 	uint8_t transport; /* enum pmv_transport */
 	bool ddio_off;     /* the target declared DDIO off */
 	bool raw_ordered;  /* the core orders reads after writes */
-	bool delivery_ack; /* a write's delivery ack may stand for the read
-			    * (pmv_m_read_flush.c) */
 };
 
 struct pmv_fabric {
@@ -178,7 +189,8 @@ struct pmv_domain {
 	size_t iov_limit;         /* the core's tx iov_limit and rma_iov_limit */
 	size_t rma_iov_limit;
 	uint8_t transport;
-	uint64_t mr_gen;          /* regions closed so far (under lock) */
+	uint64_t mr_gen;          /* regions closed so far, counted once each
+				   * core registration is gone (under lock) */
 	pthread_mutex_t lock;     /* MR table and agent endpoint list */
 	struct pmv_mr *mrs;       /* registered regions, for the agent */
 	struct pmv_agent *agent;  /* started with the first pmem endpoint */
@@ -252,6 +264,9 @@ struct pmv_ep {
 	int agent_status;          /* ... and its status */
 	uint8_t agent_profile;
 	uint32_t agent_gen;        /* registration generation it validated in */
+	uint32_t open_gen;         /* the domain's generation when the endpoint
+				    * opened: the oldest a request of its peer
+				    * can mean (pmv_serve.c) */
 	uint64_t bad_seq;          /* seq whose slot holds no valid request */
 	uint64_t bad_since_ms;     /* ... since then (FI_PMEMVERBS_BAD_REQUEST_MS) */
 	uint64_t bad_refused;      /* requests refused that way, for warnings */
@@ -264,7 +279,7 @@ struct pmv_ep {
 	} agent_hist[PMV_SLOTS];
 	bool in_agent;
 	bool connected;            /* FI_CONNECTED was read (domain lock) */
-	bool pushed;               /* a profile table went (domain lock) */
+	unsigned push_failed;      /* pushes the core refused (domain lock) */
 	struct pmv_ep *agent_next; /* domain agent list */
 	pthread_mutex_t serve_lock; /* one server at a time: agent or app */
 	int serve_holds;           /* agent passes that may serve it (atomic) */
@@ -338,6 +353,7 @@ struct pmv_mr {
 	uint64_t rma_base;        /* RMA address of base (virtual or offset) */
 	struct pmv_persistence persistence;
 	int refs;                 /* requests being served on it (atomic) */
+	uint32_t reg_gen;         /* the domain's generation at registration */
 };
 
 struct pmv_wait {
@@ -404,7 +420,11 @@ void pmv_scope_init(struct pmv_scope *scope, unsigned limit);
 void pmv_scope_fini(struct pmv_scope *scope);
 int pmv_scope_add(struct pmv_scope *scope, uint64_t key, uint64_t addr,
 		  uint64_t len);
+int pmv_scope_add_gen(struct pmv_scope *scope, uint64_t key, uint64_t addr,
+		      uint64_t len, uint32_t gen);
 bool pmv_scope_empty(const struct pmv_scope *scope, uint64_t key);
+bool pmv_scope_gen(const struct pmv_scope *scope, uint64_t key,
+		   uint32_t *gen);
 unsigned pmv_scope_take(struct pmv_scope *scope, uint64_t key,
 			struct pmv_extent *out, unsigned max);
 

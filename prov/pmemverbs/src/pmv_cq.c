@@ -674,9 +674,10 @@ const char *pmv_strerror(int prov_errno)
 			"target: a malformed request (unknown flags or fence "
 			"count; a peer of another version?)",
 		[PMV_ERR_REREGISTERED - PMV_ERR_BASE] = "commit's durability "
-			"unknown: the target closed a memory region while it "
-			"was in flight (the key may name other memory now); "
-			"commit the range again",
+			"unknown: the target closed the key's memory region, "
+			"or registered it again, after the commit's writes "
+			"were posted (they may be in memory that is gone); "
+			"write the data again and commit",
 	};
 
 	if (prov_errno <= PMV_ERR_BASE || prov_errno >= PMV_ERR_LAST)

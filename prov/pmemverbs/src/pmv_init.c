@@ -83,15 +83,6 @@ static void pmv_define_params(void)
 			"peer's table: a key's first commit then takes its "
 			"fastest method instead of going to the agent to learn "
 			"the profile. 0: neither. Default: yes.");
-	fi_param_define(&pmv_prov, "delivery_ack", FI_PARAM_BOOL,
-			"Over the tcp core, a read_flush commit with data and "
-			"no fence asks the core to complete its write once the "
-			"target has placed it (FI_DELIVERY_COMPLETE) instead of "
-			"following it with a read: one message each way. Needs "
-			"the peer's profile table (FI_PMEMVERBS_PUSH_PROFILES), "
-			"whose generation replaces the word the read brings. "
-			"With it, MHP keys over tcp take read_flush; with 0, "
-			"the agent. Default: yes.");
 	fi_param_define(&pmv_prov, "tcp_cork", FI_PARAM_BOOL,
 			"Over the tcp core, send a read-flush commit's data "
 			"write and its read as one TCP segment (the endpoint's "
@@ -190,7 +181,6 @@ static void pmv_read_params(void)
 	pmv_params.join_request = 1;
 	pmv_params.tcp_cork = 1;
 	pmv_params.push_profiles = 1;
-	pmv_params.delivery_ack = 1;
 	fi_param_get_bool(&pmv_prov, "wsp", &pmv_params.wsp);
 	fi_param_get_bool(&pmv_prov, "ddio", &pmv_params.ddio);
 	fi_param_get_str(&pmv_prov, "method", &method);
@@ -212,7 +202,6 @@ static void pmv_read_params(void)
 	fi_param_get_bool(&pmv_prov, "tcp_cork", &pmv_params.tcp_cork);
 	fi_param_get_bool(&pmv_prov, "push_profiles",
 			  &pmv_params.push_profiles);
-	fi_param_get_bool(&pmv_prov, "delivery_ack", &pmv_params.delivery_ack);
 	fi_param_get_int(&pmv_prov, "bad_request_ms",
 			 &pmv_params.bad_request_ms);
 }

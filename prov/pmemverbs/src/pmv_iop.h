@@ -29,7 +29,7 @@ typedef void (*pmv_iop_done_fn)(struct pmv_iop *iop,
 
 enum pmv_iop_kind {
 	PMV_IOP_DATA,  /* a commit's data write */
-	PMV_IOP_FLUSH, /* a read-flush read, or a completion-method write */
+	PMV_IOP_FLUSH, /* a read-flush (or completion-method) read */
 	PMV_IOP_FENCE, /* the read in front of a fenced flush commit */
 	PMV_IOP_REQ,   /* a commit request into the peer's inbox */
 	PMV_IOP_PROBE, /* a read asking whether the peer still answers */

@@ -17,6 +17,7 @@
 #define PMV_MR_OWN_FLAGS (FI_RMA_PMEM | FI_UNCACHED)
 #define PMV_MR_UNKNOWN_BITS ((1ULL << 61) | (1ULL << 62) | (1ULL << 63))
 
+/* Takes the region out of the table the agent serves requests from. */
 static void pmv_mr_unlink(struct pmv_mr *mr)
 {
 	struct pmv_domain *dom = mr->domain;
@@ -29,6 +30,18 @@ static void pmv_mr_unlink(struct pmv_mr *mr)
 			break;
 		}
 	}
+	pthread_mutex_unlock(&dom->lock);
+}
+
+/*
+ * The core registration is gone: no write can land in the region any
+ * more, and a region registered from now on (under the same key, say)
+ * gets a newer generation than any write placed in this one was posted
+ * under.  The peers' read-flushes read it; they get the new table.
+ */
+static void pmv_mr_gone(struct pmv_domain *dom)
+{
+	pthread_mutex_lock(&dom->lock);
 	pmv_domain_publish_gen(dom);
 	pmv_domain_publish_profiles(dom);
 	pthread_mutex_unlock(&dom->lock);
@@ -44,6 +57,7 @@ static int pmv_mr_close(struct fid *fid)
 	while (__atomic_load_n(&mr->refs, __ATOMIC_ACQUIRE))
 		sched_yield();
 	ret = pmv_close_core(&mr->core->fid, "memory region");
+	pmv_mr_gone(mr->domain);
 	if (ret)
 		return ret;
 	pmv_persistence_release(&mr->persistence);
@@ -146,6 +160,7 @@ static void pmv_mr_describe(struct pmv_mr *mr, const struct fi_mr_attr *attr,
 	mr->rma_base = (dom->mr_mode & FI_MR_VIRT_ADDR) ?
 		       (uint64_t) (uintptr_t) mr->base : 0;
 	pthread_mutex_lock(&dom->lock);
+	mr->reg_gen = (uint32_t) dom->mr_gen;
 	mr->next = dom->mrs;
 	dom->mrs = mr;
 	pmv_domain_publish_profiles(dom);

@@ -163,7 +163,6 @@ static void setup_params(void)
 	pmv_params.peer_probe_ms = 100;
 	pmv_params.join_request = 0; /* the two-write path, as over RDMA */
 	pmv_params.push_profiles = 1;
-	pmv_params.delivery_ack = 1;
 	g_nposts = g_calls = g_fail_at = 0;
 	g_fail_ret = -FI_EIO;
 }
@@ -525,29 +524,38 @@ static void push_table(struct pmv_ep *ep, uint8_t profile, uint32_t gen)
 	memcpy(ep->inbox.profiles, &t, len);
 }
 
-/*
- * Over tcp, a key the target's pushed table names MHP: its first commit
- * needs no agent, and its write asks the core for FI_DELIVERY_COMPLETE
- * instead of being followed by a read; the write's completion ends it.
- */
-Test(engine, a_pushed_mhp_keys_first_commit_is_one_delivered_write)
+/* Over tcp with joined requests a key the table names MHP goes to the
+ * agent from its first commit: one joined write, no read. */
+Test(engine, a_pushed_mhp_keys_first_commit_over_tcp_is_one_joined_write)
+{
+	join_requests();
+	push_table(g_ep, FI_PMEM_PROFILE_MHP, 5);
+	cr_assert_eq(commit(g_ep, 0, 64, 0, NULL), 0);
+	cr_assert_eq(g_nposts, 1, "one write: data and request");
+	cr_assert(!g_posts[0].read);
+	cr_assert_eq(g_posts[0].flags & FI_DELIVERY_COMPLETE, 0);
+	cr_assert_eq(g_posts[0].last_rma.addr,
+		     pmv_peer_req_addr(&g_ep->peer, 1));
+	cr_assert_eq(pmv_ini_method(g_ep, REGION_KEY), FI_PMEM_METHOD_AGENT);
+}
+
+/* Without joining, the table lets an MHP key's first commit take
+ * read-flush (no agent), whose read still proves the generation. */
+Test(engine, a_pushed_mhp_keys_first_commit_takes_read_flush_and_reads)
 {
 	struct fi_cq_err_entry e;
 	bool err;
 	int ctx;
 
-	join_requests();
 	push_table(g_ep, FI_PMEM_PROFILE_MHP, 5);
 	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
-	cr_assert_eq(g_nposts, 1, "one write: no request, no read");
-	cr_assert(!g_posts[0].read);
-	cr_assert(g_posts[0].flags & FI_DELIVERY_COMPLETE);
-	cr_assert_eq(pmv_ini_method(g_ep, REGION_KEY),
-		     FI_PMEM_METHOD_READ_FLUSH);
-	cr_assert(!pop(&e, &err), "completed before its write");
+	cr_assert_eq(g_nposts, 2, "the write and its read");
+	cr_assert(g_posts[1].read);
 	complete_post(0, 0);
+	for (unsigned i = 0; i < PMV_SLOTS; i++)
+		g_ep->inbox.flush_words[i] = 5;
+	complete_post(1, 0);
 	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx);
-	cr_assert_eq(g_ep->counters.flush_ops, 1);
 	cr_assert_eq(g_ep->counters.requests_sent, 0);
 }
 
@@ -585,44 +593,146 @@ Test(engine, a_pushed_page_keys_first_commit_goes_to_the_agent)
 }
 
 /*
- * The target closed a region while the delivered write was on its way:
- * its push of generation 6 arrived ahead of the write's acknowledgement,
- * and the commit, decided in generation 5, goes to the agent.
+ * Issue 24, scenario 1: the target closed the MHP region of the key and
+ * registered a PAGE one under it (its generation is 6), but the table it
+ * pushed with that news is still queued behind its own writes (a tcp core
+ * sends its delivery acks ahead of queued writes), so the table here
+ * still says MHP in generation 5.  Nothing that arrives may complete the
+ * commit on that table: it completes only on the target's word (6: the
+ * agent then decides) or the agent's ack.  Seen failing on 03bf475: the
+ * commit went as one FI_DELIVERY_COMPLETE write and completed, successfully,
+ * at that write's completion.
  */
-Test(engine, a_delivered_commit_sees_a_close_pushed_ahead_of_its_ack)
+Test(engine, a_commit_never_completes_on_a_table_the_targets_acks_overtook)
 {
 	struct fi_cq_err_entry e;
+	unsigned done = 0;
 	bool err;
 	int ctx;
 
-	join_requests();
 	push_table(g_ep, FI_PMEM_PROFILE_MHP, 5);
-	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
-	push_table(g_ep, FI_PMEM_PROFILE_PAGE, 6);
-	complete_post(0, 0);
-	cr_assert(!pop(&e, &err), "completed on a stale profile");
-	cr_assert_eq(g_nposts, 2, "a request to the agent");
-	cr_assert_eq(g_posts[1].last_rma.addr,
-		     pmv_peer_req_addr(&g_ep->peer, 1));
-	complete_post(1, 0);
-	ack(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 6);
-	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx);
+	*g_ep->inbox.gen_word = 6;
+	for (unsigned i = 0; i < PMV_SLOTS; i++)
+		g_ep->inbox.flush_words[i] = 6;
+	for (int join = 0; join < 2; join++) {
+		pmv_params.join_request = join;
+		cr_assert_eq(commit(g_ep, (uint64_t) join * 4096, 4096, 0,
+				    &ctx), 0);
+		while (done < g_nposts)
+			complete_post(done++, 0);
+		g_ep->hook.progress(g_ep->hook.arg);
+		cr_assert(!pop(&e, &err), "completed on the stale table "
+			  "(join %d)", join);
+	}
 }
 
-/* A table half overwritten by a newer push when the write completes: the
- * generation cannot be told, and the agent decides. */
-Test(engine, a_delivered_commit_with_a_torn_table_goes_to_the_agent)
+/* The generation request seq carries, in the bytes of post i. */
+static uint32_t posted_req_gen(unsigned i, uint64_t seq)
+{
+	uint64_t wire[256 / 8], host[256 / 8];
+	struct pmv_req *req = (struct pmv_req *) host;
+
+	memcpy(wire, g_posts[i].bytes, sizeof(wire));
+	cr_assert_gt(pmv_req_decode(wire, sizeof(wire), seq, req), 0,
+		     "post %u is not request %llu", i, (unsigned long long) seq);
+	return req->gen;
+}
+
+/*
+ * Issue 24, scenario 3: a write placed before the target re-registered
+ * the key, then a commit decided after the initiator learned the new
+ * generation: the request names the generation of that oldest write, so
+ * the target refuses it rather than persisting the new region.  Seen
+ * failing by mutation (the request carrying the generation known at the
+ * commit instead): "gen 7, want 3".
+ */
+Test(engine, a_request_carries_the_generation_of_its_oldest_write)
+{
+	unsigned first;
+	uint32_t gen;
+
+	learn_mhp(3);
+	pmv_params.method = FI_PMEM_METHOD_AGENT;
+	cr_assert_eq(pmv_ini_track(g_ep, REGION_KEY, 4096, 512), 0);
+	push_table(g_ep, FI_PMEM_PROFILE_PAGE, 7);
+	(void) pmv_ini_peer_profile(g_ep, REGION_KEY + 1); /* reads it */
+	first = g_nposts;
+	cr_assert_eq(commit(g_ep, 0, 64, 0, NULL), 0);
+	cr_assert_eq(g_nposts, first + 2, "data, then the request");
+	gen = posted_req_gen(first + 1, 2);
+	cr_assert_eq(gen, 3, "gen %u, want 3", gen);
+	/* the next commit's writes are all of generation 7 */
+	first = g_nposts;
+	cr_assert_eq(commit(g_ep, 64, 64, 0, NULL), 0);
+	gen = posted_req_gen(first + 1, 3);
+	cr_assert_eq(gen, 7, "gen %u, want 7", gen);
+}
+
+/*
+ * A read-flush whose read brings the generation its method was chosen in
+ * proves nothing of a write posted before that generation: the commit
+ * goes to the agent, whose request names the older generation.  Seen
+ * failing on 03bf475: the commit completed at its read.
+ */
+Test(engine, a_read_flush_covering_an_older_write_goes_to_the_agent)
 {
 	struct fi_cq_err_entry e;
+	unsigned first;
 	bool err;
 
-	join_requests();
-	push_table(g_ep, FI_PMEM_PROFILE_MHP, 5);
+	learn_mhp(5);
+	/* an FI_IMMED commit (the agent) in flight; a write posted in
+	 * generation 5 behind it; its ack then teaches generation 6 (the
+	 * target closed a region) and the key's profile in it */
+	cr_assert_eq(commit(g_ep, 8192, 8, FI_IMMED, NULL), 0);
+	complete_post(g_nposts - 2, 0);
+	complete_post(g_nposts - 1, 0);
+	cr_assert_eq(pmv_ini_track(g_ep, REGION_KEY, 4096, 512), 0);
+	ack(g_ep, 2, 0, FI_PMEM_PROFILE_MHP, 6);
+	cr_assert(pop(&e, &err) && !err);
+	first = g_nposts;
 	cr_assert_eq(commit(g_ep, 0, 64, 0, NULL), 0);
-	((uint8_t *) g_ep->inbox.profiles)[20] ^= 0xff;
+	cr_assert(g_posts[first + 1].read, "a read-flush commit");
+	for (unsigned i = 0; i < PMV_SLOTS; i++)
+		g_ep->inbox.flush_words[i] = 6;
+	complete_post(first, 0);
+	complete_post(first + 1, 0);
+	cr_assert(!pop(&e, &err), "completed: nothing proves the write of "
+		  "generation 5 landed in this registration");
+	cr_assert_eq(g_nposts, first + 3, "a request to the agent");
+	cr_assert_eq(posted_req_gen(first + 2, 3), 5);
+}
+
+/*
+ * The completion method (WSP on ib/roce): the write's completion cannot
+ * tell which registration it landed in, so a read of the generation word
+ * follows it, and a new generation sends the commit to the agent.  Seen
+ * failing on 03bf475: it completed at its write's completion.
+ */
+Test(engine, the_completion_method_reads_the_generation_behind_its_write)
+{
+	struct fi_cq_err_entry e;
+	unsigned first;
+	bool err;
+
+	g_dom.transport = PMV_TRANSPORT_IB;
+	cr_assert_eq(commit(g_ep, 0, 8, 0, NULL), 0);
 	complete_post(0, 0);
-	cr_assert(!pop(&e, &err), "completed without its generation");
-	cr_assert_eq(g_nposts, 2, "a request to the agent");
+	complete_post(1, 0);
+	ack(g_ep, 1, 0, FI_PMEM_PROFILE_WSP, 5);
+	cr_assert(pop(&e, &err) && !err);
+	cr_assert_eq(pmv_ini_method(g_ep, REGION_KEY),
+		     FI_PMEM_METHOD_COMPLETION);
+	first = g_nposts;
+	cr_assert_eq(commit(g_ep, 0, 64, 0, NULL), 0);
+	cr_assert_eq(g_nposts, first + 2, "the write, then the read");
+	cr_assert(g_posts[first + 1].read);
+	for (unsigned i = 0; i < PMV_SLOTS; i++)
+		g_ep->inbox.flush_words[i] = 6;
+	complete_post(first, 0);
+	complete_post(first + 1, 0);
+	cr_assert(!pop(&e, &err), "completed in another generation");
+	cr_assert_eq(g_nposts, first + 3, "a request to the agent");
 }
 
 /* Without a table (a peer that does not push), the read proves the

@@ -43,21 +43,19 @@ Test(method, matrix_matches_the_documented_table, .fini = restore_auto)
 	for (size_t p = 0; p < sizeof(k_profiles); p++)
 	for (size_t t = 0; t < sizeof(k_transports); t++)
 	for (int ddio_off = 0; ddio_off < 2; ddio_off++)
-	for (int raw = 0; raw < 2; raw++)
-	for (int delivery = 0; delivery < 2; delivery++) {
+	for (int raw = 0; raw < 2; raw++) {
 		struct pmv_key_facts k = {
 			.profile = k_profiles[p], .transport = k_transports[t],
 			.ddio_off = ddio_off, .raw_ordered = raw,
-			.delivery_ack = delivery,
 		};
 		bool rf = raw && table_read_flush(k.profile, k.transport,
 						  ddio_off);
 		bool cm = k.profile == FI_PMEM_PROFILE_WSP &&
 			  k.transport == PMV_TRANSPORT_IB;
-		/* over tcp one message beats two: the agent, unless the
-		 * write's delivery ack makes read-flush one message too */
-		bool joined_tcp = join && k.transport == PMV_TRANSPORT_TCP &&
-				  !(delivery && rf);
+		/* over tcp one message beats two: the agent (read-flush
+		 * needs its read: a delivery ack cannot name the
+		 * registration the write landed in) */
+		bool joined_tcp = join && k.transport == PMV_TRANSPORT_TCP;
 
 		pmv_params.join_request = join;
 		cr_assert(pmv_method_correct(FI_PMEM_METHOD_AGENT, &k));
@@ -73,8 +71,8 @@ Test(method, matrix_matches_the_documented_table, .fini = restore_auto)
 			     rf ? FI_PMEM_METHOD_READ_FLUSH :
 				  FI_PMEM_METHOD_AGENT,
 			     "profile %u transport %u ddio_off %d raw %d "
-			     "join %d delivery %d", k.profile, k.transport,
-			     ddio_off, raw, join, delivery);
+			     "join %d", k.profile, k.transport,
+			     ddio_off, raw, join);
 	}
 }
 
@@ -112,28 +110,6 @@ Test(method, over_tcp_with_joined_requests_every_profile_takes_the_agent,
 	pmv_params.method = FI_PMEM_METHOD_READ_FLUSH;
 	cr_assert_eq(pmv_method_select(&mhp, 0), FI_PMEM_METHOD_READ_FLUSH,
 		     "read-flush, forced, stays");
-}
-
-/* With the write's delivery ack standing for the read, read-flush is one
- * message over tcp too: MHP, WSP and VOLATILE keys take it; PAGE and DMP
- * still need the agent. */
-Test(method, over_tcp_a_delivery_ack_makes_read_flush_the_fastest,
-     .fini = restore_auto)
-{
-	pmv_params.join_request = 1;
-	for (size_t p = 0; p < sizeof(k_profiles); p++) {
-		struct pmv_key_facts k = FACTS(k_profiles[p],
-					       PMV_TRANSPORT_TCP, false, true);
-		bool rf = table_read_flush(k.profile, PMV_TRANSPORT_TCP, false);
-
-		k.delivery_ack = true;
-		cr_assert_eq(pmv_method_select(&k, 0),
-			     rf ? FI_PMEM_METHOD_READ_FLUSH :
-				  FI_PMEM_METHOD_AGENT, "profile %u", k.profile);
-		k.delivery_ack = false;
-		cr_assert_eq(pmv_method_select(&k, 0), FI_PMEM_METHOD_AGENT,
-			     "profile %u without the delivery ack", k.profile);
-	}
 }
 
 Test(method, unknown_profile_and_immed_use_the_agent, .fini = restore_auto)

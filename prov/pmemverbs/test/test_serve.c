@@ -24,6 +24,7 @@
 static struct pmv_ack g_acks[16];
 static unsigned g_nacks;
 static bool g_core_busy; /* the fake core refuses acks with -FI_EAGAIN */
+static uint32_t g_req_gen; /* the generation the next requests carry */
 
 static ssize_t fake_inject_write(struct fid_ep *ep, const void *buf,
 				 size_t len, fi_addr_t dest, uint64_t addr,
@@ -80,6 +81,7 @@ static void setup(void)
 	memset(&g_ep, 0, sizeof(g_ep));
 	g_nacks = 0;
 	g_core_busy = false;
+	g_req_gen = 0;
 	pthread_mutex_init(&g_dom.lock, NULL);
 	open_region();
 	g_rx = calloc(1, sizeof(*g_rx));
@@ -123,6 +125,7 @@ static struct pmv_req *put_req_claiming(uint64_t slot_seq, uint64_t seq,
 	memset(slot, 0, SLOT);
 	*slot = (struct pmv_req) { .seq = seq, .key = key, .flags = flags,
 				   .data = 0xd00d + seq, .nextents = len ? 1 : 0,
+				   .gen = g_req_gen,
 				   .fence_back = (flags & PMV_REQ_FENCE) ? 1 : 0 };
 	slot->ext[0] = (struct pmv_extent) { .addr = addr, .len = len };
 	cr_assert_gt(pmv_req_encode(slot, SLOT), 0);
@@ -317,6 +320,63 @@ Test(serve, a_refused_fi_immed_request_raises_nothing_and_frees_its_room)
 	cr_assert_eq(serve_and_ack(1), PMV_ERR_RANGE);
 	cr_assert_eq(rx_entries(data), 0);
 	cr_assert_eq(g_rx->aux_reserved, 0);
+}
+
+/*
+ * The region under the key was registered (generation 3) after the
+ * request's writes were posted (the initiator knew generation 2): a
+ * region closed since may hold them, so the request is refused, nothing
+ * is persisted and no FI_IMMED entry is raised (issue 24, scenarios 2
+ * and 3: the target used to persist whatever region the key named when
+ * it served the request, and ack success).
+ */
+Test(serve, a_request_posted_before_its_region_was_registered_is_refused)
+{
+	uint64_t data[4];
+
+	g_mr.reg_gen = 3;
+	g_req_gen = 2;
+	put_req(1, KEY, BASE, 64, PMV_REQ_IMMED);
+	cr_assert_eq(serve_and_ack(1), PMV_ERR_REREGISTERED);
+	cr_assert_eq(g_ep.counters.bytes_persisted, 0, "persisted the new "
+		     "region for writes placed in another");
+	cr_assert_eq(rx_entries(data), 0, "an FI_IMMED entry for a commit "
+		     "whose durability is unknown");
+	cr_assert_eq(g_rx->aux_reserved, 0);
+	cr_assert_eq(pmv_err_to_fi(PMV_ERR_REREGISTERED), FI_EIO);
+}
+
+/* Writes posted in the region's generation or later are in it: served. */
+Test(serve, a_request_posted_in_or_after_its_regions_generation_is_served)
+{
+	g_mr.reg_gen = 3;
+	g_req_gen = 3;
+	put_req(1, KEY, BASE, 64, 0);
+	cr_assert_eq(serve_and_ack(1), 0);
+	g_req_gen = 9;
+	put_req(2, KEY, BASE, 64, 0);
+	cr_assert_eq(serve_and_ack(2), 0);
+}
+
+/*
+ * A peer that has heard no generation yet sends 0: its writes were posted
+ * after the endpoint opened, so they count from open_gen.  Generations are
+ * compared as serial numbers (they wrap).
+ */
+Test(serve, a_request_knowing_no_generation_counts_from_the_endpoints_opening)
+{
+	g_ep.open_gen = 3;
+	g_mr.reg_gen = 3;
+	put_req(1, KEY, BASE, 64, 0);
+	cr_assert_eq(serve_and_ack(1), 0);
+	g_mr.reg_gen = 4;
+	put_req(2, KEY, BASE, 64, 0);
+	cr_assert_eq(serve_and_ack(2), PMV_ERR_REREGISTERED);
+	g_ep.open_gen = UINT32_MAX;
+	g_mr.reg_gen = 1; /* registered after the count wrapped */
+	g_req_gen = 0;
+	put_req(3, KEY, BASE, 64, 0);
+	cr_assert_eq(serve_and_ack(3), PMV_ERR_REREGISTERED);
 }
 
 /* ------------------------------------------------------------------ *

@@ -40,7 +40,6 @@ static const struct pmv_method_ops *pmv_ini_choose(struct pmv_ini *ini,
 	if (f) {
 		facts.profile = f->profile;
 		facts.ddio_off = f->target_flags & PMV_ACK_DDIO_OFF;
-		facts.delivery_ack = pmv_ini_delivery_ack(ini);
 	}
 	switch (pmv_method_select(&facts, flags)) {
 	case FI_PMEM_METHOD_AGENT:

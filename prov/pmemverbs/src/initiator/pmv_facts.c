@@ -6,10 +6,12 @@
  * from the profile table the target pushes into this endpoint's inbox
  * (target/pmv_publish.c, layout in proto/pmv_proto.h), each with the
  * registration generation it held in: what was learned in an older
- * generation may name other memory and is forgotten.  The table's
- * generation is also what a delivered read-flush commit checks
- * (pmv_m_read_flush.c).  Every function here runs with the engine's lock
- * held.
+ * generation may name other memory and is forgotten.  The table is a hint
+ * for choosing a method, never a proof: nothing orders its inject writes
+ * with the core's own acknowledgements of our writes, so no commit's
+ * durability depends on when it arrives (a read-flush reads the generation
+ * behind its writes; the agent checks the request's).  Every function here
+ * runs with the engine's lock held.
  */
 #include "pmv_initiator.h"
 
@@ -69,18 +71,7 @@ static bool pmv_ini_read_pushed(struct pmv_ini *ini, struct pmv_profiles *t)
 	if (!pmv_params.push_profiles || !ep->inbox.profiles ||
 	    !pmv_profiles_decode(ep->inbox.profiles, PMV_PROFILES_SIZE, t))
 		return false;
-	ini->peer_pushes = true;
-	return true;
-}
-
-/* The generation of the table the peer pushed last; false if none whole. */
-bool pmv_ini_pushed_gen(struct pmv_ini *ini, uint32_t *gen)
-{
-	struct pmv_profiles t;
-
-	if (!pmv_ini_read_pushed(ini, &t))
-		return false;
-	*gen = t.mr_gen;
+	pmv_ini_learn_gen(ini, t->mr_gen);
 	return true;
 }
 
@@ -116,20 +107,4 @@ const struct pmv_key_fact *pmv_ini_fact(struct pmv_ini *ini, uint64_t key)
 	if (!f && pmv_ini_learn_pushed(ini, key))
 		f = pmv_ini_known_fact(ini, key);
 	return f;
-}
-
-/*
- * True if a write's delivery acknowledgement may stand for a read-flush's
- * read: over the tcp core (which acknowledges once the target's progress
- * copied the data), with FI_PMEMVERBS_DELIVERY_ACK, to a peer that pushes
- * its table (whose generation replaces the word the read would bring).
- */
-bool pmv_ini_delivery_ack(struct pmv_ini *ini)
-{
-	uint32_t gen;
-
-	if (!pmv_params.delivery_ack ||
-	    ini->ep->domain->transport != PMV_TRANSPORT_TCP)
-		return false;
-	return ini->peer_pushes || pmv_ini_pushed_gen(ini, &gen);
 }

@@ -35,12 +35,13 @@ struct pmv_commit {
 	void *context;
 	uint64_t key, flags, len, data;
 	uint32_t gen;        /* registration generation of the method choice */
+	uint32_t floor;      /* generation known at the oldest write it
+			      * covers: its request carries it, and a
+			      * read-flush proves nothing older */
 	bool internal;       /* a fence's flush: reports nothing */
 	bool silent;         /* an inject call's: no completion on success */
 	unsigned iops;       /* internal operations not completed yet */
 	bool answered;       /* the ack, or the flush op's completion, came */
-	bool delivered;      /* read-flush: the write's delivery ack is its
-			      * flush op (pmv_m_read_flush.c) */
 	bool reported;       /* the application was told */
 	struct pmv_cq *room; /* CQ with room reserved for its completion */
 	int status;          /* 0 or a PMV_ERR_* code */
@@ -86,7 +87,6 @@ struct pmv_ini {
 	unsigned sends_busy;   /* send commits not acked (read without lock) */
 	struct pmv_key_fact facts[PMV_PEER_KEYS];
 	unsigned facts_next;
-	bool peer_pushes;      /* a whole profile table came (pmv_facts.c) */
 	struct pmv_fence_fail fence_fail[PMV_FENCE_KEYS];
 	unsigned fence_fail_next;
 	int sock;              /* the tcp core's socket, to cork read-flushes
@@ -137,6 +137,8 @@ void pmv_ini_take_scope(struct pmv_ini *ini, struct pmv_commit *c,
 bool pmv_ini_key_busy(const struct pmv_ini *ini, uint64_t key,
 		      const struct pmv_commit *upto, bool agent_family);
 bool pmv_ini_fence_failed(struct pmv_ini *ini, uint64_t key, bool clear);
+void pmv_ini_learn_gen(struct pmv_ini *ini, uint32_t gen);
+void pmv_ini_cover_floor(struct pmv_ini *ini, struct pmv_commit *c);
 
 /* pmv_request.c: requests and acks */
 uint64_t pmv_send_bytes(const struct fi_msg_rma *msg);
@@ -157,8 +159,6 @@ void pmv_ini_remember_fact(struct pmv_ini *ini, uint64_t key, uint8_t profile,
 			   uint8_t target_flags, uint32_t gen);
 void pmv_ini_forget_facts(struct pmv_ini *ini, uint32_t gen);
 const struct pmv_key_fact *pmv_ini_fact(struct pmv_ini *ini, uint64_t key);
-bool pmv_ini_pushed_gen(struct pmv_ini *ini, uint32_t *gen);
-bool pmv_ini_delivery_ack(struct pmv_ini *ini);
 
 /* pmv_m_agent.c */
 int pmv_agent_resend(struct pmv_ini *ini, struct pmv_commit *c);
@@ -178,6 +178,10 @@ int pmv_flush_can_post(struct pmv_ini *ini, const struct fi_msg_rma *msg,
 int pmv_flush_post_data(struct pmv_ini *ini, struct pmv_commit *c,
 			const struct fi_msg_rma *msg,
 			enum pmv_iop_kind data_kind, uint64_t flags);
+int pmv_read_flush_post(struct pmv_ini *ini, struct pmv_commit *c,
+			const struct fi_msg_rma *msg);
+int pmv_read_flush_resume(struct pmv_ini *ini, struct pmv_commit *c);
+void pmv_read_flush_op_done(struct pmv_ini *ini, struct pmv_commit *c);
 
 /* The endpoint's sticky error: set under ini->lock, read without it by
  * posting threads (pmv_commit_check). */

@@ -81,8 +81,8 @@ int pmv_agent_resend(struct pmv_ini *ini, struct pmv_commit *c)
 	unsigned i;
 
 	for (i = 0; i < c->next; i++)
-		pmv_scope_add(&ini->scope, c->key, c->ext[i].addr,
-			      c->ext[i].len);
+		pmv_scope_add_gen(&ini->scope, c->key, c->ext[i].addr,
+				  c->ext[i].len, c->floor);
 	c->m = &pmv_m_agent;
 	c->answered = false;
 	if (pmv_req_room(ini) && !ini->deferred &&

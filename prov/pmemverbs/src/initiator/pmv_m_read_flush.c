@@ -5,30 +5,27 @@
  * read-flush   the commit's data goes as a plain write, then an 8-byte
  *              fi_read from the peer's inbox follows on the same
  *              connection at once (seed 004 H9: no wait for the write).
- *              The core orders the read behind the writes (FI_ORDER_RAW),
- *              so its completion proves every earlier write of the
- *              connection placed in the target's memory hierarchy: over
- *              RDMA the read flushes the NIC's posted writes, over tcp the
- *              target's progress copied them before answering.  The word
- *              read is the target's registration generation: if it is not
- *              the one the commit's method was chosen under, the key may
- *              name other memory now, and the commit goes to the agent
- *              over the ranges it covered (a change of method).
- * delivered    over the tcp core, a commit with data and no fence posts
- *              no read: its write asks for FI_DELIVERY_COMPLETE, which the
- *              tcp core completes when the target's progress has copied
- *              the data into the region and acknowledged it.  The stream
- *              is ordered and the target handles it in order, so every
- *              earlier write of the connection is placed too: the read's
- *              proof, in one message each way instead of two operations
- *              the target handles in turn.  The generation check reads
- *              the table the target pushed into our inbox (pmv_publish.c):
- *              the target pushes it when a region closes, before the core
- *              region is closed, so it travels ahead of the acknowledgement
- *              of any write placed in memory registered after the close.
- *              Only while the peer pushes its table
- *              (FI_PMEMVERBS_DELIVERY_ACK).
- * (The completion method, pmv_m_completion.c, shares the fenced data path.)
+ *              The core orders the read behind the writes (FI_ORDER_RAW,
+ *              which the endpoint checks the core reports), so its
+ *              completion proves every earlier write of the connection
+ *              placed in the target's memory hierarchy: over RDMA the
+ *              read flushes the NIC's posted writes, over tcp the target's
+ *              progress copied them before answering.  The word read is
+ *              the target's registration generation.  It must be the one
+ *              the key's profile was learned in and the one known when the
+ *              oldest write the commit covers was posted (c->floor): then
+ *              no region closed between those writes and the read, and
+ *              every one of them is in the region whose profile chose
+ *              this method.  Otherwise the commit goes to the agent over
+ *              the ranges it covered (a change of method), whose request
+ *              carries c->floor.  Nothing else may stand for the read: a
+ *              write's own delivery acknowledgement proves its placement
+ *              but not in which registration, and the profile table the
+ *              target pushes is not ordered with the core's
+ *              acknowledgements (a tcp core sends those ahead of queued
+ *              writes).
+ * (The completion method, pmv_m_completion.c, shares the fenced data path
+ * and the generation read.)
  *
  * A fenced commit waits in no call: a read first (every earlier write
  * placed), then the data with the core's FI_FENCE (started only once that
@@ -106,8 +103,6 @@ int pmv_flush_post_data(struct pmv_ini *ini, struct pmv_commit *c,
 	ret = pmv_ini_post_op(ini, c, data_kind, msg, flags, false);
 	if (!ret)
 		pmv_flush_scope_add(ini, msg);
-	if (!ret && data_kind == PMV_IOP_FLUSH)
-		ini->ep->counters.flush_ops++; /* the completion method's */
 	return pmv_flush_status(ret);
 }
 
@@ -144,39 +139,12 @@ static int pmv_read_flush_cork(struct pmv_ini *ini, const struct pmv_commit *c,
 	return sock;
 }
 
-/* True if c's write may stand for its read (see "delivered" above). */
-static bool pmv_read_flush_delivered(struct pmv_ini *ini,
-				     const struct pmv_commit *c,
-				     const struct fi_msg_rma *msg)
-{
-	return msg->iov_count && !(c->flags & FI_FENCE) &&
-	       pmv_ini_delivery_ack(ini);
-}
-
-/* The data write with FI_DELIVERY_COMPLETE, whose completion is the flush. */
-static int pmv_read_flush_post_delivered(struct pmv_ini *ini,
-					 struct pmv_commit *c,
-					 const struct fi_msg_rma *msg)
-{
-	int ret = pmv_flush_post_data(ini, c, msg, PMV_IOP_FLUSH,
-				      FI_DELIVERY_COMPLETE);
-
-	if (!ret) {
-		c->delivered = true;
-		pmv_ini_take_scope(ini, c, PMV_MAX_EXTENTS);
-	}
-	return ret;
-}
-
 /* The data write (FI_MORE: the read follows at once), then the read. */
-static int pmv_read_flush_post(struct pmv_ini *ini, struct pmv_commit *c,
-			       const struct fi_msg_rma *msg)
+int pmv_read_flush_post(struct pmv_ini *ini, struct pmv_commit *c,
+			const struct fi_msg_rma *msg)
 {
-	int sock, ret;
+	int sock = pmv_read_flush_cork(ini, c, msg), ret;
 
-	if (pmv_read_flush_delivered(ini, c, msg))
-		return pmv_read_flush_post_delivered(ini, c, msg);
-	sock = pmv_read_flush_cork(ini, c, msg);
 	ret = pmv_flush_post_data(ini, c, msg, PMV_IOP_DATA, FI_MORE);
 	if (!ret) {
 		pmv_ini_take_scope(ini, c, PMV_MAX_EXTENTS);
@@ -193,7 +161,7 @@ static int pmv_read_flush_post(struct pmv_ini *ini, struct pmv_commit *c,
 	return ret;
 }
 
-static int pmv_read_flush_resume(struct pmv_ini *ini, struct pmv_commit *c)
+int pmv_read_flush_resume(struct pmv_ini *ini, struct pmv_commit *c)
 {
 	ssize_t ret = pmv_flush_read(ini, c, PMV_IOP_FLUSH, 0);
 
@@ -203,42 +171,27 @@ static int pmv_read_flush_resume(struct pmv_ini *ini, struct pmv_commit *c)
 }
 
 /*
- * The generation the commit's flush proved, in *gen: the word its read
- * brought, or for a delivered write the one of the table the peer pushed.
- * False if no whole table is there (a newer push being placed).
+ * The read completed: durable if the generation it brought is the one the
+ * method was chosen under and the one known at the oldest write covered;
+ * otherwise the agent persists the commit's ranges (or refuses them if the
+ * key names another region now).
  */
-static bool pmv_read_flush_gen(struct pmv_ini *ini, const struct pmv_commit *c,
-			       uint32_t *gen)
+void pmv_read_flush_op_done(struct pmv_ini *ini, struct pmv_commit *c)
 {
-	if (c->delivered)
-		return pmv_ini_pushed_gen(ini, gen);
-	*gen = (uint32_t) __atomic_load_n(
+	uint32_t gen = (uint32_t) __atomic_load_n(
 		&ini->ep->inbox.flush_words[c->cseq % PMV_SLOTS],
 		__ATOMIC_ACQUIRE);
-	return true;
-}
 
-/*
- * The read (or the delivered write) completed: durable, unless the target
- * closed a region since the commit's method was chosen, or that cannot be
- * told; then the agent persists the commit's ranges.
- */
-static void pmv_read_flush_op_done(struct pmv_ini *ini, struct pmv_commit *c)
-{
-	uint32_t gen = 0;
-
-	if (!pmv_read_flush_gen(ini, c, &gen)) {
-		PMV_INFO(FI_LOG_EP_DATA, "the target's generation could not "
-			 "be read: the commit goes to the agent\n");
-	} else if (gen == c->gen) {
+	pmv_ini_learn_gen(ini, gen);
+	if (gen == c->gen && gen == c->floor) {
 		pmv_ini_finish(ini, c, 0);
 		return;
-	} else {
-		PMV_INFO(FI_LOG_EP_DATA, "the target closed a region "
-			 "(generation %u, method chosen in %u): the commit "
-			 "goes to the agent\n", gen, c->gen);
-		pmv_ini_forget_facts(ini, gen);
 	}
+	PMV_INFO(FI_LOG_EP_DATA, "the target's generation is %u, the method "
+		 "was chosen in %u and the oldest write posted in %u: the "
+		 "commit goes to the agent\n", gen, c->gen, c->floor);
+	if (gen != c->gen)
+		pmv_ini_forget_facts(ini, gen);
 	pmv_agent_resend(ini, c);
 }
 

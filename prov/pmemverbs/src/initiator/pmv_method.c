@@ -28,14 +28,11 @@
  * Over tcp, with requests joined to their data (FI_PMEMVERBS_JOIN_REQUEST,
  * the default), an agent commit is one message each way, and the
  * target's own CQ reads serve it: the target's CPU handles every message
- * anyway, so there is no one-sided operation to save.  Read-flush is one
- * message each way as well where the write's delivery acknowledgement
- * stands for the read (pmv_m_read_flush.c, FI_PMEMVERBS_DELIVERY_ACK: the
- * default once the peer has pushed its profile table), and needs no
- * pmemverbs code on the target: it stays the choice where it is correct.
- * Otherwise it is two operations the target handles in turn (measured,
- * ./run bench of f50b99e, MHP, 64 B-4 KiB, commit / 8-byte read: agent
- * 0.96-1.08, two-operation read-flush 1.21-1.46), and the agent is the
+ * anyway, so there is no one-sided operation to save.  Read-flush is two
+ * operations the target handles in turn (the write, then the read of the
+ * generation word that proves which registration the write landed in;
+ * measured, ./run bench of f50b99e, MHP, 64 B-4 KiB, commit / 8-byte
+ * read: agent 0.96-1.08, read-flush 1.21-1.46), so the agent is the
  * fastest everywhere over tcp.  Without joining, an agent commit is two
  * writes as well, and read-flush stays the choice, as over RDMA.
  * Read-flush can always be forced.
@@ -80,9 +77,7 @@ bool pmv_method_correct(enum fi_pmem_method method,
  */
 enum fi_pmem_method pmv_method_fastest(const struct pmv_key_facts *k)
 {
-	if (k->transport == PMV_TRANSPORT_TCP && pmv_params.join_request &&
-	    !(k->delivery_ack &&
-	      pmv_method_correct(FI_PMEM_METHOD_READ_FLUSH, k)))
+	if (k->transport == PMV_TRANSPORT_TCP && pmv_params.join_request)
 		return FI_PMEM_METHOD_AGENT;
 	if (pmv_method_correct(FI_PMEM_METHOD_COMPLETION, k))
 		return FI_PMEM_METHOD_COMPLETION;

@@ -71,6 +71,8 @@ static size_t pmv_req_build(struct pmv_ini *ini, struct pmv_commit *c,
 	req->key = c->key;
 	req->data = c->data;
 	req->flags = (c->flags & FI_IMMED) ? PMV_REQ_IMMED : 0;
+	pmv_ini_cover_floor(ini, c);
+	req->gen = c->floor;
 	if (fence_back) {
 		req->flags |= PMV_REQ_FENCE;
 		req->fence_back = fence_back;
@@ -85,14 +87,16 @@ static size_t pmv_req_build(struct pmv_ini *ini, struct pmv_commit *c,
 	return pmv_req_encode(req, cap);
 }
 
-/* A request that did not go: its extents go back to the key's scope. */
-static void pmv_req_untake(struct pmv_ini *ini, uint64_t key,
+/* A request that did not go: its extents go back to the key's scope,
+ * with the generation of the oldest write among them. */
+static void pmv_req_untake(struct pmv_ini *ini, const struct pmv_commit *c,
 			   const struct pmv_extent *taken, unsigned n)
 {
 	unsigned i;
 
 	for (i = 0; i < n; i++)
-		pmv_scope_add(&ini->scope, key, taken[i].addr, taken[i].len);
+		pmv_scope_add_gen(&ini->scope, c->key, taken[i].addr,
+				  taken[i].len, c->floor);
 }
 
 /* The request just posted is commit c's, as request seq next_req. */
@@ -136,7 +140,7 @@ int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
 	rma = pmv_req_slot(ini, iov.iov_len);
 	ret = pmv_ini_post_op(ini, c, PMV_IOP_REQ, &msg, FI_INJECT, false);
 	if (ret) {
-		pmv_req_untake(ini, c->key, taken, ntaken);
+		pmv_req_untake(ini, c, taken, ntaken);
 		return ret;
 	}
 	pmv_req_sent(ini, c);
@@ -201,7 +205,7 @@ int pmv_req_send_joined(struct pmv_ini *ini, struct pmv_commit *c,
 	all.rma_iov_count = r + 1;
 	ret = pmv_ini_post_op(ini, c, PMV_IOP_REQ, &all, 0, false);
 	if (ret) {
-		pmv_req_untake(ini, c->key, taken, ntaken);
+		pmv_req_untake(ini, c, taken, ntaken);
 		return ret;
 	}
 	pmv_req_sent(ini, c);
@@ -229,6 +233,8 @@ static void pmv_ini_ack_one(struct pmv_ini *ini, uint64_t seq,
 		return;
 	if (c->inl.len)
 		__atomic_fetch_sub(&ini->sends_busy, 1, __ATOMIC_RELEASE);
+	if (ack)
+		pmv_ini_learn_gen(ini, ack->mr_gen);
 	if (ack && !ack->status)
 		pmv_ini_remember_fact(ini, c->key, ack->profile,
 				      ack->target_flags, ack->mr_gen);

@@ -27,9 +27,9 @@ int pmv_err_to_fi(int prov_errno)
 		return FI_EOPNOTSUPP;
 	case PMV_ERR_PEER_GONE:
 		return FI_ENOTCONN;
-	case PMV_ERR_REREGISTERED:
 	case PMV_ERR_CLOSED:
 		return FI_ECANCELED;
+	case PMV_ERR_REREGISTERED: /* durability unknown, as a failed persist */
 	case PMV_ERR_FENCE:
 	case PMV_ERR_PERSIST:
 		return FI_EIO;
@@ -65,6 +65,7 @@ struct pmv_commit *pmv_ini_commit_new(struct pmv_ini *ini,
 	c->state = PMV_C_POSTED;
 	c->cseq = cseq;
 	c->flags = flags;
+	c->floor = ini->scope.gen; /* its own data is posted from now */
 	if (msg) {
 		c->context = msg->context;
 		c->key = msg->rma_iov[0].key;
@@ -398,10 +399,31 @@ int pmv_ini_probe(struct pmv_ini *ini)
 	return ret;
 }
 
+/*
+ * The peer's generation seen now (an ack's, a read word's or a pushed
+ * table's): the target had closed at least that many regions, so a write
+ * posted from now on cannot land in a region closed before.
+ */
+void pmv_ini_learn_gen(struct pmv_ini *ini, uint32_t gen)
+{
+	if (pmv_gen_before(ini->scope.gen, gen))
+		ini->scope.gen = gen;
+}
+
+/* c covers the key's scope too: its floor is the oldest write's. */
+void pmv_ini_cover_floor(struct pmv_ini *ini, struct pmv_commit *c)
+{
+	uint32_t gen;
+
+	if (pmv_scope_gen(&ini->scope, c->key, &gen))
+		c->floor = pmv_gen_older(c->floor, gen);
+}
+
 /* Moves the key's scope into the commit (max extents at most). */
 void pmv_ini_take_scope(struct pmv_ini *ini, struct pmv_commit *c,
 			unsigned max)
 {
+	pmv_ini_cover_floor(ini, c);
 	c->next = pmv_scope_take(&ini->scope, c->key, c->ext,
 				 max < PMV_MAX_EXTENTS ? max : PMV_MAX_EXTENTS);
 }

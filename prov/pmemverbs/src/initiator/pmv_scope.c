@@ -118,8 +118,12 @@ static void ks_merge_closest(struct pmv_key_scope *ks)
 	ks_remove(ks, bj);
 }
 
-int pmv_scope_add(struct pmv_scope *scope, uint64_t key, uint64_t addr,
-		  uint64_t len)
+/*
+ * Adds a range written when the peer's generation known was gen (older
+ * than now for ranges given back): the key's scope keeps the oldest.
+ */
+int pmv_scope_add_gen(struct pmv_scope *scope, uint64_t key, uint64_t addr,
+		      uint64_t len, uint32_t gen)
 {
 	struct pmv_key_scope *ks;
 	struct pmv_extent ext = { .addr = addr, .len = len };
@@ -129,10 +133,30 @@ int pmv_scope_add(struct pmv_scope *scope, uint64_t key, uint64_t addr,
 	ks = pmv_scope_key(scope, key, true);
 	if (!ks)
 		return -FI_ENOMEM;
+	ks->gen = ks->count ? pmv_gen_older(ks->gen, gen) : gen;
 	ks_insert(ks, ext);
 	while (ks->count > scope->limit)
 		ks_merge_closest(ks);
 	return 0;
+}
+
+/* A range written now, when the peer's known generation is scope->gen. */
+int pmv_scope_add(struct pmv_scope *scope, uint64_t key, uint64_t addr,
+		  uint64_t len)
+{
+	return pmv_scope_add_gen(scope, key, addr, len, scope->gen);
+}
+
+/* The generation known at the key's oldest write in scope; false if none. */
+bool pmv_scope_gen(const struct pmv_scope *scope, uint64_t key, uint32_t *gen)
+{
+	for (size_t i = 0; i < scope->nkeys; i++) {
+		if (scope->keys[i].key == key && scope->keys[i].count) {
+			*gen = scope->keys[i].gen;
+			return true;
+		}
+	}
+	return false;
 }
 
 bool pmv_scope_empty(const struct pmv_scope *scope, uint64_t key)

@@ -67,7 +67,7 @@ static void pmv_req_to_le(struct pmv_req *req)
 	req->flags = htole32(req->flags);
 	req->nextents = htole16(req->nextents);
 	req->fence_back = htole16(req->fence_back);
-	req->reserved2 = htole32(req->reserved2);
+	req->gen = htole32(req->gen);
 }
 
 /* Converts a request's header and extents from the wire's order. */
@@ -81,7 +81,7 @@ static void pmv_req_to_host(struct pmv_req *req)
 	req->flags = le32toh(req->flags);
 	req->nextents = le16toh(req->nextents);
 	req->fence_back = le16toh(req->fence_back);
-	req->reserved2 = le32toh(req->reserved2);
+	req->gen = le32toh(req->gen);
 	n = pmv_req_extents(req);
 	for (i = 0; i < n; i++) {
 		req->ext[i].addr = le64toh(req->ext[i].addr);

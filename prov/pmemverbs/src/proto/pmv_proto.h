@@ -21,8 +21,13 @@
  * after its nextents extents comes one more struct pmv_extent naming where
  * the data goes, then the data's bytes; the agent persists the extents
  * first, then places the data and persists it.
- * The registration generation counts the regions the target closed: a
- * profile the initiator cached for a key is valid for one generation.
+ * The registration generation counts the regions the target closed (once
+ * each core registration is gone); a region keeps the generation it was
+ * registered in, and a profile the initiator cached for a key is valid for
+ * one generation.  A request carries the generation the initiator knew
+ * when it posted the oldest write the request covers: the target serves
+ * it only on a region registered in that generation or before (a region
+ * registered later may not hold those writes: PMV_ERR_REREGISTERED).
  * The profile table (struct pmv_profiles) says what an ack would say of
  * each region a commit can name: each side writes it into the peer's inbox
  * when the connection is established and after each registration, so a
@@ -58,8 +63,9 @@ enum pmv_transport {
  *  12  inbox key (little-endian 64-bit)
  * The number of slots is fixed by the protocol version (PMV_SLOTS).
  */
-/* 2: cumulative acks (pmv_ack.covers); 3: CRC32C checksums */
-#define PMV_PROTO_VERSION 3
+/* 2: cumulative acks (pmv_ack.covers); 3: CRC32C checksums; 4: a request
+ * carries the generation its writes were posted in (pmv_req.gen) */
+#define PMV_PROTO_VERSION 4
 #define PMV_CM_HDR_SIZE 20
 
 struct pmv_cm_hdr {
@@ -90,7 +96,10 @@ struct pmv_req {
 	uint16_t nextents;
 	uint16_t fence_back;  /* PMV_REQ_FENCE: requests back to check */
 	uint32_t checksum;    /* over the request with this field 0 */
-	uint32_t reserved2;
+	uint32_t gen;         /* the target's registration generation the
+			       * initiator knew when it posted the oldest
+			       * write the request covers: served only on a
+			       * region registered in it or before */
 	struct pmv_extent ext[];
 };
 

@@ -12,13 +12,13 @@
  * key: the peer chooses a key's fastest method for its first commit
  * instead of sending that commit to the agent to learn the profile.
  *
- * A close pushes before the core region is closed, so over tcp the table
- * travels ahead of the core's acknowledgement of any write placed after
- * the close; the peer's delivered read-flush commits (pmv_m_read_flush.c)
- * rely on that to see the new generation.  A push the core refuses after
- * one went would leave the peer with a stale generation: over tcp the
- * connection is then shut down, and the peer's commits fail instead of
- * completing on a region that may be gone.  Nothing waits for a push.
+ * A close pushes once the core region is closed, with the new
+ * generation.  The table is only a hint for the peer's choice of method:
+ * nothing orders these inject writes with the core's own acknowledgements,
+ * so no commit completes on it (the peer's read-flushes read the
+ * generation word, and its requests carry the generation the target
+ * checks).  A push the core refuses leaves the peer a stale hint, which
+ * costs it at most a method change; nothing waits for a push.
  */
 #include "pmv_target.h"
 
@@ -61,24 +61,18 @@ static ssize_t pmv_publish_write(struct pmv_ep *ep, const void *t, size_t len)
 }
 
 /*
- * A push failed.  Until one went, the peer never read a table and learns
- * from acks: nothing is lost.  After, over tcp, the connection goes.
+ * A push failed: the peer keeps an older table, a hint only (its commits
+ * prove the generation themselves), so a later push or the peer's acks
+ * bring it up to date; said once per endpoint.
  */
 static void pmv_publish_failed(struct pmv_ep *ep, ssize_t ret)
 {
-	if (!ep->pushed || ep->domain->transport != PMV_TRANSPORT_TCP) {
-		PMV_INFO(FI_LOG_EP_CTRL, "the profile table was not pushed "
-			 "(%s): the peer learns each key from its first "
-			 "commit\n", fi_strerror((int) -ret));
+	if (ep->push_failed++)
 		return;
-	}
-	PMV_WARN(FI_LOG_EP_CTRL, "the core refused to push the profile table "
-		 "after a region changed (%s): the peer could complete "
-		 "commits on a region closed since, so the connection is shut "
-		 "down and its commits fail; connect again\n",
+	PMV_INFO(FI_LOG_EP_CTRL, "the profile table was not pushed (%s): "
+		 "the peer chooses methods from an older table or learns "
+		 "from acknowledgements until a later push goes\n",
 		 fi_strerror((int) -ret));
-	(void) fi_shutdown(ep->core, 0);
-	ep->connected = false; /* nothing more goes on it */
 }
 
 /* Pushes this domain's profile table to ep's peer; dom->lock held. */
@@ -96,6 +90,4 @@ void pmv_publish_profiles(struct pmv_ep *ep)
 	ret = pmv_publish_write(ep, &t, len);
 	if (ret)
 		pmv_publish_failed(ep, ret);
-	else
-		ep->pushed = true;
 }

@@ -179,22 +179,61 @@ static void pmv_agent_immed(struct pmv_cq *rx, const struct pmv_req *req)
 		(void) fi_cq_signal(rx->core);
 }
 
-/* Serves one request on mr (NULL: no region); 0 or a PMV_ERR_* code. */
-static int pmv_agent_commit_on(struct pmv_ep *ep, struct pmv_mr *mr,
-			       struct pmv_req *req)
+/*
+ * True if mr was registered after the generation the request's writes
+ * were posted in: a region closed since may hold them (closed regions
+ * count once their core registration is gone, pmv_mr.c), so persisting
+ * mr would say nothing of them.  A peer cannot know of a generation older
+ * than the endpoint's opening, and none of its writes landed before it.
+ */
+static bool pmv_agent_reregistered(const struct pmv_ep *ep,
+				   const struct pmv_mr *mr,
+				   const struct pmv_req *req)
 {
-	uint64_t bytes;
+	uint32_t posted = pmv_gen_before(req->gen, ep->open_gen) ?
+			  ep->open_gen : req->gen;
+
+	return pmv_gen_before(posted, mr->reg_gen);
+}
+
+/*
+ * Checks a request against mr (NULL: no region): the validator's refusals
+ * first, then the generation; 0 or a PMV_ERR_* code.
+ */
+static int pmv_agent_check(const struct pmv_ep *ep, const struct pmv_mr *mr,
+			   const struct pmv_req *req)
+{
 	struct pmv_region region;
 	int status = pmv_req_check(req, pmv_region_of(mr, &region));
 
-	ep->agent_profile = mr ? mr->persistence.profile :
-				 FI_PMEM_PROFILE_UNKNOWN;
 	if (status) {
 		PMV_INFO(FI_LOG_DOMAIN, "agent: commit request %llu refused: "
 			 "%s\n", (unsigned long long) req->seq,
 			 pmv_strerror(status));
 		return status;
 	}
+	if (pmv_agent_reregistered(ep, mr, req)) {
+		PMV_INFO(FI_LOG_DOMAIN, "agent: commit request %llu refused: "
+			 "key 0x%llx was registered again (generation %u) "
+			 "after its writes were posted (%u)\n",
+			 (unsigned long long) req->seq,
+			 (unsigned long long) req->key, mr->reg_gen, req->gen);
+		return PMV_ERR_REREGISTERED;
+	}
+	return 0;
+}
+
+/* Serves one request on mr (NULL: no region); 0 or a PMV_ERR_* code. */
+static int pmv_agent_commit_on(struct pmv_ep *ep, struct pmv_mr *mr,
+			       struct pmv_req *req)
+{
+	uint64_t bytes;
+	int status = pmv_agent_check(ep, mr, req);
+
+	ep->agent_profile = mr && !status ? mr->persistence.profile :
+				 FI_PMEM_PROFILE_UNKNOWN;
+	if (status)
+		return status;
 	bytes = 0;
 	if (pmv_agent_persist(mr, req, &bytes) ||
 	    ((req->flags & PMV_REQ_INLINE) && pmv_agent_place(mr, req)))

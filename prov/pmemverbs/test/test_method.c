@@ -50,7 +50,7 @@ Test(method, matrix_matches_the_documented_table, .fini = restore_auto)
 		};
 		bool rf = raw && table_read_flush(k.profile, k.transport,
 						  ddio_off);
-		bool cm = k.profile == FI_PMEM_PROFILE_WSP &&
+		bool cm = raw && k.profile == FI_PMEM_PROFILE_WSP &&
 			  k.transport == PMV_TRANSPORT_IB;
 		/* over tcp one message beats two: the agent (read-flush
 		 * needs its read: a delivery ack cannot name the

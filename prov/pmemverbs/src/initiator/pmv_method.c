@@ -16,7 +16,9 @@
  *               memory controller).  Over tcp the target's CPU copies the
  *               data, so it sits in the CPU caches: DMP needs the agent;
  *   completion  the write's own completion: on ib/roce it means the
- *               responder NIC has the data, durable only for WSP;
+ *               responder NIC has the data, durable only for WSP (the
+ *               generation is read behind it, as read_flush does, so it
+ *               needs FI_ORDER_RAW too);
  *   send        every profile: the data travels inside the agent's request
  *               and the agent places and persists it.  Chosen for fenced
  *               commits on agent keys (the agent persists the earlier scope,
@@ -63,8 +65,8 @@ bool pmv_method_correct(enum fi_pmem_method method,
 		return true;
 	case FI_PMEM_METHOD_READ_FLUSH:
 		return k->raw_ordered && pmv_read_flush_correct(k);
-	case FI_PMEM_METHOD_COMPLETION:
-		return k->profile == FI_PMEM_PROFILE_WSP &&
+	case FI_PMEM_METHOD_COMPLETION: /* its generation read too */
+		return k->raw_ordered && k->profile == FI_PMEM_PROFILE_WSP &&
 		       k->transport == PMV_TRANSPORT_IB;
 	default:
 		return false;

@@ -4557,6 +4557,7 @@ static struct {
 	unsigned eagain;          /* posts refused with -FI_EAGAIN, retried */
 	unsigned round;           /* reopen: the round running */
 	void (*on_done)(struct sop *s);
+	const char *no_immed;     /* check: the target raised no FI_IMMED */
 } g_sc;
 
 static struct sop *sop_of(void *context)
@@ -5358,7 +5359,8 @@ static void mv_run(struct conn *c, struct sop *s, uint64_t flags)
  * addresses regions from 0, so the key's offsets now name pmem-b's
  * bytes); a 64-byte commit to the key follows.  Its scope holds the write
  * placed in memory the key no longer names, which nobody persists: the
- * commit must fail (FI_EIO, durability unknown), never succeed.  Seen
+ * commit must fail (FI_EIO, durability unknown), never succeed, and
+ * (odd rounds, FI_IMMED) raise no completion at the target.  Seen
  * failing on 03bf475 in every round (the agent persisted pmem-b's range
  * and acked success; forced read_flush went to the agent the same way).
  */
@@ -5383,7 +5385,7 @@ static void sc_move(void)
 				   MV_WRITE_OFF + r * 4096, 4096, src + 4096), 0);
 		mv_move(REG_B, GRAN_PAGE);
 		s = sop_new(SOP_COMMIT, r, REG_A, r * 64, 64, src + 8192);
-		mv_run(&c, s, 0);
+		mv_run(&c, s, r % 2 ? FI_IMMED : 0);
 		if (!s->err && !wrong++)
 			first_wrong = s;
 		else if (s->err && s->err != FI_EIO && !other++)
@@ -5391,6 +5393,7 @@ static void sc_move(void)
 		mv_move(REG_A, GRAN_BYTE);
 		initiator_close_conn(&c);
 	}
+	g_sc.no_immed = "move/no-immed-for-a-failed-commit";
 	verdict(!wrong && !other, check_name("move/write-then-move-fails"),
 		"%u of %d commits whose scope held a write placed in memory "
 		"the key no longer names completed successfully, %u failed "
@@ -6150,6 +6153,10 @@ static void run_scenario(void)
 	drain_cqs();
 	rep = initiator_finish(false);
 	check_report_file(rep);
+	if (g_sc.no_immed)
+		verdict(!rep->nimmed, check_name(g_sc.no_immed), "the target "
+			"read %u FI_IMMED completions of commits that all "
+			"failed", rep->nimmed);
 	free(rep);
 	free(g_sc.ops);
 	free(g_sc.buf);

@@ -4395,6 +4395,113 @@ static void case_ep_counters(const char *name)
 		   "commit_errors added by one refused commit");
 }
 
+/*
+ * Issue 25 item 6, a fence that forgets: a plain write W to REG_RANGE; a
+ * pure flush of its key that the agent refuses (W lies past the region's
+ * end once the target shrank it: FI_EINVAL, W never persisted); 16 pure
+ * flushes to unknown keys (FI_ENOKEY each); then a fenced commit to
+ * REG_RANGE.  It must fail (FI_EIO, at the call or as its completion),
+ * never complete with W unpersisted, however many other keys failed in
+ * between.  Over tcp (the key is requested, so it stays the same).
+ */
+static void case_fence_after_many_failures(const char *name)
+{
+	uint64_t half = SMALL_REGION / 2, whole_key;
+	struct cmsg m;
+	struct outcome o;
+	char sub[96];
+
+	resize_region(REG_RANGE, SMALL_REGION);
+	if (plain_write_wait(REG_RANGE, half + 4096, 100, 0x7400))
+		die("%s: the plain write W failed", name);
+	whole_key = g_s.reg[REG_RANGE].key;
+	resize_region(REG_RANGE, half);
+	if (g_s.reg[REG_RANGE].key != whole_key)
+		die("%s: the region's key changed when it was shrunk (a core "
+		    "that picks its keys): run this case over tcp", name);
+	o = try_commit(&g_s.main, cmsg_flush(&m, REG_RANGE, whole_key),
+		       FI_COMMIT_COMPLETE);
+	snprintf(sub, sizeof(sub), "%s-refused", name);
+	expect_cq_error(sub, &o, FI_EINVAL);
+	for (unsigned i = 0; i < 16; i++) {
+		o = try_commit(&g_s.main,
+			       cmsg_flush(&m, REG_A, UNKNOWN_KEY + 1 + i),
+			       FI_COMMIT_COMPLETE);
+		if (o.ret || !o.completed || o.err != FI_ENOKEY)
+			die("%s: flush %u to an unknown key: expected CQ "
+			    "error FI_ENOKEY got %s / %s", name, i,
+			    errname(o.ret), errname(o.err));
+	}
+	gen_fill(g_s.src, 8, 0x7401, 64); /* must not land */
+	o = try_commit(&g_s.main, cmsg_make(&m, REG_RANGE, 64, 8),
+		       FI_COMMIT_COMPLETE | FI_FENCE);
+	if (o.ret) /* refused at the call: as good */
+		expect_ret(name, o.ret, -FI_EIO);
+	else
+		expect_cq_error(name, &o, FI_EIO);
+}
+
+/*
+ * One round of issue 25 item 7 at off of REG_A: a fenced 32-byte commit
+ * of A at off + 1000 (by send on the agent's profiles), then at once,
+ * before it completes, an unfenced 4 KiB commit of B over [off, off +
+ * 4096).  Both must succeed and the region then hold B: true if it does.
+ * *sent counts the rounds whose first commit went by send.
+ */
+static bool send_then_overlap_round(const char *name, uint64_t off,
+				    uint64_t seed, unsigned *sent)
+{
+	uint8_t *a = g_s.src + LOCAL_STRIDE, *b = a + LOCAL_STRIDE;
+	uint8_t *back = b + LOCAL_STRIDE;
+	struct msg_parts ma, mb;
+	struct fi_msg_rma msg_a = one_seg_msg(&ma, a, REG_A, off + 1000, 32);
+	struct fi_msg_rma msg_b = one_seg_msg(&mb, b, REG_A, off, 4096);
+	uint64_t sends = main_counters().sends;
+	struct op *ca, *cb;
+	struct outcome oa, ob;
+	ssize_t ret;
+
+	gen_fill(a, 32, seed, off + 1000);
+	gen_fill(b, 4096, seed + 1, off);
+	note_placed(REG_A, off, 4096, seed + 1);
+	ca = post_commit(&g_s.main, &msg_a, FI_COMMIT_COMPLETE | FI_FENCE,
+			 &ret);
+	if (!ca)
+		die("%s: posting A: %s", name, errname(ret));
+	*sent += main_counters().sends != sends;
+	cb = post_commit(&g_s.main, &msg_b, FI_COMMIT_COMPLETE, &ret);
+	if (!cb)
+		die("%s: posting B: %s", name, errname(ret));
+	oa = commit_outcome(ca);
+	ob = commit_outcome(cb);
+	if (oa.ret || !oa.completed || oa.err || ob.ret || !ob.completed ||
+	    ob.err)
+		die("%s: the commits did not both succeed (A %s, B %s)", name,
+		    errname(oa.err), errname(ob.err));
+	if (rma_read(REG_A, off, back, 4096))
+		die("%s: reading the range back failed", name);
+	return !memcmp(back, b, 4096);
+}
+
+/*
+ * Issue 25 item 7, an older send overwrites a newer commit: 20 rounds of
+ * send_then_overlap_round, each at its own offset.
+ */
+static void case_send_then_overlapping_commit(const char *name)
+{
+	const unsigned rounds = 20;
+	unsigned bad = 0, sent = 0;
+
+	for (unsigned r = 0; r < rounds; r++)
+		bad += !send_then_overlap_round(name, (1u << 20) + r * 8192ull,
+						0x7500 + 2 * r, &sent);
+	verdict(!bad, check_name(name), "%s%u of %u rounds: the region held "
+		"%s after both commits completed (%u rounds' fenced commit by "
+		"send)", bad ? "expected B in every round got A's bytes in " :
+		"", bad ? bad : rounds, rounds, bad ? "the older send's bytes" :
+		"the later 4 KiB commit's bytes", sent);
+}
+
 struct bad_case {
 	const char *name;
 	void (*run)(const char *name);
@@ -4435,6 +4542,7 @@ static const struct bad_case k_bad_cases[] = {
 	{ "fence-keeps-write-order", case_fence_keeps_write_order },
 	{ "send-keeps-write-order", case_send_keeps_write_order },
 	{ "send-read-sees-commit", case_send_read_sees_commit },
+	{ "send-then-overlapping-commit", case_send_then_overlapping_commit },
 	{ "peer-profile-after-commit", case_peer_profile },
 	{ "peer-profile-kept-per-key", case_peer_profile_kept },
 	{ "commit-while-target-idle", case_target_idle },
@@ -4448,6 +4556,7 @@ static const struct bad_case k_bad_cases[] = {
 /* Cases that need a target set up for them: run only when -c names them. */
 static const struct bad_case k_named_cases[] = {
 	{ "persist-fails", case_persist_fails },
+	{ "fence-after-many-failures", case_fence_after_many_failures },
 };
 
 /* Runs the one case -c names; dies if there is no such case. */

@@ -309,6 +309,19 @@ for gran in page cache_line; do
 	FAULT_PERSIST=1 CASE=persist-fails \
 		run "persist-fails-$gran" badinput "$gran" lines no
 done
+# issue 25: a fence after a failure to its key fails however many other
+# keys failed in between (item 6); an older send never overwrites a later
+# commit over its range (item 7); by default, on cache_line, send forced
+for gran in page cache_line byte; do
+	CASE=fence-after-many-failures \
+		run "fence-after-many-failures-$gran" badinput "$gran" lines no
+	CASE=send-then-overlapping-commit \
+		run "send-then-overlap-$gran" badinput "$gran" lines no
+done
+METHOD=send CASE=fence-after-many-failures \
+	run fence-after-many-failures-cache_line-send badinput cache_line lines no
+METHOD=send CASE=send-then-overlapping-commit \
+	run send-then-overlap-cache_line-send badinput cache_line lines no
 run exit-with-endpoints-open exit cache_line exit no
 # scenarios: ways a commit could complete before it is durable, or a
 # completion be lost (README.md, Scenarios)

@@ -815,6 +815,217 @@ Test(engine, a_failure_to_another_key_leaves_the_fence_alone)
 	cr_assert_eq(commit(g_ep, 0, 8, FI_FENCE, NULL), 0);
 }
 
+
+/* A pure flush to key that the agent refuses (no such key): request seq. */
+static void fail_flush(uint64_t key, uint64_t seq)
+{
+	struct fi_cq_err_entry e;
+	struct fi_rma_iov rma = { .addr = 0, .len = 0, .key = key };
+	struct fi_msg_rma msg = { .rma_iov = &rma, .rma_iov_count = 1 };
+	bool err;
+
+	cr_assert_eq(pmv_commit_writemsg(g_ep, &msg, FI_COMMIT_COMPLETE), 0);
+	complete_post(g_nposts - 1, 0);
+	ack(g_ep, seq, PMV_ERR_NO_KEY, 0, 0);
+	cr_assert(pop(&e, &err) && err, "the flush to key %llu did not fail",
+		  (unsigned long long) key);
+	g_nposts = 0; /* every post completed: the fake core's log restarts */
+}
+
+/*
+ * Issue 25 item 6: a commit to the key fails, then n commits to n other
+ * keys fail; a fenced commit to the first key must still fail (-FI_EIO),
+ * once: the failure is not forgotten however many keys fail in between.
+ */
+static void fence_after_failures(unsigned n)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+
+	cr_assert_eq(commit(g_ep, 0, 64, 0, NULL), 0);
+	complete_post(0, 0);
+	complete_post(1, 0);
+	ack(g_ep, 1, PMV_ERR_RANGE, 0, 0);
+	cr_assert(pop(&e, &err) && err);
+	g_nposts = 0;
+	for (unsigned i = 0; i < n; i++)
+		fail_flush(REGION_KEY + 1 + i, 2 + i);
+	cr_assert_eq(commit(g_ep, 0, 8, FI_FENCE, NULL), -FI_EIO,
+		     "a fence after a failure to its key and %u failures to "
+		     "other keys did not fail", n);
+	cr_assert_eq(commit(g_ep, 0, 8, FI_FENCE, NULL), 0,
+		     "the failure was reported by the fence: the next one "
+		     "goes");
+}
+
+Test(engine, a_fence_fails_after_its_keys_failure_and_16_others)
+{
+	fence_after_failures(16);
+}
+
+Test(engine, a_fence_fails_after_its_keys_failure_and_100_others)
+{
+	fence_after_failures(100);
+}
+
+Test(engine, a_fence_fails_after_its_keys_failure_and_1000_others)
+{
+	fence_after_failures(1000);
+}
+
+/* A failure that cannot be remembered (no memory) fails every fence. */
+Test(engine, a_failure_not_remembered_fails_every_later_fence)
+{
+	struct fi_cq_err_entry e;
+	struct fi_rma_iov rma = { .addr = 0, .len = 0, .key = REGION_KEY + 1 };
+	struct fi_msg_rma msg = { .rma_iov = &rma, .rma_iov_count = 1 };
+	bool err;
+
+	cr_assert_eq(pmv_commit_writemsg(g_ep, &msg, FI_COMMIT_COMPLETE), 0);
+	complete_post(0, 0);
+	pmv_fault_reset();
+	pmv_params.fault_alloc = 1; /* the failure table's first allocation */
+	ack(g_ep, 1, PMV_ERR_NO_KEY, 0, 0);
+	pmv_params.fault_alloc = 0;
+	cr_assert(pop(&e, &err) && err);
+	cr_assert_eq(commit(g_ep, 0, 8, FI_FENCE, NULL), -FI_EIO,
+		     "a fence after a failure that could not be remembered "
+		     "did not fail");
+	cr_assert_eq(commit(g_ep, 64, 8, FI_FENCE, NULL), -FI_EIO);
+}
+
+/*
+ * Issue 25 item 7: the overlap rule.  A fenced 32-byte commit goes by
+ * send to [1000, 1032) of the key (its data is placed by the target's
+ * agent when it serves the request); then a later operation of the named
+ * method overlapping it.
+ */
+static void earlier_send_in_flight(void)
+{
+	uint64_t sends = g_ep->counters.sends;
+
+	pmv_params.method = FI_PMEM_METHOD_SEND;
+	cr_assert_eq(commit(g_ep, 1000, 32, FI_FENCE, NULL), 0);
+	cr_assert_eq(g_ep->counters.sends, sends + 1, "not by send");
+	pmv_params.method = FI_PMEM_METHOD_NONE;
+}
+
+/* Learns the key's profile through an agent commit acked as request 1. */
+static void learn_profile(uint8_t profile, uint32_t gen)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+
+	pmv_params.method = FI_PMEM_METHOD_AGENT;
+	cr_assert_eq(commit(g_ep, 8192, 8, 0, NULL), 0);
+	pmv_params.method = FI_PMEM_METHOD_NONE;
+	complete_post(g_nposts - 2, 0);
+	complete_post(g_nposts - 1, 0);
+	ack(g_ep, 1, 0, profile, gen);
+	cr_assert(pop(&e, &err) && !err);
+}
+
+/*
+ * The later commit (of method m, by choice or override) must post nothing
+ * (-FI_EAGAIN) while the send at seq is not acked, then go once it is.
+ */
+static void later_commit_waits(enum fi_pmem_method m, uint64_t off,
+			       size_t len, uint64_t send_seq, uint8_t profile)
+{
+	unsigned posts = g_nposts;
+
+	pmv_params.method = m;
+	cr_assert_eq(commit(g_ep, off, len, 0, NULL), -FI_EAGAIN,
+		     "a %zu-byte commit (method %d) over an earlier send in "
+		     "flight was posted", len, m);
+	cr_assert_eq(g_nposts, posts, "the waiting commit posted something");
+	ack(g_ep, send_seq, 0, profile, 5);
+	cr_assert_eq(commit(g_ep, off, len, 0, NULL), 0,
+		     "the commit did not go once the send was acked");
+	pmv_params.method = FI_PMEM_METHOD_NONE;
+}
+
+/* send x agent: the agent commit's data would land under the send's. */
+Test(engine, an_agent_commit_over_send_data_in_flight_waits)
+{
+	earlier_send_in_flight();
+	pmv_params.method = FI_PMEM_METHOD_AGENT;
+	cr_assert_eq(commit(g_ep, 8192, 64, 0, NULL), 0,
+		     "a commit beside the send's range need not wait");
+	later_commit_waits(FI_PMEM_METHOD_AGENT, 0, 4096, 1,
+			   FI_PMEM_PROFILE_PAGE);
+}
+
+/* send x agent, joined (over tcp data and request go as one write). */
+Test(engine, a_joined_agent_commit_over_send_data_in_flight_waits)
+{
+	join_requests();
+	earlier_send_in_flight();
+	later_commit_waits(FI_PMEM_METHOD_AGENT, 1016, 8, 1,
+			   FI_PMEM_PROFILE_PAGE);
+}
+
+/* send x send: the agent serves requests in order, so it goes after it. */
+Test(engine, a_send_over_send_data_in_flight_goes_behind_it)
+{
+	uint64_t sends;
+
+	earlier_send_in_flight();
+	sends = g_ep->counters.sends;
+	pmv_params.method = FI_PMEM_METHOD_SEND;
+	cr_assert_eq(commit(g_ep, 1008, 32, 0, NULL), 0);
+	cr_assert_eq(g_ep->counters.sends, sends + 1);
+	cr_assert_eq(g_ep->counters.requests_sent, 2, "its request went "
+		     "behind the first");
+}
+
+/* send x read_flush: its read proves placement, not the send's data. */
+Test(engine, a_read_flush_commit_waits_for_a_send_to_its_key)
+{
+	learn_profile(FI_PMEM_PROFILE_MHP, 5);
+	earlier_send_in_flight();
+	cr_assert_eq(pmv_ini_method(g_ep, REGION_KEY),
+		     FI_PMEM_METHOD_READ_FLUSH);
+	later_commit_waits(FI_PMEM_METHOD_NONE, 16384, 64, 2,
+			   FI_PMEM_PROFILE_MHP);
+}
+
+/* send x completion (WSP on ib/roce): the write's completion, likewise. */
+Test(engine, a_completion_commit_waits_for_a_send_to_its_key)
+{
+	g_dom.transport = PMV_TRANSPORT_IB;
+	learn_profile(FI_PMEM_PROFILE_WSP, 5);
+	earlier_send_in_flight();
+	cr_assert_eq(pmv_ini_method(g_ep, REGION_KEY),
+		     FI_PMEM_METHOD_COMPLETION);
+	later_commit_waits(FI_PMEM_METHOD_NONE, 1000, 64, 2,
+			   FI_PMEM_PROFILE_WSP);
+}
+
+/* A plain fi_writemsg of 64 bytes at off (no commit flags). */
+static ssize_t plain_write(uint64_t off)
+{
+	static uint8_t buf[64];
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct fi_rma_iov rma = { .addr = off, .len = sizeof(buf),
+				  .key = REGION_KEY };
+	struct fi_msg_rma msg = { .msg_iov = &iov, .iov_count = 1,
+				  .rma_iov = &rma, .rma_iov_count = 1 };
+
+	return pmv_rma_pmem_ops.writemsg(&g_ep->ep_fid, &msg, 0);
+}
+
+/* send x plain write: the write waits too (pmv_ep_ops.c). */
+Test(engine, a_plain_write_over_send_data_in_flight_waits)
+{
+	earlier_send_in_flight();
+	cr_assert_eq(plain_write(1024), -FI_EAGAIN);
+	cr_assert_eq(plain_write(4096), 0,
+		     "a write beside the send's range need not wait");
+	ack(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 5);
+	cr_assert_eq(plain_write(1024), 0);
+}
+
 Test(engine, a_null_msg_iov_is_refused)
 {
 	struct fi_rma_iov rma = { .addr = 0, .len = 8, .key = REGION_KEY };

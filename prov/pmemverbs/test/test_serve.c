@@ -224,6 +224,24 @@ Test(serve, a_corrupt_request_is_refused_after_bad_request_ms)
 	cr_assert_eq(serve_and_ack(2), 0, "the next slot was not served");
 }
 
+/*
+ * A slot refused as corrupt names no key the agent can trust: a fenced
+ * request behind it, within its fence_back, must fail (its initiator saw
+ * that request fail, or will), never have its data placed.
+ */
+Test(serve, a_refused_slot_breaks_the_fence_behind_it)
+{
+	struct pmv_req *slot = put_req(1, KEY, BASE, 64, 0);
+
+	slot->checksum ^= 1;
+	cr_assert_not(serve_twice_acks(), "refused before its time");
+	pmv_clock_skew_ms += 100;
+	cr_assert_eq(serve_and_ack(1), PMV_ERR_BAD_REQUEST);
+	put_req(2, KEY, BASE + 64, 64, PMV_REQ_FENCE);
+	cr_assert_eq(serve_and_ack(2), PMV_ERR_FENCE, "a fenced request "
+		     "behind a refused slot was served");
+}
+
 Test(serve, out_of_sequence_requests_are_refused_not_waited_for)
 {
 	/* the first lap's slot 1 claiming seq 0 (the empty value), then

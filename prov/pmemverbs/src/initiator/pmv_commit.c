@@ -119,6 +119,36 @@ static int pmv_fence_check(struct pmv_ini *ini,
 	return 0;
 }
 
+/*
+ * The overlap rule, one for every method: the data of a send commit in
+ * flight is placed by the target's agent when it serves the request, so
+ * a later commit must not place bytes of that range before it, nor claim
+ * durability of the key before its ack.  A send goes behind it (the agent
+ * serves requests in order); an agent commit whose data meets the range
+ * waits (its data the core places at once); a read-flush or completion
+ * commit to the key waits (its flush op proves placement, not the send's
+ * durability).  -FI_EAGAIN to wait, 0 to go.  One load while no send is
+ * in flight; plain writes apply it in pmv_ep_ops.c.
+ */
+static int pmv_overlap_check(struct pmv_ini *ini,
+			     const struct pmv_method_ops *m,
+			     const struct fi_msg_rma *msg)
+{
+	uint64_t key = msg->rma_iov[0].key;
+	size_t i;
+
+	if (!ini->sends_busy || m == &pmv_m_send)
+		return 0;
+	if (m != &pmv_m_agent)
+		return pmv_send_overlaps(ini, key, 0, 0) ? -FI_EAGAIN : 0;
+	for (i = 0; i < msg->rma_iov_count; i++)
+		if (msg->rma_iov[i].len &&
+		    pmv_send_overlaps(ini, key, msg->rma_iov[i].addr,
+				      msg->rma_iov[i].len))
+			return -FI_EAGAIN;
+	return 0;
+}
+
 /* Posts one checked commit; lock held.  0, -FI_EAGAIN or a PMV_ERR_*. */
 static int pmv_commit_post(struct pmv_ini *ini, const struct fi_msg_rma *msg,
 			   uint64_t flags, bool silent)
@@ -138,10 +168,11 @@ static int pmv_commit_post(struct pmv_ini *ini, const struct fi_msg_rma *msg,
 		return ret;
 	if (m == &pmv_m_send && !pmv_send_fits(ini, msg))
 		m = &pmv_m_agent;
-	if ((ret = m->can_post(ini, msg, flags)))
+	if ((ret = pmv_overlap_check(ini, m, msg)) ||
+	    (ret = m->can_post(ini, msg, flags)))
 		return ret;
 	if ((flags & FI_FENCE) &&
-	    pmv_ini_fence_failed(ini, msg->rma_iov[0].key, true))
+	    pmv_fence_failed(&ini->fence_failed, msg->rma_iov[0].key, true))
 		return PMV_ERR_FENCE;
 	/* room for its completion now, so reporting it never fails */
 	if (pmv_cq_reserve(ini->ep->tx_cq))

@@ -64,11 +64,16 @@ struct pmv_key_fact {
 	uint64_t key;
 };
 
-/* Per key: a commit failed since the key's last fenced commit. */
-#define PMV_FENCE_KEYS 16
-struct pmv_fence_fail {
+/* Keys with a commit failed since their last fenced commit (pmv_fence.c). */
+struct pmv_fence_key {
 	uint64_t key;
-	bool failed;
+	bool used;
+};
+
+struct pmv_fence_set {
+	struct pmv_fence_key *slots; /* open addressing, at most half full */
+	size_t cap, count;
+	bool lost;  /* a failure could not be remembered: every fence fails */
 };
 
 struct pmv_ini {
@@ -87,8 +92,7 @@ struct pmv_ini {
 	unsigned sends_busy;   /* send commits not acked (read without lock) */
 	struct pmv_key_fact facts[PMV_PEER_KEYS];
 	unsigned facts_next;
-	struct pmv_fence_fail fence_fail[PMV_FENCE_KEYS];
-	unsigned fence_fail_next;
+	struct pmv_fence_set fence_failed; /* keys whose next fence fails */
 	int sock;              /* the tcp core's socket, to cork read-flushes
 				* (pmv_sock.c); -1 none, -2 not looked up */
 };
@@ -136,9 +140,13 @@ void pmv_ini_take_scope(struct pmv_ini *ini, struct pmv_commit *c,
 			unsigned max);
 bool pmv_ini_key_busy(const struct pmv_ini *ini, uint64_t key,
 		      const struct pmv_commit *upto, bool agent_family);
-bool pmv_ini_fence_failed(struct pmv_ini *ini, uint64_t key, bool clear);
 void pmv_ini_learn_gen(struct pmv_ini *ini, uint32_t gen);
 void pmv_ini_cover_floor(struct pmv_ini *ini, struct pmv_commit *c);
+
+/* pmv_fence.c: failed keys, for their next fence */
+void pmv_fence_note_failure(struct pmv_fence_set *set, uint64_t key);
+bool pmv_fence_failed(struct pmv_fence_set *set, uint64_t key, bool clear);
+void pmv_fence_fini(struct pmv_fence_set *set);
 
 /* pmv_request.c: requests and acks */
 uint64_t pmv_send_bytes(const struct fi_msg_rma *msg);

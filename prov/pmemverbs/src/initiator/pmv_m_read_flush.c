@@ -66,14 +66,13 @@ static void pmv_flush_scope_add(struct pmv_ini *ini,
 			      msg->rma_iov[i].addr, msg->rma_iov[i].len);
 }
 
-/* A send commit to the key in flight: its data is not placed yet. */
+/* A fenced commit waits for the agent's commits to the key (a send
+ * in flight is the engine's overlap rule, pmv_commit.c). */
 int pmv_flush_can_post(struct pmv_ini *ini, const struct fi_msg_rma *msg,
 		       uint64_t flags)
 {
 	uint64_t key = msg->rma_iov[0].key;
 
-	if (pmv_send_overlaps(ini, key, 0, 0))
-		return -FI_EAGAIN;
 	if ((flags & FI_FENCE) && pmv_ini_key_busy(ini, key, NULL, true))
 		return -FI_EAGAIN; /* the agent still persists earlier ones */
 	return 0;

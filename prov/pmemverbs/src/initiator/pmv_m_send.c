@@ -15,8 +15,9 @@
  * a later RDMA write could land first and be overwritten by the agent's
  * copy, and a read could return the old bytes.  So while one is in
  * flight, this endpoint's writes, reads and atomics that touch its range
- * return -FI_EAGAIN, and so does a read-flush or completion commit to its
- * key.  Nothing is queued.
+ * return -FI_EAGAIN, and so do an agent commit whose data touches it and
+ * a read-flush or completion commit to its key (the engine's overlap
+ * rule, pmv_commit.c); a later send goes behind it.  Nothing is queued.
  */
 #include <string.h>
 

@@ -117,40 +117,6 @@ void pmv_ini_commit_drop(struct pmv_ini *ini, struct pmv_commit *c)
 		c->state = PMV_C_DONE;
 }
 
-/* Remembers that a commit to key failed, for the key's next fence. */
-static void pmv_ini_note_failure(struct pmv_ini *ini, uint64_t key)
-{
-	unsigned i;
-
-	for (i = 0; i < PMV_FENCE_KEYS; i++)
-		if (ini->fence_fail[i].failed && ini->fence_fail[i].key == key)
-			return;
-	i = ini->fence_fail_next++ % PMV_FENCE_KEYS;
-	ini->fence_fail[i] = (struct pmv_fence_fail) { .key = key,
-						       .failed = true };
-}
-
-/*
- * True if a commit to key failed since the key's last fenced commit (a
- * fence then cannot hold); clear forgets it, as the fence reports it.
- * A key pushed out of the small table counts as failed: never a false
- * success.
- */
-bool pmv_ini_fence_failed(struct pmv_ini *ini, uint64_t key, bool clear)
-{
-	bool failed = false;
-	unsigned i;
-
-	for (i = 0; i < PMV_FENCE_KEYS; i++) {
-		if (ini->fence_fail[i].failed && ini->fence_fail[i].key == key) {
-			failed = true;
-			if (clear)
-				ini->fence_fail[i].failed = false;
-		}
-	}
-	return failed;
-}
-
 /* True if a successful commit raises no completion. */
 static bool pmv_ini_silent(const struct pmv_ep *ep, const struct pmv_commit *c)
 {
@@ -171,7 +137,7 @@ void pmv_ini_report(struct pmv_ini *ini, struct pmv_commit *c)
 		return;
 	c->reported = true;
 	if (c->status)
-		pmv_ini_note_failure(ini, c->key);
+		pmv_fence_note_failure(&ini->fence_failed, c->key);
 	if (c->internal || !ep) {
 		pmv_ini_release_room(c);
 		return;
@@ -223,6 +189,7 @@ void pmv_ini_unref(struct pmv_ini *ini)
 	if (__atomic_sub_fetch(&ini->refs, 1, __ATOMIC_ACQ_REL))
 		return;
 	pmv_scope_fini(&ini->scope);
+	pmv_fence_fini(&ini->fence_failed);
 	pthread_mutex_destroy(&ini->lock);
 	free(ini);
 }

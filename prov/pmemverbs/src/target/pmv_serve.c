@@ -359,7 +359,11 @@ static void pmv_agent_advance(struct pmv_ep *ep)
 
 /*
  * A fenced request names how many requests back to look: if one of them,
- * to its key, failed, the fenced data must not be placed.
+ * to its key, failed, the fenced data must not be placed.  A slot refused
+ * as corrupt names no key to trust: it breaks every fence that sees it.
+ * (The initiator's fence_back reaches its oldest request to the key still
+ * unacked, under PMV_SLOTS back: agent_hist still holds it; older
+ * failures it has read in their acks, and fails the fence itself.)
  */
 static bool pmv_agent_fence_broken(const struct pmv_ep *ep,
 				   const struct pmv_req *req)
@@ -371,7 +375,8 @@ static bool pmv_agent_fence_broken(const struct pmv_ep *ep,
 		return false;
 	for (s = req->seq - req->fence_back; s < req->seq; s++) {
 		h = &ep->agent_hist[(s - 1) % PMV_SLOTS];
-		if (h->seq == s && h->key == req->key && h->status)
+		if (h->seq == s && h->status &&
+		    (h->key == req->key || h->status == PMV_ERR_BAD_REQUEST))
 			return true;
 	}
 	return false;

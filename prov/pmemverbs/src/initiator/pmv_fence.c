@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * pmemverbs: the keys whose commits failed since their last fence.
+ *
+ * FI_FENCE: every earlier commit to the key done, with status 0, before
+ * the fenced data is placed.  A commit that failed is remembered here
+ * until a fenced commit to its key reports the failure (-FI_EIO), however
+ * many other keys fail in between: a set that grows (open addressing,
+ * linear probing) and never evicts.  If it cannot grow (no memory), the
+ * failure is not lost either: every later fence of the endpoint fails.
+ * Lock held for every call (ini->lock).
+ */
+#include <stdlib.h>
+
+#include "pmv_initiator.h"
+
+#define PMV_FENCE_MIN_CAP 16
+
+/* The slot where key's probe starts. */
+static size_t pmv_fence_home(const struct pmv_fence_set *set, uint64_t key)
+{
+	uint64_t h = key * 0x9e3779b97f4a7c15ull;
+
+	return (size_t) (h ^ (h >> 32)) & (set->cap - 1);
+}
+
+/* The slot holding key, or set->cap if it is not in the set. */
+static size_t pmv_fence_find(const struct pmv_fence_set *set, uint64_t key)
+{
+	size_t i;
+
+	if (!set->count)
+		return set->cap;
+	for (i = pmv_fence_home(set, key); set->slots[i].used;
+	     i = (i + 1) & (set->cap - 1))
+		if (set->slots[i].key == key)
+			return i;
+	return set->cap;
+}
+
+/* Puts key in the first free slot of its probe (room checked). */
+static void pmv_fence_place(struct pmv_fence_set *set, uint64_t key)
+{
+	size_t i = pmv_fence_home(set, key);
+
+	while (set->slots[i].used)
+		i = (i + 1) & (set->cap - 1);
+	set->slots[i] = (struct pmv_fence_key) { .key = key, .used = true };
+	set->count++;
+}
+
+/* Doubles the table (kept at most half full); false if out of memory. */
+static bool pmv_fence_grow(struct pmv_fence_set *set)
+{
+	struct pmv_fence_key *old = set->slots;
+	size_t old_cap = set->cap, cap = old_cap ? 2 * old_cap :
+						   PMV_FENCE_MIN_CAP;
+	size_t i;
+
+	set->slots = pmv_fault(PMV_FAULT_ALLOC) ? NULL :
+		     calloc(cap, sizeof(*set->slots));
+	if (!set->slots) {
+		set->slots = old;
+		return false;
+	}
+	set->cap = cap;
+	set->count = 0;
+	for (i = 0; i < old_cap; i++)
+		if (old[i].used)
+			pmv_fence_place(set, old[i].key);
+	free(old);
+	return true;
+}
+
+/* Empties slot i, moving later entries of its probe run back into it. */
+static void pmv_fence_remove(struct pmv_fence_set *set, size_t i)
+{
+	size_t mask = set->cap - 1, j = i, home;
+
+	set->slots[i].used = false;
+	set->count--;
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!set->slots[j].used)
+			return;
+		home = pmv_fence_home(set, set->slots[j].key);
+		/* j's entry may move to i unless its home lies in (i, j] */
+		if (((j - home) & mask) < ((j - i) & mask))
+			continue;
+		set->slots[i] = set->slots[j];
+		set->slots[j].used = false;
+		i = j;
+	}
+}
+
+/* Remembers that a commit to key failed, for the key's next fence. */
+void pmv_fence_note_failure(struct pmv_fence_set *set, uint64_t key)
+{
+	if (set->lost || pmv_fence_find(set, key) < set->cap)
+		return;
+	if (2 * (set->count + 1) > set->cap && !pmv_fence_grow(set)) {
+		set->lost = true;
+		PMV_WARN(FI_LOG_EP_DATA, "no memory to remember a failed "
+			 "commit to key 0x%llx for its next FI_FENCE: every "
+			 "later fenced commit on this endpoint fails "
+			 "(-FI_EIO); open a new endpoint\n",
+			 (unsigned long long) key);
+		return;
+	}
+	pmv_fence_place(set, key);
+}
+
+/*
+ * True if a commit to key failed since the key's last fenced commit (a
+ * fence then cannot hold); clear forgets it, as the fence reports it.
+ */
+bool pmv_fence_failed(struct pmv_fence_set *set, uint64_t key, bool clear)
+{
+	size_t i = pmv_fence_find(set, key);
+
+	if (i < set->cap && clear)
+		pmv_fence_remove(set, i);
+	return i < set->cap || set->lost;
+}
+
+void pmv_fence_fini(struct pmv_fence_set *set)
+{
+	free(set->slots);
+	*set = (struct pmv_fence_set) { 0 };
+}

@@ -1669,3 +1669,24 @@ Test(engine, a_reader_woken_by_the_core_signal_serves_the_next_request,
 	cr_assert_lt(g_waits, 100, "the reader spun: %u waits in the core",
 		     g_waits);
 }
+
+/*
+ * A send commit that ends without its ack (the connection gone) no longer
+ * counts as in flight: plain writes and commits stop taking the slow
+ * overlap path.  Before, only an ack decremented the count (issue 26's
+ * risk list): seen failing with the decrement back in the ack path,
+ * "1 sends still counted in flight".
+ */
+Test(engine, a_send_that_ends_without_its_ack_is_no_longer_in_flight)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+
+	pmv_params.method = FI_PMEM_METHOD_SEND;
+	cr_assert_eq(commit(g_ep, 0, 8, 0, NULL), 0);
+	cr_assert_eq(pmv_ini_sends_busy(g_ep), 1);
+	complete_post(0, FI_ECONNRESET); /* its request: the connection went */
+	cr_assert(pop(&e, &err) && err);
+	cr_assert_eq(pmv_ini_sends_busy(g_ep), 0, "%u sends still counted in "
+		     "flight", pmv_ini_sends_busy(g_ep));
+}

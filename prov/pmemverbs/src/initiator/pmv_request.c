@@ -231,8 +231,6 @@ static void pmv_ini_ack_one(struct pmv_ini *ini, uint64_t seq,
 	c = pmv_ini_commit(ini, ini->req_commit[(seq - 1) % PMV_SLOTS]);
 	if (!c)
 		return;
-	if (c->inl.len)
-		__atomic_fetch_sub(&ini->sends_busy, 1, __ATOMIC_RELEASE);
 	if (ack)
 		pmv_ini_learn_gen(ini, ack->mr_gen);
 	if (ack && !ack->status)

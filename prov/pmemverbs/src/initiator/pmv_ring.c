@@ -179,6 +179,10 @@ void pmv_ini_finish(struct pmv_ini *ini, struct pmv_commit *c, int status)
 {
 	if (status && !c->status)
 		c->status = status;
+	/* a send's data is no longer awaited, however it ended (an ack, or
+	 * a connection gone: then nothing more is placed) */
+	if (c->inl.len && !c->answered)
+		__atomic_fetch_sub(&ini->sends_busy, 1, __ATOMIC_RELEASE);
 	c->answered = true;
 	pmv_ini_try_done(ini, c);
 }

@@ -61,6 +61,7 @@ struct pmv_params {
 	int ddio;             /* FI_PMEMVERBS_DDIO: inbound DMA is cached */
 	enum fi_pmem_method method; /* FI_PMEMVERBS_METHOD, NONE = auto */
 	int extent_limit;     /* FI_PMEMVERBS_EXTENT_LIMIT */
+	int scope_gap;        /* FI_PMEMVERBS_SCOPE_GAP */
 	int agent_spin_us;    /* FI_PMEMVERBS_AGENT_SPIN_US */
 	int sread_spin_us;    /* FI_PMEMVERBS_SREAD_SPIN_US */
 	char *oracle;         /* FI_PMEMVERBS_ORACLE (test only) */
@@ -113,17 +114,20 @@ struct pmv_persistence {
 
 /* Ranges written to one key since its last commit (pmv_scope.c). */
 #define PMV_MAX_EXTENTS 16
+/* Extents kept per key at most; past it the closest merge, holes or not */
+#define PMV_SCOPE_CAP 1024
 struct pmv_key_scope {
 	uint64_t key;
-	unsigned count;
-	/* one more than the limit: an insert lands before the merge */
-	struct pmv_extent ext[PMV_MAX_EXTENTS + 1];
+	unsigned count, cap;
+	struct pmv_extent *ext; /* sorted by address, disjoint, not touching */
 };
 
 struct pmv_scope {
 	struct pmv_key_scope *keys;
 	size_t nkeys, cap;
-	unsigned limit; /* extents kept per key before coalescing */
+	unsigned limit; /* extents kept per key before neighbours coalesce */
+	uint64_t gap;   /* unwritten bytes two extents may merge over */
+	uint64_t page;  /* pages no write touched are never covered */
 };
 
 /* This side's inbox: acks from the peer's agent, requests to our agent. */
@@ -405,8 +409,13 @@ void pmv_scope_fini(struct pmv_scope *scope);
 int pmv_scope_add(struct pmv_scope *scope, uint64_t key, uint64_t addr,
 		  uint64_t len);
 bool pmv_scope_empty(const struct pmv_scope *scope, uint64_t key);
+unsigned pmv_scope_count(const struct pmv_scope *scope, uint64_t key);
 unsigned pmv_scope_take(struct pmv_scope *scope, uint64_t key,
 			struct pmv_extent *out, unsigned max);
+unsigned pmv_scope_fit(struct pmv_scope *scope, uint64_t key, unsigned max,
+		       bool any);
+unsigned pmv_scope_take_all(struct pmv_scope *scope, uint64_t key,
+			    struct pmv_extent *out, unsigned max);
 
 /* pmv_inbox.c: CM header and inbox of a pmem endpoint. */
 int pmv_inbox_open(struct pmv_ep *ep);

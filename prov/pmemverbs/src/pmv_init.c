@@ -57,6 +57,13 @@ static void pmv_define_params(void)
 			"Ranges kept per endpoint and key between commits; "
 			"more are coalesced (a commit may then persist bytes "
 			"nobody wrote, never fewer). 1 to 16, default 4.");
+	fi_param_define(&pmv_prov, "scope_gap", FI_PARAM_INT,
+			"Bytes nobody wrote that two ranges of a key's scope "
+			"may still merge over, past extent_limit (ranges within "
+			"pages a write touched always may). A commit never "
+			"persists a page no write touched beyond this bound, so "
+			"a sparse file's holes stay holes. 0 to 1048576, "
+			"default 0.");
 	fi_param_define(&pmv_prov, "agent_spin_us", FI_PARAM_INT,
 			"Microseconds the target agent keeps polling for "
 			"commit requests after the last one before it backs "
@@ -196,6 +203,12 @@ static void pmv_read_params(void)
 	fi_param_get_str(&pmv_prov, "method", &method);
 	pmv_params.method = pmv_parse_method(method);
 	fi_param_get_int(&pmv_prov, "extent_limit", &pmv_params.extent_limit);
+	fi_param_get_int(&pmv_prov, "scope_gap", &pmv_params.scope_gap);
+	if (pmv_params.scope_gap < 0 || pmv_params.scope_gap > 1048576) {
+		PMV_WARN(FI_LOG_CORE, "FI_PMEMVERBS_SCOPE_GAP=%d is outside 0 "
+			 "to 1048576; using 0\n", pmv_params.scope_gap);
+		pmv_params.scope_gap = 0;
+	}
 	fi_param_get_int(&pmv_prov, "agent_spin_us", &pmv_params.agent_spin_us);
 	fi_param_get_int(&pmv_prov, "sread_spin_us", &pmv_params.sread_spin_us);
 	fi_param_get_str(&pmv_prov, "oracle", &pmv_params.oracle);

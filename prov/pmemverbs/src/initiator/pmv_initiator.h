@@ -36,6 +36,8 @@ struct pmv_commit {
 	uint64_t key, flags, len, data;
 	uint32_t gen;        /* registration generation of the method choice */
 	bool internal;       /* a fence's flush: reports nothing */
+	bool spill;          /* internal: extents a commit's request could
+			      * not carry (pmv_request.c) */
 	bool silent;         /* an inject call's: no completion on success */
 	unsigned iops;       /* internal operations not completed yet */
 	bool answered;       /* the ack, or the flush op's completion, came */
@@ -89,6 +91,9 @@ struct pmv_ini {
 	bool peer_pushes;      /* a whole profile table came (pmv_facts.c) */
 	struct pmv_fence_fail fence_fail[PMV_FENCE_KEYS];
 	unsigned fence_fail_next;
+	/* keys whose spilled extents failed with no commit left to tell */
+	struct pmv_fence_fail spill_fail[PMV_FENCE_KEYS];
+	unsigned spill_fail_next;
 	int sock;              /* the tcp core's socket, to cork read-flushes
 				* (pmv_sock.c); -1 none, -2 not looked up */
 };
@@ -143,6 +148,17 @@ uint64_t pmv_send_bytes(const struct fi_msg_rma *msg);
 unsigned pmv_send_scope_room(const struct pmv_ini *ini,
 			     const struct fi_msg_rma *msg);
 void pmv_send_fill(struct pmv_req *req, const struct fi_msg_rma *msg);
+/*
+ * Sends ahead, in internal requests, the key's extents that commit c's
+ * request (room extents beside its data) cannot carry; a fenced c's
+ * fence_back grows to cover them.  0, -FI_EAGAIN or the core's error.
+ */
+int pmv_req_spill(struct pmv_ini *ini, struct pmv_commit *c, unsigned room,
+		  uint32_t *fence_back);
+/* A spill failed: the commits to its key not yet answered fail with it. */
+void pmv_ini_spill_failed(struct pmv_ini *ini, const struct pmv_commit *f);
+/* True (once) if a spill of key failed with no commit left to fail. */
+bool pmv_ini_spill_lost(struct pmv_ini *ini, uint64_t key);
 int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
 		 const struct fi_msg_rma *inl, uint32_t fence_back);
 bool pmv_req_room(const struct pmv_ini *ini);

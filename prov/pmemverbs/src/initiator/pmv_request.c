@@ -128,9 +128,14 @@ int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
 	struct fi_rma_iov rma;
 	struct fi_msg_rma msg = { .msg_iov = &iov, .iov_count = 1,
 				  .rma_iov = &rma, .rma_iov_count = 1 };
+	uint32_t max = pmv_req_max_extents(pmv_ep_slot_bytes(ini->ep));
 	unsigned ntaken;
 	int ret;
 
+	ret = pmv_req_spill(ini, c, inl ? pmv_send_scope_room(ini, inl) : max,
+			    &fence_back);
+	if (ret)
+		return ret;
 	iov.iov_len = pmv_req_build(ini, c, inl, fence_back, buf, sizeof(buf),
 				    taken, &ntaken);
 	rma = pmv_req_slot(ini, iov.iov_len);
@@ -156,6 +161,8 @@ bool pmv_req_can_join(const struct pmv_ini *ini, const struct pmv_commit *c,
 
 	return pmv_params.join_request && dom->transport == PMV_TRANSPORT_TCP &&
 	       !(c->flags & FI_INJECT) && msg->iov_count &&
+	       msg->rma_iov_count <
+	       pmv_req_max_extents(pmv_ep_slot_bytes(ini->ep)) &&
 	       msg->iov_count < pmv_limit(PMV_MAX_IOV, dom->iov_limit) &&
 	       msg->rma_iov_count < pmv_limit(PMV_MAX_IOV, dom->rma_iov_limit);
 }
@@ -179,9 +186,14 @@ int pmv_req_send_joined(struct pmv_ini *ini, struct pmv_commit *c,
 	struct fi_rma_iov rma[PMV_MAX_IOV];
 	struct fi_msg_rma all = *msg;
 	size_t i, n = msg->iov_count, r = msg->rma_iov_count, len;
+	uint32_t max = pmv_req_max_extents(pmv_ep_slot_bytes(ini->ep)), back = 0;
 	unsigned ntaken;
 	int ret;
 
+	/* before msg's ranges join the scope: a spill goes ahead of its data */
+	ret = pmv_req_spill(ini, c, max - r, &back);
+	if (ret)
+		return ret;
 	for (i = 0; i < r; i++) {
 		rma[i] = msg->rma_iov[i];
 		pmv_scope_add(&ini->scope, c->key, rma[i].addr, rma[i].len);
@@ -190,7 +202,7 @@ int pmv_req_send_joined(struct pmv_ini *ini, struct pmv_commit *c,
 		iov[i] = msg->msg_iov[i];
 		desc[i] = msg->desc ? msg->desc[i] : NULL;
 	}
-	len = pmv_req_build(ini, c, NULL, 0, c->req_buf, sizeof(c->req_buf),
+	len = pmv_req_build(ini, c, NULL, back, c->req_buf, sizeof(c->req_buf),
 			    taken, &ntaken);
 	iov[n] = (struct iovec) { .iov_base = c->req_buf, .iov_len = len };
 	rma[r] = pmv_req_slot(ini, len);

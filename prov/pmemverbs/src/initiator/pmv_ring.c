@@ -171,6 +171,8 @@ void pmv_ini_report(struct pmv_ini *ini, struct pmv_commit *c)
 	c->reported = true;
 	if (c->status)
 		pmv_ini_note_failure(ini, c->key);
+	if (c->status && c->spill)
+		pmv_ini_spill_failed(ini, c);
 	if (c->internal || !ep) {
 		pmv_ini_release_room(c);
 		return;
@@ -402,8 +404,9 @@ int pmv_ini_probe(struct pmv_ini *ini)
 void pmv_ini_take_scope(struct pmv_ini *ini, struct pmv_commit *c,
 			unsigned max)
 {
-	c->next = pmv_scope_take(&ini->scope, c->key, c->ext,
-				 max < PMV_MAX_EXTENTS ? max : PMV_MAX_EXTENTS);
+	c->next = pmv_scope_take_all(&ini->scope, c->key, c->ext,
+				     max < PMV_MAX_EXTENTS ? max :
+					     PMV_MAX_EXTENTS);
 }
 
 /*

@@ -62,6 +62,7 @@ struct pmv_params {
 	enum fi_pmem_method method; /* FI_PMEMVERBS_METHOD, NONE = auto */
 	int extent_limit;     /* FI_PMEMVERBS_EXTENT_LIMIT */
 	int scope_gap;        /* FI_PMEMVERBS_SCOPE_GAP */
+	int fill_holes;       /* FI_PMEMVERBS_FILL_HOLES */
 	int agent_spin_us;    /* FI_PMEMVERBS_AGENT_SPIN_US */
 	int sread_spin_us;    /* FI_PMEMVERBS_SREAD_SPIN_US */
 	char *oracle;         /* FI_PMEMVERBS_ORACLE (test only) */
@@ -390,6 +391,11 @@ int pmv_persistence_from_map(struct pmem2_map *map,
 void pmv_persistence_release(struct pmv_persistence *p);
 void pmv_persistence_volatile(struct pmv_persistence *p);
 enum fi_pmem_profile pmv_profile_decide(int granularity, bool cpu_flush_ok);
+/*
+ * Allocates the holes of [off, off + len) of the region's file fd
+ * (pmv_holes.c): 0, or -FI_ENOSPC if the file system cannot hold them.
+ */
+int pmv_fill_holes(int fd, uint64_t off, uint64_t len);
 int pmv_persist(const struct pmv_persistence *p, const void *addr,
 		size_t len);
 void pmv_place(const struct pmv_persistence *p, void *dst, const void *src,

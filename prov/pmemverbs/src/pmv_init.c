@@ -64,6 +64,13 @@ static void pmv_define_params(void)
 			"persists a page no write touched beyond this bound, so "
 			"a sparse file's holes stay holes. 0 to 1048576, "
 			"default 0.");
+	fi_param_define(&pmv_prov, "fill_holes", FI_PARAM_BOOL,
+			"At fi_mr_reg(FI_RMA_PMEM) of a shared file mapping, "
+			"allocate the holes of the registered range (the file's "
+			"size kept); a file system that cannot hold them fails "
+			"the registration with FI_ENOSPC, where a write into a "
+			"hole would later kill the target with SIGBUS. "
+			"Default: yes.");
 	fi_param_define(&pmv_prov, "agent_spin_us", FI_PARAM_INT,
 			"Microseconds the target agent keeps polling for "
 			"commit requests after the last one before it backs "
@@ -195,6 +202,7 @@ static void pmv_read_params(void)
 	pmv_params.peer_probe_ms = 100;
 	pmv_params.bad_request_ms = 100;
 	pmv_params.join_request = 1;
+	pmv_params.fill_holes = 1;
 	pmv_params.tcp_cork = 1;
 	pmv_params.push_profiles = 1;
 	pmv_params.delivery_ack = 1;
@@ -204,6 +212,7 @@ static void pmv_read_params(void)
 	pmv_params.method = pmv_parse_method(method);
 	fi_param_get_int(&pmv_prov, "extent_limit", &pmv_params.extent_limit);
 	fi_param_get_int(&pmv_prov, "scope_gap", &pmv_params.scope_gap);
+	fi_param_get_bool(&pmv_prov, "fill_holes", &pmv_params.fill_holes);
 	if (pmv_params.scope_gap < 0 || pmv_params.scope_gap > 1048576) {
 		PMV_WARN(FI_LOG_CORE, "FI_PMEMVERBS_SCOPE_GAP=%d is outside 0 "
 			 "to 1048576; using 0\n", pmv_params.scope_gap);

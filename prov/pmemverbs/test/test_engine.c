@@ -1462,3 +1462,36 @@ Test(engine, a_spill_failing_after_its_commit_dropped_fails_the_next_one)
 		  "spill were forgotten");
 	cr_assert(!pop(&e, &err));
 }
+
+/*
+ * A fenced commit by send behind spills: its request asks the agent to
+ * check every spill ahead of it (fence_back), so its data is not placed
+ * after one that failed.
+ */
+Test(engine, a_fenced_send_checks_the_spills_ahead_of_it)
+{
+	uint64_t buf[32];
+	struct pmv_req *req = (struct pmv_req *) buf;
+	unsigned i, nreq = 0;
+	int ctx;
+
+	push_table(g_ep, FI_PMEM_PROFILE_PAGE, 5);
+	for (i = 0; i < SCATTERED; i++)
+		pmv_ini_track(g_ep, REGION_KEY, i * 1048576ULL + 16, 8);
+	cr_assert_eq(commit(g_ep, SCATTERED * 1048576ULL, 8, FI_FENCE, &ctx), 0);
+	for (i = 0; i < g_nposts; i++) {
+		if (g_posts[i].last_rma.key != INBOX_KEY)
+			continue;
+		nreq++;
+		cr_assert_gt(pmv_req_decode(g_posts[i].bytes,
+					    g_posts[i].last_rma.len, nreq,
+					    req), 0);
+	}
+	cr_assert_gt(nreq, 1, "no spill: %u request", nreq);
+	cr_assert(req->flags & PMV_REQ_INLINE, "the fenced commit went by "
+		  "send");
+	cr_assert(req->flags & PMV_REQ_FENCE);
+	cr_assert_geq(req->fence_back, nreq - 1, "the fenced request checks "
+		      "%u requests back, not its %u spills", req->fence_back,
+		      nreq - 1);
+}

@@ -250,6 +250,8 @@ static unsigned ks_take(struct pmv_key_scope *ks, struct pmv_extent *out,
 {
 	if (n > ks->count)
 		n = ks->count;
+	if (!n)
+		return 0;
 	memcpy(out, ks->ext, n * sizeof(*out));
 	memmove(ks->ext, &ks->ext[n], (ks->count - n) * sizeof(*out));
 	ks->count -= n;

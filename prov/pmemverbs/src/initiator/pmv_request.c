@@ -130,20 +130,23 @@ int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
 				  .rma_iov = &rma, .rma_iov_count = 1 };
 	uint32_t max = pmv_req_max_extents(pmv_ep_slot_bytes(ini->ep));
 	unsigned ntaken;
+	bool corked;
 	int ret;
 
 	ret = pmv_req_spill(ini, c, inl ? pmv_send_scope_room(ini, inl) : max,
-			    &fence_back);
+			    &fence_back, &corked);
+	if (!ret) {
+		iov.iov_len = pmv_req_build(ini, c, inl, fence_back, buf,
+					    sizeof(buf), taken, &ntaken);
+		rma = pmv_req_slot(ini, iov.iov_len);
+		ret = pmv_ini_post_op(ini, c, PMV_IOP_REQ, &msg, FI_INJECT,
+				      false);
+		if (ret)
+			pmv_req_untake(ini, c->key, taken, ntaken);
+	}
+	pmv_req_spill_done(ini, corked);
 	if (ret)
 		return ret;
-	iov.iov_len = pmv_req_build(ini, c, inl, fence_back, buf, sizeof(buf),
-				    taken, &ntaken);
-	rma = pmv_req_slot(ini, iov.iov_len);
-	ret = pmv_ini_post_op(ini, c, PMV_IOP_REQ, &msg, FI_INJECT, false);
-	if (ret) {
-		pmv_req_untake(ini, c->key, taken, ntaken);
-		return ret;
-	}
 	pmv_req_sent(ini, c);
 	return 0;
 }
@@ -177,8 +180,8 @@ bool pmv_req_can_join(const struct pmv_ini *ini, const struct pmv_commit *c,
  * (msg's ranges are then in the key's scope: a later commit persists
  * them, which costs time, never durability).
  */
-int pmv_req_send_joined(struct pmv_ini *ini, struct pmv_commit *c,
-			const struct fi_msg_rma *msg)
+static int pmv_req_post_joined(struct pmv_ini *ini, struct pmv_commit *c,
+			       const struct fi_msg_rma *msg, uint32_t back)
 {
 	struct pmv_extent taken[PMV_MAX_EXTENTS];
 	struct iovec iov[PMV_MAX_IOV];
@@ -186,14 +189,9 @@ int pmv_req_send_joined(struct pmv_ini *ini, struct pmv_commit *c,
 	struct fi_rma_iov rma[PMV_MAX_IOV];
 	struct fi_msg_rma all = *msg;
 	size_t i, n = msg->iov_count, r = msg->rma_iov_count, len;
-	uint32_t max = pmv_req_max_extents(pmv_ep_slot_bytes(ini->ep)), back = 0;
 	unsigned ntaken;
 	int ret;
 
-	/* before msg's ranges join the scope: a spill goes ahead of its data */
-	ret = pmv_req_spill(ini, c, max - r, &back);
-	if (ret)
-		return ret;
 	for (i = 0; i < r; i++) {
 		rma[i] = msg->rma_iov[i];
 		pmv_scope_add(&ini->scope, c->key, rma[i].addr, rma[i].len);
@@ -218,6 +216,23 @@ int pmv_req_send_joined(struct pmv_ini *ini, struct pmv_commit *c,
 	}
 	pmv_req_sent(ini, c);
 	return 0;
+}
+
+/* The extents that do not fit go ahead (spills), then data and request. */
+int pmv_req_send_joined(struct pmv_ini *ini, struct pmv_commit *c,
+			const struct fi_msg_rma *msg)
+{
+	uint32_t max = pmv_req_max_extents(pmv_ep_slot_bytes(ini->ep)), back = 0;
+	bool corked;
+	int ret;
+
+	/* before msg's ranges join the scope: a spill goes ahead of its data */
+	ret = pmv_req_spill(ini, c, max - (uint32_t) msg->rma_iov_count, &back,
+			    &corked);
+	if (!ret)
+		ret = pmv_req_post_joined(ini, c, msg, back);
+	pmv_req_spill_done(ini, corked);
+	return ret;
 }
 
 /* Copies an ack out of the inbox; false if it is not (yet) seq's ack. */

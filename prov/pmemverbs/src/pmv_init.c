@@ -109,8 +109,9 @@ static void pmv_define_params(void)
 	fi_param_define(&pmv_prov, "tcp_cork", FI_PARAM_BOOL,
 			"Over the tcp core, send a read-flush commit's data "
 			"write and its read as one TCP segment (the endpoint's "
-			"socket is corked while both are posted); 0 lets the "
-			"core send them as two. Default: yes.");
+			"socket is corked while both are posted), and a "
+			"commit's spill requests with its own; 0 lets the "
+			"core send them apart. Default: yes.");
 	fi_param_define(&pmv_prov, "oracle", FI_PARAM_STRING,
 			"Test only: a shared file where the agent records "
 			"every range it persists (the persistence oracle). "

@@ -23,6 +23,8 @@
  *   commit      fi_writemsg(FI_COMMIT_COMPLETE) of SIZE bytes
  *   batch       BATCH fi_writes of SIZE, then one pure-flush commit
  *               (iov_count 0, rma_iov {addr, 0, key}); pmemverbs only
+ *   scatter     as batch, the writes spread over the whole region (one
+ *               in each BATCH-th of it): a scope of distant ranges
  *
  * With -i IDLE_US the initiator sleeps (nanosleep) that long before each
  * iteration, warmup included, outside the timed interval, in every mode:
@@ -268,6 +270,19 @@ static int post_batch(struct bench *b, size_t size, uint64_t index)
 	return ret ? ret : post_rma(b, PM_RMA_FLUSH, 0, 0);
 }
 
+/* BATCH plain writes spread over the region, then one pure-flush commit. */
+static int post_scatter(struct bench *b, size_t size, uint64_t index)
+{
+	uint64_t part = b->region.len / (uint64_t) b->opts->batch;
+	uint64_t slots = part > size ? (part - size) / PM_LINE_SIZE + 1 : 1;
+	uint64_t shift = (index % slots) * PM_LINE_SIZE;
+	int ret = 0, i;
+
+	for (i = 0; !ret && i < b->opts->batch; i++)
+		ret = post_rma(b, PM_RMA_WRITE, size, i * part + shift);
+	return ret ? ret : post_rma(b, PM_RMA_FLUSH, 0, 0);
+}
+
 static const struct mode all_modes[] = {
 	{ "write", false, post_write },
 	{ "read", false, post_read },
@@ -275,6 +290,7 @@ static const struct mode all_modes[] = {
 	{ "write_read", false, post_write_read },
 	{ "commit", false, post_commit_write },
 	{ "batch", true, post_batch },
+	{ "scatter", true, post_scatter },
 };
 
 /* ---------------------------------------------- initiator: measurement */
@@ -462,7 +478,8 @@ static void usage(const char *prog)
 		"  -p  provider (%s); -B port (%s); -S sizes (%s)\n"
 		"  -I  iterations (%d); -W warmup iterations (%d); "
 		"-b writes per batch (%d)\n"
-		"  -m  modes among write,read,read8,write_read,commit,batch "
+		"  -m  modes among write,read,read8,write_read,commit,batch,"
+		"scatter "
 		"(%s)\n"
 		"  -i  initiator: sleep IDLE_US microseconds before each "
 		"iteration, untimed (0)\n"

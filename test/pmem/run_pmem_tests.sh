@@ -204,7 +204,8 @@ judge_exit() {
 # with CASE set,
 # badinput runs only that case (scenario: runs that case); with
 # FAULT_PERSIST=N, the target's N-th persist call fails
-# (FI_PMEMVERBS_FAULT_PERSIST).
+# (FI_PMEMVERBS_FAULT_PERSIST); with FILL_HOLES=0 the target leaves its
+# regions' holes unallocated (FI_PMEMVERBS_FILL_HOLES).
 run() {
 	local name=$1 test=$2 gran=$3 judge=$4 use_oracle=$5 fault=${6:-}
 	local dir=$WORK/$name port=$PORT irc oracle=$SHM/$name.oracle
@@ -230,6 +231,8 @@ run() {
 	[[ -n $fault ]] && tenv+=(FI_PMEMVERBS_FAULT_SKIP_EXTENT="$fault")
 	[[ -n ${FAULT_PERSIST:-} ]] &&
 		tenv+=(FI_PMEMVERBS_FAULT_PERSIST="$FAULT_PERSIST")
+	[[ -n ${FILL_HOLES:-} ]] &&
+		tenv+=(FI_PMEMVERBS_FILL_HOLES="$FILL_HOLES")
 	tenv+=("${TARGET_ENV[@]}")
 	start_target "$dir" "$test" "$port" "${tenv[@]}"
 	case $? in
@@ -323,6 +326,12 @@ METHOD=send CASE=fence-after-many-failures \
 METHOD=send CASE=send-then-overlapping-commit \
 	run send-then-overlap-cache_line-send badinput cache_line lines no
 run exit-with-endpoints-open exit cache_line exit no
+# the scope persists only what was written: on a sparse region (its holes
+# left unallocated) five scattered writes and a commit allocate their pages
+for gran in page cache_line; do
+	FILL_HOLES=0 CASE=sparse-scope \
+		run "sparse-scope-$gran" badinput "$gran" lines no
+done
 # scenarios: ways a commit could complete before it is durable, or a
 # completion be lost (README.md, Scenarios)
 for gran in page cache_line byte; do

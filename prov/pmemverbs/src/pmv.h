@@ -61,6 +61,8 @@ struct pmv_params {
 	int ddio;             /* FI_PMEMVERBS_DDIO: inbound DMA is cached */
 	enum fi_pmem_method method; /* FI_PMEMVERBS_METHOD, NONE = auto */
 	int extent_limit;     /* FI_PMEMVERBS_EXTENT_LIMIT */
+	int scope_gap;        /* FI_PMEMVERBS_SCOPE_GAP */
+	int fill_holes;       /* FI_PMEMVERBS_FILL_HOLES */
 	int agent_spin_us;    /* FI_PMEMVERBS_AGENT_SPIN_US */
 	int sread_spin_us;    /* FI_PMEMVERBS_SREAD_SPIN_US */
 	char *oracle;         /* FI_PMEMVERBS_ORACLE (test only) */
@@ -112,18 +114,21 @@ struct pmv_persistence {
 
 /* Ranges written to one key since its last commit (pmv_scope.c). */
 #define PMV_MAX_EXTENTS 16
+/* Extents kept per key at most; past it the closest merge, holes or not */
+#define PMV_SCOPE_CAP 1024
 struct pmv_key_scope {
 	uint64_t key;
-	unsigned count;
+	unsigned count, cap;
 	uint32_t gen;   /* generation known at its oldest write (count > 0) */
-	/* one more than the limit: an insert lands before the merge */
-	struct pmv_extent ext[PMV_MAX_EXTENTS + 1];
+	struct pmv_extent *ext; /* sorted by address, disjoint, not touching */
 };
 
 struct pmv_scope {
 	struct pmv_key_scope *keys;
 	size_t nkeys, cap;
-	unsigned limit; /* extents kept per key before coalescing */
+	unsigned limit; /* extents kept per key before neighbours coalesce */
+	uint64_t gap;   /* unwritten bytes two extents may merge over */
+	uint64_t page;  /* pages no write touched are never covered */
 	uint32_t gen;   /* the peer's generation known now (pmv_scope_add) */
 };
 
@@ -402,6 +407,11 @@ int pmv_persistence_from_map(struct pmem2_map *map,
 void pmv_persistence_release(struct pmv_persistence *p);
 void pmv_persistence_volatile(struct pmv_persistence *p);
 enum fi_pmem_profile pmv_profile_decide(int granularity, bool cpu_flush_ok);
+/*
+ * Allocates the holes of [off, off + len) of the region's file fd
+ * (pmv_holes.c): 0, or -FI_ENOSPC if the file system cannot hold them.
+ */
+int pmv_fill_holes(int fd, uint64_t off, uint64_t len);
 int pmv_persist(const struct pmv_persistence *p, const void *addr,
 		size_t len);
 void pmv_place(const struct pmv_persistence *p, void *dst, const void *src,
@@ -425,8 +435,13 @@ int pmv_scope_add_gen(struct pmv_scope *scope, uint64_t key, uint64_t addr,
 bool pmv_scope_empty(const struct pmv_scope *scope, uint64_t key);
 bool pmv_scope_gen(const struct pmv_scope *scope, uint64_t key,
 		   uint32_t *gen);
+unsigned pmv_scope_count(const struct pmv_scope *scope, uint64_t key);
 unsigned pmv_scope_take(struct pmv_scope *scope, uint64_t key,
 			struct pmv_extent *out, unsigned max);
+unsigned pmv_scope_fit(struct pmv_scope *scope, uint64_t key, unsigned max,
+		       bool any);
+unsigned pmv_scope_take_all(struct pmv_scope *scope, uint64_t key,
+			    struct pmv_extent *out, unsigned max);
 
 /* pmv_inbox.c: CM header and inbox of a pmem endpoint. */
 int pmv_inbox_open(struct pmv_ep *ep);

@@ -57,6 +57,20 @@ static void pmv_define_params(void)
 			"Ranges kept per endpoint and key between commits; "
 			"more are coalesced (a commit may then persist bytes "
 			"nobody wrote, never fewer). 1 to 16, default 4.");
+	fi_param_define(&pmv_prov, "scope_gap", FI_PARAM_INT,
+			"Bytes nobody wrote that two ranges of a key's scope "
+			"may still merge over, past extent_limit (ranges within "
+			"pages a write touched always may). A commit never "
+			"persists a page no write touched beyond this bound, so "
+			"a sparse file's holes stay holes. 0 to 1048576, "
+			"default 0.");
+	fi_param_define(&pmv_prov, "fill_holes", FI_PARAM_BOOL,
+			"At fi_mr_reg(FI_RMA_PMEM) of a shared file mapping, "
+			"allocate the holes of the registered range (the file's "
+			"size kept); a file system that cannot hold them fails "
+			"the registration with FI_ENOSPC, where a write into a "
+			"hole would later kill the target with SIGBUS. "
+			"Default: yes.");
 	fi_param_define(&pmv_prov, "agent_spin_us", FI_PARAM_INT,
 			"Microseconds the target agent keeps polling for "
 			"commit requests after the last one before it backs "
@@ -86,8 +100,9 @@ static void pmv_define_params(void)
 	fi_param_define(&pmv_prov, "tcp_cork", FI_PARAM_BOOL,
 			"Over the tcp core, send a read-flush commit's data "
 			"write and its read as one TCP segment (the endpoint's "
-			"socket is corked while both are posted); 0 lets the "
-			"core send them as two. Default: yes.");
+			"socket is corked while both are posted), and a "
+			"commit's spill requests with its own; 0 lets the "
+			"core send them apart. Default: yes.");
 	fi_param_define(&pmv_prov, "oracle", FI_PARAM_STRING,
 			"Test only: a shared file where the agent records "
 			"every range it persists (the persistence oracle). "
@@ -179,6 +194,7 @@ static void pmv_read_params(void)
 	pmv_params.peer_probe_ms = 100;
 	pmv_params.bad_request_ms = 100;
 	pmv_params.join_request = 1;
+	pmv_params.fill_holes = 1;
 	pmv_params.tcp_cork = 1;
 	pmv_params.push_profiles = 1;
 	fi_param_get_bool(&pmv_prov, "wsp", &pmv_params.wsp);
@@ -186,6 +202,13 @@ static void pmv_read_params(void)
 	fi_param_get_str(&pmv_prov, "method", &method);
 	pmv_params.method = pmv_parse_method(method);
 	fi_param_get_int(&pmv_prov, "extent_limit", &pmv_params.extent_limit);
+	fi_param_get_int(&pmv_prov, "scope_gap", &pmv_params.scope_gap);
+	fi_param_get_bool(&pmv_prov, "fill_holes", &pmv_params.fill_holes);
+	if (pmv_params.scope_gap < 0 || pmv_params.scope_gap > 1048576) {
+		PMV_WARN(FI_LOG_CORE, "FI_PMEMVERBS_SCOPE_GAP=%d is outside 0 "
+			 "to 1048576; using 0\n", pmv_params.scope_gap);
+		pmv_params.scope_gap = 0;
+	}
 	fi_param_get_int(&pmv_prov, "agent_spin_us", &pmv_params.agent_spin_us);
 	fi_param_get_int(&pmv_prov, "sread_spin_us", &pmv_params.sread_spin_us);
 	fi_param_get_str(&pmv_prov, "oracle", &pmv_params.oracle);

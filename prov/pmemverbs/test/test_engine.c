@@ -1690,3 +1690,150 @@ Test(engine, a_send_that_ends_without_its_ack_is_no_longer_in_flight)
 	cr_assert_eq(pmv_ini_sends_busy(g_ep), 0, "%u sends still counted in "
 		     "flight", pmv_ini_sends_busy(g_ep));
 }
+
+/*
+ * Issue 25 item 2: sixteen 8-byte writes a MiB apart, then a commit.  The
+ * requests (a slot of 128 bytes holds 5 extents) name every written byte
+ * and no page nobody wrote: the extents that do not fit the commit's
+ * request go ahead in internal ones.  Returns the number of requests;
+ * their extents go to ext (*n of them).
+ */
+#define SCATTERED 16
+static unsigned scattered_commit(int *ctx, struct pmv_extent *ext,
+				 unsigned *n)
+{
+	uint64_t buf[32];
+	struct pmv_req *req;
+	unsigned i, nreq = 0;
+
+	for (i = 0; i < SCATTERED; i++)
+		cr_assert_eq(pmv_ini_track(g_ep, REGION_KEY,
+					   i * 1048576ULL + 16, 8), 0);
+	cr_assert_eq(commit(g_ep, SCATTERED * 1048576ULL, 8, 0, ctx), 0);
+	*n = 0;
+	for (i = 0; i < g_nposts; i++) {
+		if (g_posts[i].last_rma.key != INBOX_KEY)
+			continue;
+		req = (struct pmv_req *) buf;
+		cr_assert_gt(pmv_req_decode(g_posts[i].bytes,
+					    g_posts[i].last_rma.len,
+					    nreq + 1, req), 0);
+		memcpy(ext + *n, req->ext, req->nextents * sizeof(*ext));
+		*n += req->nextents;
+		nreq++;
+	}
+	return nreq;
+}
+
+Test(engine, scattered_writes_reach_the_agent_exact)
+{
+	struct pmv_extent ext[64];
+	struct fi_cq_err_entry e;
+	unsigned n, nreq, i, j;
+	bool err;
+	int ctx;
+
+	nreq = scattered_commit(&ctx, ext, &n);
+	for (i = 0; i <= SCATTERED; i++) {
+		uint64_t w = i * 1048576ULL + (i < SCATTERED ? 16 : 0);
+		bool in = false;
+
+		for (j = 0; j < n; j++)
+			in |= ext[j].addr <= w && w + 8 <= ext[j].addr + ext[j].len;
+		cr_assert(in, "the write at %#lx is in no request",
+			  (unsigned long) w);
+	}
+	for (j = 0; j < n; j++)
+		cr_assert_leq(ext[j].len, 4096, "extent %#lx+%lu covers pages "
+			      "nobody wrote", (unsigned long) ext[j].addr,
+			      (unsigned long) ext[j].len);
+	for (i = 0; i < g_nposts; i++)
+		complete_post(i, 0);
+	for (i = 1; i < nreq; i++) {
+		ack(g_ep, i, 0, FI_PMEM_PROFILE_PAGE, 0);
+		cr_assert(!pop(&e, &err), "completed before its last request's "
+			  "ack");
+	}
+	ack(g_ep, nreq, 0, FI_PMEM_PROFILE_PAGE, 0);
+	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx);
+	cr_assert(!pop(&e, &err), "the spills raised completions");
+}
+
+Test(engine, a_failed_spill_fails_its_commit)
+{
+	struct pmv_extent ext[64];
+	struct fi_cq_err_entry e;
+	unsigned n, nreq, i;
+	bool err;
+	int ctx;
+
+	nreq = scattered_commit(&ctx, ext, &n);
+	cr_assert_gt(nreq, 1, "no spill: %u request", nreq);
+	for (i = 0; i < g_nposts; i++)
+		complete_post(i, 0);
+	ack(g_ep, 1, -FI_EIO, FI_PMEM_PROFILE_PAGE, 0);
+	for (i = 2; i <= nreq; i++)
+		ack(g_ep, i, 0, FI_PMEM_PROFILE_PAGE, 0);
+	cr_assert(pop(&e, &err), "the commit never completed");
+	cr_assert(err && e.op_context == &ctx, "a spilled range failed, yet "
+		  "the commit succeeded");
+	cr_assert(!pop(&e, &err));
+}
+
+Test(engine, a_spill_failing_after_its_commit_dropped_fails_the_next_one)
+{
+	struct fi_cq_err_entry e;
+	unsigned i, nreq;
+	bool err;
+	int ctx;
+
+	join_requests();
+	for (i = 0; i < SCATTERED; i++)
+		pmv_ini_track(g_ep, REGION_KEY, i * 1048576ULL + 16, 8);
+	g_fail_at = 4; /* three spills go, the joined write is refused */
+	g_fail_ret = -FI_EAGAIN;
+	cr_assert_eq(commit(g_ep, 0, 8, 0, &ctx), -FI_EAGAIN);
+	nreq = g_nposts;
+	cr_assert_eq(nreq, 3, "%u spills", nreq);
+	for (i = 0; i < g_nposts; i++)
+		complete_post(i, 0);
+	ack(g_ep, 1, -FI_EIO, FI_PMEM_PROFILE_PAGE, 0);
+	for (i = 2; i <= nreq; i++)
+		ack(g_ep, i, 0, FI_PMEM_PROFILE_PAGE, 0);
+	cr_assert(commit(g_ep, 0, 8, 0, &ctx) < 0, "the writes of a failed "
+		  "spill were forgotten");
+	cr_assert(!pop(&e, &err));
+}
+
+/*
+ * A fenced commit by send behind spills: its request asks the agent to
+ * check every spill ahead of it (fence_back), so its data is not placed
+ * after one that failed.
+ */
+Test(engine, a_fenced_send_checks_the_spills_ahead_of_it)
+{
+	uint64_t buf[32];
+	struct pmv_req *req = (struct pmv_req *) buf;
+	unsigned i, nreq = 0;
+	int ctx;
+
+	push_table(g_ep, FI_PMEM_PROFILE_PAGE, 5);
+	for (i = 0; i < SCATTERED; i++)
+		pmv_ini_track(g_ep, REGION_KEY, i * 1048576ULL + 16, 8);
+	cr_assert_eq(commit(g_ep, SCATTERED * 1048576ULL, 8, FI_FENCE, &ctx), 0);
+	for (i = 0; i < g_nposts; i++) {
+		if (g_posts[i].last_rma.key != INBOX_KEY)
+			continue;
+		nreq++;
+		cr_assert_gt(pmv_req_decode(g_posts[i].bytes,
+					    g_posts[i].last_rma.len, nreq,
+					    req), 0);
+	}
+	cr_assert_gt(nreq, 1, "no spill: %u request", nreq);
+	cr_assert(req->flags & PMV_REQ_INLINE, "the fenced commit went by "
+		  "send");
+	cr_assert(req->flags & PMV_REQ_FENCE);
+	cr_assert_geq(req->fence_back, nreq - 1, "the fenced request checks "
+		      "%u requests back, not its %u spills", req->fence_back,
+		      nreq - 1);
+}

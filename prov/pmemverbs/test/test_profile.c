@@ -3,10 +3,15 @@
  * Unit tests: persistence profile detection at registration, persisting
  * and placing data, persist errors.
  */
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <linux/magic.h>
 #include <sys/resource.h>
 #include <sys/vfs.h>
@@ -331,4 +336,111 @@ Test(profile, an_applications_pmem2_map_keeps_its_granularity)
 		     FI_PMEM_PROFILE_DMP);
 	cr_assert_eq(pmem2_map_profile("byte", PMEM2_GRANULARITY_PAGE),
 		     FI_PMEM_PROFILE_MHP);
+}
+
+/*
+ * Mounts a tmpfs of 1 MiB on a fresh directory, in a mount namespace of
+ * this test's own process; NULL if the system does not allow it.
+ */
+static const char *small_tmpfs(void)
+{
+	static char dir[] = "/tmp/pmv_holes_XXXXXX";
+
+	if (!mkdtemp(dir))
+		return NULL;
+	if (unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("tmpfs", dir, "tmpfs", 0, "size=1m")) {
+		rmdir(dir);
+		return NULL;
+	}
+	return dir;
+}
+
+/* Maps a sparse file of len bytes in dir (MAP_SHARED). */
+static void *map_sparse(const char *dir, size_t len)
+{
+	char path[64];
+	void *map;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/region", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, (off_t) len), 0);
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	cr_assert_neq(map, MAP_FAILED);
+	return map;
+}
+
+#define SPARSE_LEN (8u << 20)
+
+/*
+ * Issue 25 item 4: registering (FI_RMA_PMEM) a sparse 8 MiB file on a
+ * full 1 MiB tmpfs fails with -FI_ENOSPC, before a peer's write into a
+ * hole could kill the target with SIGBUS.
+ */
+Test(profile, a_sparse_file_its_file_system_cannot_fill_is_refused)
+{
+	struct pmv_persistence p;
+	const char *dir = small_tmpfs();
+	int ret;
+
+	if (!dir)
+		cr_skip_test("no private mount namespace for a small tmpfs");
+	pmv_params.fill_holes = 1;
+	ret = pmv_persistence_detect(map_sparse(dir, SPARSE_LEN), SPARSE_LEN,
+				     &p);
+	cr_assert_eq(ret, -FI_ENOSPC, "registering a sparse 8 MiB file on a "
+		     "1 MiB tmpfs returned %d, not -FI_ENOSPC", ret);
+}
+
+/* The holes of a registered file range are allocated; its size is kept. */
+Test(profile, the_holes_of_a_registered_file_are_allocated)
+{
+	struct pmv_persistence p;
+	struct stat st;
+	char path[] = "/tmp/pmv_holes_XXXXXX";
+	int fd = mkstemp(path);
+	void *map;
+
+	cr_assert_geq(fd, 0);
+	unlink(path);
+	cr_assert_eq(ftruncate(fd, LEN), 0);
+	map = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert_neq(map, MAP_FAILED);
+	pmv_params.fill_holes = 1;
+	cr_assert_eq(pmv_persistence_detect((char *) map + 4096, LEN - 8192,
+					    &p), 0);
+	cr_assert_eq(fstat(fd, &st), 0);
+	cr_assert_eq(st.st_size, LEN);
+	cr_assert_geq((uint64_t) st.st_blocks * 512, LEN - 8192,
+		      "%lu bytes allocated of a %u-byte range",
+		      (unsigned long) st.st_blocks * 512, LEN - 8192);
+	pmv_persistence_release(&p);
+	munmap(map, LEN);
+	close(fd);
+}
+
+/*
+ * What the refusal prevents: with FI_PMEMVERBS_FILL_HOLES=0 the same
+ * registration succeeds, and a store into a hole (the core's copy of a
+ * peer's write) dies of SIGBUS once the file system is full.
+ */
+Test(profile, without_fill_holes_a_write_into_a_hole_is_sigbus,
+     .signal = SIGBUS)
+{
+	struct pmv_persistence p;
+	const char *dir = small_tmpfs();
+	uint8_t *map;
+
+	if (!dir)
+		raise(SIGBUS); /* cannot be shown here; nothing to check */
+	pmv_params.fill_holes = 0;
+	map = map_sparse(dir, SPARSE_LEN);
+	cr_assert_eq(pmv_persistence_detect(map, SPARSE_LEN, &p), 0);
+	signal(SIGBUS, SIG_DFL); /* not libfabric's handler, which exits */
+	for (size_t off = 0; off < SPARSE_LEN; off += 4096)
+		map[off] = 1;
 }

@@ -185,3 +185,133 @@ Test(scope, full_limit_keeps_every_key_intact)
 		pmv_scope_fini(&s);
 	}
 }
+
+#define PAGE 4096ULL
+#define MIB (1024ULL * 1024)
+
+/* Pages of [addr, addr + len). */
+static uint64_t pages_of(uint64_t addr, uint64_t len)
+{
+	return (addr + len - 1) / PAGE - addr / PAGE + 1;
+}
+
+/* True if some write of w[0..n) touches page p. */
+static bool page_written(const struct pmv_extent *w, unsigned n, uint64_t p)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (w[i].addr / PAGE <= p && p <= (w[i].addr + w[i].len - 1) / PAGE)
+			return true;
+	return false;
+}
+
+/*
+ * Every page an extent covers was touched by a write: the scope never
+ * grows over a page nobody wrote (a sparse file's hole stays a hole).
+ */
+static void check_no_unwritten_page(const struct pmv_extent *out, unsigned n,
+				    const struct pmv_extent *w, unsigned nw)
+{
+	for (unsigned i = 0; i < n; i++)
+		for (uint64_t p = out[i].addr / PAGE;
+		     p <= (out[i].addr + out[i].len - 1) / PAGE; p++)
+			cr_assert(page_written(w, nw, p), "extent %#lx+%lu "
+				  "covers page %lu that no write touched",
+				  (unsigned long) out[i].addr,
+				  (unsigned long) out[i].len,
+				  (unsigned long) p);
+}
+
+/* Takes a key's whole scope, max extents at a time. */
+static unsigned take_all(struct pmv_scope *s, uint64_t key,
+			 struct pmv_extent *out, unsigned cap, unsigned max)
+{
+	unsigned n = 0;
+
+	while (!pmv_scope_empty(s, key) && n + max <= cap)
+		n += pmv_scope_take(s, key, out + n, max);
+	return n;
+}
+
+/*
+ * Issue 25 item 2: five 8-byte writes spread over 64 MiB at the default
+ * limit (4) are five extents, or at least five pages, never the MiB
+ * between them.
+ */
+Test(scope, five_scattered_writes_cover_only_their_pages)
+{
+	struct pmv_extent w[5], out[64];
+	uint64_t pages = 0;
+	unsigned n, i;
+
+	for (i = 0; i < 5; i++) {
+		w[i] = (struct pmv_extent) { .addr = i * 13 * MIB + 24,
+					     .len = 8 };
+		cr_assert_eq(pmv_scope_add(&scope, 1, w[i].addr, 8), 0);
+	}
+	n = take_all(&scope, 1, out, 64, PMV_MAX_EXTENTS);
+	for (i = 0; i < n; i++)
+		pages += pages_of(out[i].addr, out[i].len);
+	cr_assert_leq(pages, 5, "five 8-byte writes persist %lu pages",
+		      (unsigned long) pages);
+	check_no_unwritten_page(out, n, w, 5);
+}
+
+/* Writes within one page still coalesce past the limit. */
+Test(scope, writes_in_one_page_coalesce_past_the_limit)
+{
+	struct pmv_extent out[PMV_MAX_EXTENTS];
+
+	for (unsigned i = 0; i < 10; i++)
+		pmv_scope_add(&scope, 1, 8192 + i * 256, 8);
+	cr_assert_leq(pmv_scope_take(&scope, 1, out, PMV_MAX_EXTENTS), 4);
+}
+
+/*
+ * Random scattered writes over 64 MiB, taken a few extents at a time (as
+ * requests carry them): every written byte is covered, no page nobody
+ * wrote is, and the scope ends empty.
+ */
+static void check_exact_property(unsigned limit, unsigned take_max,
+				 unsigned seed)
+{
+	struct pmv_extent w[40], out[256];
+	struct pmv_scope s;
+	unsigned nw, n, i, j;
+
+	srand(seed);
+	pmv_scope_init(&s, limit);
+	for (unsigned round = 0; round < 20; round++) {
+		nw = 1 + (unsigned) rand() % 40;
+		for (i = 0; i < nw; i++) {
+			w[i].addr = ((uint64_t) rand() % (64 * MIB / 64)) * 64 +
+				    (uint64_t) rand() % 64;
+			w[i].len = 1 + (uint64_t) rand() % 300;
+			cr_assert_eq(pmv_scope_add(&s, 9, w[i].addr,
+						   w[i].len), 0);
+		}
+		n = take_all(&s, 9, out, 256, take_max);
+		cr_assert(pmv_scope_empty(&s, 9));
+		check_no_unwritten_page(out, n, w, nw);
+		for (i = 0; i < nw; i++) {
+			bool in = false;
+
+			for (j = 0; j < n && !in; j++)
+				in = w[i].addr >= out[j].addr &&
+				     w[i].addr + w[i].len <=
+				     out[j].addr + out[j].len;
+			cr_assert(in, "write %#lx+%lu not in the scope "
+				  "(limit %u, max %u, seed %u)",
+				  (unsigned long) w[i].addr,
+				  (unsigned long) w[i].len, limit, take_max,
+				  seed);
+		}
+	}
+	pmv_scope_fini(&s);
+}
+
+Test(scope, scattered_writes_stay_exact_for_any_limit_and_request_size)
+{
+	for (unsigned limit = 1; limit <= PMV_MAX_EXTENTS; limit += 3)
+		for (unsigned max = 1; max <= PMV_MAX_EXTENTS; max += 5)
+			check_exact_property(limit, max, limit * 100 + max);
+}

@@ -161,6 +161,8 @@ static int pmv_commit_post(struct pmv_ini *ini, const struct fi_msg_rma *msg,
 	pmv_ini_poll_acks(ini);
 	if (ini->deferred || pmv_ini_ring_full(ini))
 		return -FI_EAGAIN; /* nothing overtakes a waiting commit */
+	if (pmv_ini_spill_lost(ini, msg->rma_iov[0].key))
+		return PMV_ERR_PERSIST; /* earlier writes are not durable */
 	m = pmv_ini_choose(ini, msg->rma_iov[0].key, flags, &gen);
 	if (!m)
 		return PMV_ERR_METHOD;

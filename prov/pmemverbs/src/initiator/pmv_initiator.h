@@ -39,6 +39,8 @@ struct pmv_commit {
 			      * covers: its request carries it, and a
 			      * read-flush proves nothing older */
 	bool internal;       /* a fence's flush: reports nothing */
+	bool spill;          /* internal: extents a commit's request could
+			      * not carry (pmv_request.c) */
 	bool silent;         /* an inject call's: no completion on success */
 	unsigned iops;       /* internal operations not completed yet */
 	bool answered;       /* the ack, or the flush op's completion, came */
@@ -93,6 +95,9 @@ struct pmv_ini {
 	struct pmv_key_fact facts[PMV_PEER_KEYS];
 	unsigned facts_next;
 	struct pmv_fence_set fence_failed; /* keys whose next fence fails */
+	/* keys whose spilled extents failed with no commit left to tell:
+	 * their next commit fails (the same never-forgetting set) */
+	struct pmv_fence_set spill_lost;
 	int sock;              /* the tcp core's socket, to cork read-flushes
 				* (pmv_sock.c); -1 none, -2 not looked up */
 };
@@ -153,6 +158,19 @@ uint64_t pmv_send_bytes(const struct fi_msg_rma *msg);
 unsigned pmv_send_scope_room(const struct pmv_ini *ini,
 			     const struct fi_msg_rma *msg);
 void pmv_send_fill(struct pmv_req *req, const struct fi_msg_rma *msg);
+/*
+ * Sends ahead, in internal requests, the key's extents that commit c's
+ * request (room extents beside its data) cannot carry; a fenced c's
+ * fence_back grows to cover them.  0, -FI_EAGAIN or the core's error;
+ * *corked: call pmv_req_spill_done once c's own request is posted.
+ */
+int pmv_req_spill(struct pmv_ini *ini, struct pmv_commit *c, unsigned room,
+		  uint32_t *fence_back, bool *corked);
+void pmv_req_spill_done(struct pmv_ini *ini, bool corked);
+/* A spill failed: the commits to its key not yet answered fail with it. */
+void pmv_ini_spill_failed(struct pmv_ini *ini, const struct pmv_commit *f);
+/* True (once) if a spill of key failed with no commit left to fail. */
+bool pmv_ini_spill_lost(struct pmv_ini *ini, uint64_t key);
 int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
 		 const struct fi_msg_rma *inl, uint32_t fence_back);
 bool pmv_req_room(const struct pmv_ini *ini);

@@ -132,17 +132,25 @@ int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
 	struct fi_rma_iov rma;
 	struct fi_msg_rma msg = { .msg_iov = &iov, .iov_count = 1,
 				  .rma_iov = &rma, .rma_iov_count = 1 };
+	uint32_t max = pmv_req_max_extents(pmv_ep_slot_bytes(ini->ep));
 	unsigned ntaken;
+	bool corked;
 	int ret;
 
-	iov.iov_len = pmv_req_build(ini, c, inl, fence_back, buf, sizeof(buf),
-				    taken, &ntaken);
-	rma = pmv_req_slot(ini, iov.iov_len);
-	ret = pmv_ini_post_op(ini, c, PMV_IOP_REQ, &msg, FI_INJECT, false);
-	if (ret) {
-		pmv_req_untake(ini, c, taken, ntaken);
-		return ret;
+	ret = pmv_req_spill(ini, c, inl ? pmv_send_scope_room(ini, inl) : max,
+			    &fence_back, &corked);
+	if (!ret) {
+		iov.iov_len = pmv_req_build(ini, c, inl, fence_back, buf,
+					    sizeof(buf), taken, &ntaken);
+		rma = pmv_req_slot(ini, iov.iov_len);
+		ret = pmv_ini_post_op(ini, c, PMV_IOP_REQ, &msg, FI_INJECT,
+				      false);
+		if (ret)
+			pmv_req_untake(ini, c, taken, ntaken);
 	}
+	pmv_req_spill_done(ini, corked);
+	if (ret)
+		return ret;
 	pmv_req_sent(ini, c);
 	return 0;
 }
@@ -160,6 +168,8 @@ bool pmv_req_can_join(const struct pmv_ini *ini, const struct pmv_commit *c,
 
 	return pmv_params.join_request && dom->transport == PMV_TRANSPORT_TCP &&
 	       !(c->flags & FI_INJECT) && msg->iov_count &&
+	       msg->rma_iov_count <
+	       pmv_req_max_extents(pmv_ep_slot_bytes(ini->ep)) &&
 	       msg->iov_count < pmv_limit(PMV_MAX_IOV, dom->iov_limit) &&
 	       msg->rma_iov_count < pmv_limit(PMV_MAX_IOV, dom->rma_iov_limit);
 }
@@ -174,8 +184,8 @@ bool pmv_req_can_join(const struct pmv_ini *ini, const struct pmv_commit *c,
  * (msg's ranges are then in the key's scope: a later commit persists
  * them, which costs time, never durability).
  */
-int pmv_req_send_joined(struct pmv_ini *ini, struct pmv_commit *c,
-			const struct fi_msg_rma *msg)
+static int pmv_req_post_joined(struct pmv_ini *ini, struct pmv_commit *c,
+			       const struct fi_msg_rma *msg, uint32_t back)
 {
 	struct pmv_extent taken[PMV_MAX_EXTENTS];
 	struct iovec iov[PMV_MAX_IOV];
@@ -194,7 +204,7 @@ int pmv_req_send_joined(struct pmv_ini *ini, struct pmv_commit *c,
 		iov[i] = msg->msg_iov[i];
 		desc[i] = msg->desc ? msg->desc[i] : NULL;
 	}
-	len = pmv_req_build(ini, c, NULL, 0, c->req_buf, sizeof(c->req_buf),
+	len = pmv_req_build(ini, c, NULL, back, c->req_buf, sizeof(c->req_buf),
 			    taken, &ntaken);
 	iov[n] = (struct iovec) { .iov_base = c->req_buf, .iov_len = len };
 	rma[r] = pmv_req_slot(ini, len);
@@ -210,6 +220,23 @@ int pmv_req_send_joined(struct pmv_ini *ini, struct pmv_commit *c,
 	}
 	pmv_req_sent(ini, c);
 	return 0;
+}
+
+/* The extents that do not fit go ahead (spills), then data and request. */
+int pmv_req_send_joined(struct pmv_ini *ini, struct pmv_commit *c,
+			const struct fi_msg_rma *msg)
+{
+	uint32_t max = pmv_req_max_extents(pmv_ep_slot_bytes(ini->ep)), back = 0;
+	bool corked;
+	int ret;
+
+	/* before msg's ranges join the scope: a spill goes ahead of its data */
+	ret = pmv_req_spill(ini, c, max - (uint32_t) msg->rma_iov_count, &back,
+			    &corked);
+	if (!ret)
+		ret = pmv_req_post_joined(ini, c, msg, back);
+	pmv_req_spill_done(ini, corked);
+	return ret;
 }
 
 /* Copies an ack out of the inbox; false if it is not (yet) seq's ack. */

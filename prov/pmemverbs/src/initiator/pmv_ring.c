@@ -138,6 +138,8 @@ void pmv_ini_report(struct pmv_ini *ini, struct pmv_commit *c)
 	c->reported = true;
 	if (c->status)
 		pmv_fence_note_failure(&ini->fence_failed, c->key);
+	if (c->status && c->spill)
+		pmv_ini_spill_failed(ini, c);
 	if (c->internal || !ep) {
 		pmv_ini_release_room(c);
 		return;
@@ -194,6 +196,7 @@ void pmv_ini_unref(struct pmv_ini *ini)
 		return;
 	pmv_scope_fini(&ini->scope);
 	pmv_fence_fini(&ini->fence_failed);
+	pmv_fence_fini(&ini->spill_lost);
 	pthread_mutex_destroy(&ini->lock);
 	free(ini);
 }
@@ -395,8 +398,9 @@ void pmv_ini_take_scope(struct pmv_ini *ini, struct pmv_commit *c,
 			unsigned max)
 {
 	pmv_ini_cover_floor(ini, c);
-	c->next = pmv_scope_take(&ini->scope, c->key, c->ext,
-				 max < PMV_MAX_EXTENTS ? max : PMV_MAX_EXTENTS);
+	c->next = pmv_scope_take_all(&ini->scope, c->key, c->ext,
+				     max < PMV_MAX_EXTENTS ? max :
+					     PMV_MAX_EXTENTS);
 }
 
 /*

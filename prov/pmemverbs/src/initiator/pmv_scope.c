@@ -2,25 +2,40 @@
 /*
  * pmemverbs: commit scope tracking at the initiator.
  *
- * Per endpoint and key, the ranges written since the key's last commit, as
- * at most `limit` extents.  When a new range would exceed the limit, the two
- * closest extents merge: the scope may grow to cover bytes nobody wrote
- * (persisting a clean line is harmless) but never loses a written byte.
+ * Per endpoint and key, the ranges written since the key's last commit,
+ * sorted by address.  Past `limit` extents, two neighbours merge only when
+ * the bytes between them lie in pages a write touched, or are at most
+ * FI_PMEMVERBS_SCOPE_GAP bytes: the scope never grows over a page nobody
+ * wrote, so the target never persists (and, for a sparse file, never
+ * allocates) one.  Distant extents stay apart; a commit whose request
+ * cannot carry them all sends the rest ahead in internal requests
+ * (pmv_request.c).  Only past PMV_SCOPE_CAP extents do the closest merge
+ * whatever lies between.  No written byte is ever lost.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pmv.h"
 
 void pmv_scope_init(struct pmv_scope *scope, unsigned limit)
 {
+	long page = sysconf(_SC_PAGESIZE);
+
 	memset(scope, 0, sizeof(*scope));
 	scope->limit = limit < 1 ? 1 :
 		       limit > PMV_MAX_EXTENTS ? PMV_MAX_EXTENTS : limit;
+	scope->gap = pmv_params.scope_gap > 0 ? (uint64_t) pmv_params.scope_gap
+					      : 0;
+	scope->page = page > 0 ? (uint64_t) page : 4096;
 }
 
 void pmv_scope_fini(struct pmv_scope *scope)
 {
+	size_t i;
+
+	for (i = 0; i < scope->nkeys; i++)
+		free(scope->keys[i].ext);
 	free(scope->keys);
 	memset(scope, 0, sizeof(*scope));
 }
@@ -48,8 +63,8 @@ static struct pmv_key_scope *pmv_scope_key(struct pmv_scope *scope,
 		scope->cap = cap;
 	}
 	keys = &scope->keys[scope->nkeys++];
+	memset(keys, 0, sizeof(*keys));
 	keys->key = key;
-	keys->count = 0;
 	return keys;
 }
 
@@ -58,64 +73,122 @@ static uint64_t ext_end(const struct pmv_extent *e)
 	return e->addr + e->len;
 }
 
-/* Makes a the smallest extent covering a and b. */
-static void ext_cover(struct pmv_extent *a, const struct pmv_extent *b)
+/* Room for one more extent; -FI_ENOMEM if there is none. */
+static int ks_reserve(struct pmv_key_scope *ks)
 {
-	uint64_t start = a->addr < b->addr ? a->addr : b->addr;
-	uint64_t end = ext_end(a) > ext_end(b) ? ext_end(a) : ext_end(b);
+	struct pmv_extent *ext;
+	unsigned cap;
 
-	a->addr = start;
-	a->len = end - start;
-}
-
-/* Gap between two extents (0 if they touch or overlap). */
-static uint64_t ext_gap(const struct pmv_extent *a, const struct pmv_extent *b)
-{
-	if (ext_end(a) < b->addr)
-		return b->addr - ext_end(a);
-	if (ext_end(b) < a->addr)
-		return a->addr - ext_end(b);
+	if (ks->count < ks->cap)
+		return 0;
+	cap = ks->cap ? ks->cap * 2 : 8;
+	ext = pmv_fault(PMV_FAULT_ALLOC) ? NULL :
+	      realloc(ks->ext, cap * sizeof(*ext));
+	if (!ext)
+		return -FI_ENOMEM;
+	ks->ext = ext;
+	ks->cap = cap;
 	return 0;
 }
 
-static void ks_remove(struct pmv_key_scope *ks, unsigned i)
+/* Index of the first extent that ends at or after addr. */
+static unsigned ks_first_reaching(const struct pmv_key_scope *ks,
+				  uint64_t addr)
 {
-	ks->ext[i] = ks->ext[--ks->count];
+	unsigned lo = 0, hi = ks->count, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (ext_end(&ks->ext[mid]) < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
-/* Merges every extent that touches ext into it, then stores it. */
-static void ks_insert(struct pmv_key_scope *ks, struct pmv_extent ext)
+/* Stores ext, merged with every extent it touches or overlaps. */
+static int ks_insert(struct pmv_key_scope *ks, struct pmv_extent ext)
 {
-	unsigned i = 0;
+	unsigned i = ks_first_reaching(ks, ext.addr), j = i;
+	uint64_t end = ext_end(&ext);
 
-	while (i < ks->count) {
-		if (ext_gap(&ks->ext[i], &ext) == 0) {
-			ext_cover(&ext, &ks->ext[i]);
-			ks_remove(ks, i);
-		} else {
-			i++;
+	while (j < ks->count && ks->ext[j].addr <= end) {
+		if (ks->ext[j].addr < ext.addr)
+			ext.addr = ks->ext[j].addr;
+		if (ext_end(&ks->ext[j]) > end)
+			end = ext_end(&ks->ext[j]);
+		j++;
+	}
+	ext.len = end - ext.addr;
+	if (j == i) { /* it touches none: a new slot at i */
+		if (ks_reserve(ks))
+			return -FI_ENOMEM;
+		memmove(&ks->ext[i + 1], &ks->ext[i],
+			(ks->count - i) * sizeof(ks->ext[0]));
+		ks->count++;
+	} else { /* it replaces ext[i, j) */
+		memmove(&ks->ext[i + 1], &ks->ext[j],
+			(ks->count - j) * sizeof(ks->ext[0]));
+		ks->count -= j - i - 1;
+	}
+	ks->ext[i] = ext;
+	return 0;
+}
+
+/*
+ * True if extents a and b (b after a) may merge: the bytes between them
+ * are in pages a or b touches, or no more than the scope's gap.
+ */
+static bool ks_mergeable(const struct pmv_scope *scope,
+			 const struct pmv_extent *a, const struct pmv_extent *b)
+{
+	uint64_t last_a = (ext_end(a) - 1) / scope->page;
+
+	return b->addr - ext_end(a) <= scope->gap ||
+	       last_a + 1 >= b->addr / scope->page;
+}
+
+/* Merges extent i+1 into extent i. */
+static void ks_merge_at(struct pmv_key_scope *ks, unsigned i)
+{
+	ks->ext[i].len = ext_end(&ks->ext[i + 1]) - ks->ext[i].addr;
+	memmove(&ks->ext[i + 1], &ks->ext[i + 2],
+		(ks->count - i - 2) * sizeof(ks->ext[0]));
+	ks->count--;
+}
+
+/*
+ * Index of the neighbours with the smallest gap (the pair i, i+1), among
+ * those that may merge unless any is set; -1 if none.
+ */
+static int ks_closest(const struct pmv_scope *scope,
+		      const struct pmv_key_scope *ks, bool any)
+{
+	uint64_t best = UINT64_MAX, gap;
+	int at = -1;
+	unsigned i;
+
+	for (i = 0; i + 1 < ks->count; i++) {
+		gap = ks->ext[i + 1].addr - ext_end(&ks->ext[i]);
+		if (gap < best &&
+		    (any || ks_mergeable(scope, &ks->ext[i], &ks->ext[i + 1]))) {
+			best = gap;
+			at = (int) i;
 		}
 	}
-	ks->ext[ks->count++] = ext;
+	return at;
 }
 
-/* Merges the two closest extents into one. */
-static void ks_merge_closest(struct pmv_key_scope *ks)
+/* Merges neighbours until at most max extents remain, if any may merge. */
+static void ks_coalesce(const struct pmv_scope *scope,
+			struct pmv_key_scope *ks, unsigned max, bool any)
 {
-	unsigned i, j, bi = 0, bj = 1;
-	uint64_t best = UINT64_MAX, gap;
+	int at;
 
-	for (i = 0; i < ks->count; i++)
-		for (j = i + 1; j < ks->count; j++) {
-			gap = ext_gap(&ks->ext[i], &ks->ext[j]);
-			if (gap < best) {
-				best = gap;
-				bi = i;
-				bj = j;
-			}
-		}
-	ext_cover(&ks->ext[bi], &ks->ext[bj]);
-	ks_remove(ks, bj);
+	while (ks->count > max &&
+	       (at = ks_closest(scope, ks, any)) >= 0)
+		ks_merge_at(ks, (unsigned) at);
 }
 
 /*
@@ -127,16 +200,21 @@ int pmv_scope_add_gen(struct pmv_scope *scope, uint64_t key, uint64_t addr,
 {
 	struct pmv_key_scope *ks;
 	struct pmv_extent ext = { .addr = addr, .len = len };
+	int ret;
 
 	if (!len)
 		return 0;
 	ks = pmv_scope_key(scope, key, true);
 	if (!ks)
 		return -FI_ENOMEM;
+	/* the oldest write's generation; set before the insert can merge */
 	ks->gen = ks->count ? pmv_gen_older(ks->gen, gen) : gen;
-	ks_insert(ks, ext);
-	while (ks->count > scope->limit)
-		ks_merge_closest(ks);
+	ret = ks_insert(ks, ext);
+	if (ret)
+		return ret;
+	if (ks->count > scope->limit)
+		ks_coalesce(scope, ks, scope->limit, false);
+	ks_coalesce(scope, ks, PMV_SCOPE_CAP, true);
 	return 0;
 }
 
@@ -161,30 +239,78 @@ bool pmv_scope_gen(const struct pmv_scope *scope, uint64_t key, uint32_t *gen)
 
 bool pmv_scope_empty(const struct pmv_scope *scope, uint64_t key)
 {
+	return pmv_scope_count(scope, key) == 0;
+}
+
+unsigned pmv_scope_count(const struct pmv_scope *scope, uint64_t key)
+{
 	size_t i;
 
 	for (i = 0; i < scope->nkeys; i++)
 		if (scope->keys[i].key == key)
-			return scope->keys[i].count == 0;
-	return true;
+			return scope->keys[i].count;
+	return 0;
 }
 
 /*
- * Moves the key's scope into out (at most max extents, coalescing more) and
- * empties it.  Returns the number of extents.
+ * Merges the key's neighbours that may merge (any: the closest, whatever
+ * lies between) until at most max extents remain; returns how many do.
+ */
+unsigned pmv_scope_fit(struct pmv_scope *scope, uint64_t key, unsigned max,
+		       bool any)
+{
+	struct pmv_key_scope *ks = pmv_scope_key(scope, key, false);
+
+	if (!ks)
+		return 0;
+	ks_coalesce(scope, ks, max, false);
+	if (any)
+		ks_coalesce(scope, ks, max, true);
+	return ks->count;
+}
+
+/* Moves the key's first n extents into out. */
+static unsigned ks_take(struct pmv_key_scope *ks, struct pmv_extent *out,
+			unsigned n)
+{
+	if (n > ks->count)
+		n = ks->count;
+	if (!n)
+		return 0;
+	memcpy(out, ks->ext, n * sizeof(*out));
+	memmove(ks->ext, &ks->ext[n], (ks->count - n) * sizeof(*out));
+	ks->count -= n;
+	return n;
+}
+
+/*
+ * Moves up to max of the key's extents into out (neighbours that may merge
+ * first merge to fit); the rest stay for a later request.  Returns their
+ * number.
  */
 unsigned pmv_scope_take(struct pmv_scope *scope, uint64_t key,
 			struct pmv_extent *out, unsigned max)
 {
 	struct pmv_key_scope *ks = pmv_scope_key(scope, key, false);
-	unsigned n;
 
 	if (!ks || !max)
 		return 0;
-	while (ks->count > max)
-		ks_merge_closest(ks);
-	n = ks->count;
-	memcpy(out, ks->ext, n * sizeof(*out));
-	ks->count = 0;
-	return n;
+	ks_coalesce(scope, ks, max, false);
+	return ks_take(ks, out, max);
+}
+
+/*
+ * Moves the whole scope of the key into out, at most max extents: when
+ * more are distant, the closest merge over what lies between.
+ */
+unsigned pmv_scope_take_all(struct pmv_scope *scope, uint64_t key,
+			    struct pmv_extent *out, unsigned max)
+{
+	struct pmv_key_scope *ks = pmv_scope_key(scope, key, false);
+
+	if (!ks || !max)
+		return 0;
+	ks_coalesce(scope, ks, max, false);
+	ks_coalesce(scope, ks, max, true);
+	return ks_take(ks, out, max);
 }

@@ -40,6 +40,7 @@
 /* The mapping (one line of /proc/self/maps) that contains addr. */
 struct pmv_mapping {
 	uintptr_t start, end;
+	uint64_t offset; /* in its file */
 	bool anonymous;
 	bool writable;
 };
@@ -50,7 +51,7 @@ struct pmv_mapping {
 static int pmv_find_mapping(uintptr_t addr, struct pmv_mapping *map)
 {
 	char line[4096], path[4096], perms[8];
-	unsigned long long start, end, inode;
+	unsigned long long start, end, offset, inode;
 	FILE *maps = fopen("/proc/self/maps", "r");
 	int ret = -FI_ENOENT;
 
@@ -58,13 +59,14 @@ static int pmv_find_mapping(uintptr_t addr, struct pmv_mapping *map)
 		return -FI_EIO;
 	while (fgets(line, sizeof(line), maps)) {
 		path[0] = '\0';
-		if (sscanf(line, "%llx-%llx %7s %*s %*s %llu %4095s", &start,
-			   &end, perms, &inode, path) < 4)
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %llu %4095s", &start,
+			   &end, perms, &offset, &inode, path) < 5)
 			continue;
 		if (addr < start || addr >= end)
 			continue;
 		map->start = start;
 		map->end = end;
+		map->offset = offset;
 		/* /dev/zero shared mappings have an inode but are anonymous;
 		 * a private file mapping never writes back to its file. */
 		map->anonymous = inode == 0 || !strncmp(path, "/dev/zero", 9) ||
@@ -329,8 +331,13 @@ int pmv_persistence_detect(const void *addr, size_t len,
 			 "treating the region as page cache\n", addr,
 			 strerror(errno));
 	} else {
-		ret = pmv_probe_file(fd, pmv_cpu_flush_ok(fd, &map), p);
+		ret = pmv_fill_holes(fd, map.offset +
+				     ((uintptr_t) addr - map.start), len);
+		if (!ret)
+			ret = pmv_probe_file(fd, pmv_cpu_flush_ok(fd, &map), p);
 		close(fd);
+		if (ret == -FI_ENOSPC)
+			return ret;
 		if (!ret)
 			return 0;
 	}

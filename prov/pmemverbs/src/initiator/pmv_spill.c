@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * pmemverbs: extents a commit's request cannot carry.
+ *
+ * A key's scope keeps distant writes apart (pmv_scope.c), so it may hold
+ * more extents than one request slot does.  Before a commit's own request,
+ * the extents that do not fit go ahead in internal requests ("spills") on
+ * the same connection: they are placed behind the writes they name and
+ * the agent serves them in order, before the commit's request.  A spill
+ * that fails fails every commit to its key not yet answered (and, when
+ * none is left, the key's next commit), so a commit never completes with
+ * a spilled range of its scope not durable.  A fenced commit's request
+ * also asks the agent to check the spills (fence_back), so its data is not
+ * placed after a failed one.
+ */
+#include "pmv_initiator.h"
+
+/*
+ * Spill requests per commit at most: the ring keeps the commit, which
+ * cannot retire before its spills, and them.  Past this, the scope's
+ * closest extents merge whatever lies between them.
+ */
+#define PMV_SPILL_MAX (PMV_RING / 4)
+
+/* Room in the peer's slots for n more requests. */
+static bool pmv_req_room_n(const struct pmv_ini *ini, uint64_t n)
+{
+	return ini->next_req + n - 1 - ini->acked_req <= PMV_SLOTS;
+}
+
+/* Sends one spill of key's first extents (room left for one more). */
+static int pmv_spill_one(struct pmv_ini *ini, uint64_t key)
+{
+	struct pmv_commit *f;
+	int ret;
+
+	if (pmv_ini_ring_full(ini) || !pmv_req_room_n(ini, 2))
+		return -FI_EAGAIN;
+	f = pmv_ini_commit_new(ini, NULL, 0);
+	f->key = key;
+	f->internal = true;
+	f->spill = true;
+	f->m = &pmv_m_agent;
+	ret = pmv_req_send(ini, f, NULL, 0);
+	if (ret)
+		pmv_ini_commit_drop(ini, f);
+	return ret;
+}
+
+/* The tcp core's socket of the endpoint, to cork (-1: none). */
+static int pmv_spill_sock(struct pmv_ini *ini)
+{
+	bool tcp = pmv_params.tcp_cork &&
+		   ini->ep->domain->transport == PMV_TRANSPORT_TCP;
+
+	if (ini->sock == -2)
+		ini->sock = tcp ? pmv_sock_find(ini->ep->core) : -1;
+	return ini->sock;
+}
+
+/*
+ * Over tcp, the spills and the commit's own request leave as one segment
+ * (the socket corked until pmv_req_spill_done): the agent then finds them
+ * together and answers them with one ack.
+ */
+void pmv_req_spill_done(struct pmv_ini *ini, bool corked)
+{
+	if (corked)
+		pmv_sock_cork(ini->sock, false);
+}
+
+int pmv_req_spill(struct pmv_ini *ini, struct pmv_commit *c, unsigned room,
+		  uint32_t *fence_back, bool *corked)
+{
+	unsigned max = pmv_req_max_extents(pmv_ep_slot_bytes(ini->ep));
+	uint64_t first = ini->next_req;
+	int ret = 0;
+
+	*corked = false;
+	if (c->spill)
+		return 0;
+	pmv_scope_fit(&ini->scope, c->key, room + PMV_SPILL_MAX * max, true);
+	if (pmv_scope_fit(&ini->scope, c->key, room, false) > room &&
+	    pmv_spill_sock(ini) >= 0) {
+		pmv_sock_cork(ini->sock, true);
+		*corked = true;
+	}
+	while (!ret && pmv_scope_fit(&ini->scope, c->key, room, false) > room)
+		ret = pmv_spill_one(ini, c->key);
+	if ((c->flags & FI_FENCE) && ini->next_req - first > *fence_back)
+		*fence_back = (uint32_t) (ini->next_req - first);
+	return ret;
+}
+
+void pmv_ini_spill_failed(struct pmv_ini *ini, const struct pmv_commit *f)
+{
+	struct pmv_commit *c;
+	bool told = false;
+	uint64_t s;
+
+	for (s = ini->head; s < ini->tail; s++) {
+		c = &ini->ring[s % PMV_RING];
+		if (c == f || c->internal || c->reported || c->key != f->key ||
+		    c->state == PMV_C_DONE || c->state == PMV_C_FREE ||
+		    (c->req_seq && c->req_seq < f->req_seq))
+			continue;
+		if (!c->status)
+			c->status = f->status;
+		pmv_ini_try_done(ini, c);
+		told = true;
+	}
+	if (!told) /* the key's next commit fails */
+		pmv_fence_note_failure(&ini->spill_lost, f->key);
+}
+
+bool pmv_ini_spill_lost(struct pmv_ini *ini, uint64_t key)
+{
+	return pmv_fence_failed(&ini->spill_lost, key, true);
+}

@@ -161,8 +161,8 @@ static int pmv_commit_post(struct pmv_ini *ini, const struct fi_msg_rma *msg,
 	pmv_ini_poll_acks(ini);
 	if (ini->deferred || pmv_ini_ring_full(ini))
 		return -FI_EAGAIN; /* nothing overtakes a waiting commit */
-	if (pmv_ini_spill_lost(ini, msg->rma_iov[0].key))
-		return PMV_ERR_PERSIST; /* earlier writes are not durable */
+	if (pmv_ini_scope_lost(ini, msg->rma_iov[0].key))
+		return PMV_ERR_SCOPE_LOST; /* earlier writes are not durable */
 	m = pmv_ini_choose(ini, msg->rma_iov[0].key, flags, &gen);
 	if (!m)
 		return PMV_ERR_METHOD;
@@ -365,16 +365,20 @@ ssize_t pmv_commit_inject(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 	return pmv_commit(ep, msg, flags | FI_INJECT, true);
 }
 
-/* A write posted on a pmem endpoint joins its key's scope. */
+/*
+ * A write posted on a pmem endpoint joins its key's scope.  The core took
+ * it, so it succeeds whatever: a range that cannot be recorded fails the
+ * key's next commit instead (pmv_ini_scope_add).
+ */
 ssize_t pmv_ini_track(struct pmv_ep *ep, uint64_t key, uint64_t addr,
 		      uint64_t len)
 {
-	ssize_t ret;
+	struct pmv_ini *ini = ep->ini;
 
-	pthread_mutex_lock(&ep->ini->lock);
-	ret = pmv_scope_add(&ep->ini->scope, key, addr, len);
-	pthread_mutex_unlock(&ep->ini->lock);
-	return ret;
+	pthread_mutex_lock(&ini->lock);
+	pmv_ini_scope_add(ini, key, addr, len, ini->scope.gen);
+	pthread_mutex_unlock(&ini->lock);
+	return 0;
 }
 
 enum fi_pmem_method pmv_ini_method(struct pmv_ep *ep, uint64_t key)

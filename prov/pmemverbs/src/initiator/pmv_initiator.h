@@ -95,9 +95,10 @@ struct pmv_ini {
 	struct pmv_key_fact facts[PMV_PEER_KEYS];
 	unsigned facts_next;
 	struct pmv_fence_set fence_failed; /* keys whose next fence fails */
-	/* keys whose spilled extents failed with no commit left to tell:
-	 * their next commit fails (the same never-forgetting set) */
-	struct pmv_fence_set spill_lost;
+	/* keys whose next commit fails: an earlier write's range could not
+	 * be recorded, or a spill naming it failed with no commit left to
+	 * tell (the same never-forgetting set as fences) */
+	struct pmv_fence_set scope_lost;
 	int sock;              /* the tcp core's socket, to cork read-flushes
 				* (pmv_sock.c); -1 none, -2 not looked up */
 };
@@ -170,7 +171,11 @@ void pmv_req_spill_done(struct pmv_ini *ini, bool corked);
 /* A spill failed: the commits to its key not yet answered fail with it. */
 void pmv_ini_spill_failed(struct pmv_ini *ini, const struct pmv_commit *f);
 /* True (once) if a spill of key failed with no commit left to fail. */
-bool pmv_ini_spill_lost(struct pmv_ini *ini, uint64_t key);
+bool pmv_ini_scope_lost(struct pmv_ini *ini, uint64_t key);
+void pmv_ini_scope_add(struct pmv_ini *ini, uint64_t key, uint64_t addr,
+		       uint64_t len, uint32_t gen);
+void pmv_commit_scope_add(struct pmv_ini *ini, struct pmv_commit *c,
+			  uint64_t addr, uint64_t len, uint32_t gen);
 int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
 		 const struct fi_msg_rma *inl, uint32_t fence_back);
 bool pmv_req_room(const struct pmv_ini *ini);

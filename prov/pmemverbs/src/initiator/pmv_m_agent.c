@@ -46,8 +46,9 @@ static int pmv_agent_post(struct pmv_ini *ini, struct pmv_commit *c,
 		if (ret)
 			return ret == -FI_EAGAIN ? ret : PMV_ERR_PEER_GONE;
 		for (i = 0; i < msg->rma_iov_count; i++)
-			pmv_scope_add(&ini->scope, c->key, msg->rma_iov[i].addr,
-				      msg->rma_iov[i].len);
+			pmv_commit_scope_add(ini, c, msg->rma_iov[i].addr,
+					     msg->rma_iov[i].len,
+					     ini->scope.gen);
 	}
 	ret = pmv_req_send(ini, c, NULL, 0);
 	if (ret == -FI_EAGAIN && msg->iov_count) {
@@ -81,8 +82,8 @@ int pmv_agent_resend(struct pmv_ini *ini, struct pmv_commit *c)
 	unsigned i;
 
 	for (i = 0; i < c->next; i++)
-		pmv_scope_add_gen(&ini->scope, c->key, c->ext[i].addr,
-				  c->ext[i].len, c->floor);
+		pmv_commit_scope_add(ini, c, c->ext[i].addr, c->ext[i].len,
+				     c->floor);
 	c->m = &pmv_m_agent;
 	c->answered = false;
 	if (pmv_req_room(ini) && !ini->deferred &&

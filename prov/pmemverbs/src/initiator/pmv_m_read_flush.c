@@ -56,14 +56,14 @@ int pmv_flush_status(ssize_t ret)
 }
 
 /* Adds msg's ranges to the key's scope, so the flush op covers them. */
-static void pmv_flush_scope_add(struct pmv_ini *ini,
+static void pmv_flush_scope_add(struct pmv_ini *ini, struct pmv_commit *c,
 				const struct fi_msg_rma *msg)
 {
 	size_t i;
 
 	for (i = 0; i < msg->rma_iov_count; i++)
-		pmv_scope_add(&ini->scope, msg->rma_iov[i].key,
-			      msg->rma_iov[i].addr, msg->rma_iov[i].len);
+		pmv_commit_scope_add(ini, c, msg->rma_iov[i].addr,
+				     msg->rma_iov[i].len, ini->scope.gen);
 }
 
 /* A fenced commit waits for the agent's commits to the key (a send
@@ -101,7 +101,7 @@ int pmv_flush_post_data(struct pmv_ini *ini, struct pmv_commit *c,
 		return 0;
 	ret = pmv_ini_post_op(ini, c, data_kind, msg, flags, false);
 	if (!ret)
-		pmv_flush_scope_add(ini, msg);
+		pmv_flush_scope_add(ini, c, msg);
 	return pmv_flush_status(ret);
 }
 

@@ -89,14 +89,14 @@ static size_t pmv_req_build(struct pmv_ini *ini, struct pmv_commit *c,
 
 /* A request that did not go: its extents go back to the key's scope,
  * with the generation of the oldest write among them. */
-static void pmv_req_untake(struct pmv_ini *ini, const struct pmv_commit *c,
+static void pmv_req_untake(struct pmv_ini *ini, struct pmv_commit *c,
 			   const struct pmv_extent *taken, unsigned n)
 {
 	unsigned i;
 
 	for (i = 0; i < n; i++)
-		pmv_scope_add_gen(&ini->scope, c->key, taken[i].addr,
-				  taken[i].len, c->floor);
+		pmv_commit_scope_add(ini, c, taken[i].addr, taken[i].len,
+				     c->floor);
 }
 
 /* The request just posted is commit c's, as request seq next_req. */
@@ -198,7 +198,8 @@ static int pmv_req_post_joined(struct pmv_ini *ini, struct pmv_commit *c,
 
 	for (i = 0; i < r; i++) {
 		rma[i] = msg->rma_iov[i];
-		pmv_scope_add(&ini->scope, c->key, rma[i].addr, rma[i].len);
+		pmv_commit_scope_add(ini, c, rma[i].addr, rma[i].len,
+				     ini->scope.gen);
 	}
 	for (i = 0; i < n; i++) {
 		iov[i] = msg->msg_iov[i];

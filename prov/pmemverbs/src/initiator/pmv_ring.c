@@ -30,6 +30,7 @@ int pmv_err_to_fi(int prov_errno)
 	case PMV_ERR_CLOSED:
 		return FI_ECANCELED;
 	case PMV_ERR_REREGISTERED: /* durability unknown, as a failed persist */
+	case PMV_ERR_SCOPE_LOST:
 	case PMV_ERR_FENCE:
 	case PMV_ERR_PERSIST:
 		return FI_EIO;
@@ -196,7 +197,7 @@ void pmv_ini_unref(struct pmv_ini *ini)
 		return;
 	pmv_scope_fini(&ini->scope);
 	pmv_fence_fini(&ini->fence_failed);
-	pmv_fence_fini(&ini->spill_lost);
+	pmv_fence_fini(&ini->scope_lost);
 	pthread_mutex_destroy(&ini->lock);
 	free(ini);
 }

@@ -110,10 +110,40 @@ void pmv_ini_spill_failed(struct pmv_ini *ini, const struct pmv_commit *f)
 		told = true;
 	}
 	if (!told) /* the key's next commit fails */
-		pmv_fence_note_failure(&ini->spill_lost, f->key);
+		pmv_fence_note_failure(&ini->scope_lost, f->key);
 }
 
-bool pmv_ini_spill_lost(struct pmv_ini *ini, uint64_t key)
+bool pmv_ini_scope_lost(struct pmv_ini *ini, uint64_t key)
 {
-	return pmv_fence_failed(&ini->spill_lost, key, true);
+	return pmv_fence_failed(&ini->scope_lost, key, true);
+}
+
+/*
+ * Adds a posted write's range (known generation gen) to the key's scope.
+ * If it cannot be recorded (no memory), no commit may claim the key's
+ * writes durable: its next commit fails with PMV_ERR_SCOPE_LOST.
+ */
+void pmv_ini_scope_add(struct pmv_ini *ini, uint64_t key, uint64_t addr,
+		       uint64_t len, uint32_t gen)
+{
+	if (!pmv_scope_add_gen(&ini->scope, key, addr, len, gen))
+		return;
+	PMV_WARN(FI_LOG_EP_DATA, "no memory to record a write's range (key "
+		 "0x%llx): the key's next commit fails (FI_EIO); free memory, "
+		 "then write the data again and commit\n",
+		 (unsigned long long) key);
+	pmv_fence_note_failure(&ini->scope_lost, key);
+}
+
+/* As pmv_ini_scope_add for a range of commit c itself: c fails instead. */
+void pmv_commit_scope_add(struct pmv_ini *ini, struct pmv_commit *c,
+			  uint64_t addr, uint64_t len, uint32_t gen)
+{
+	if (pmv_scope_add_gen(&ini->scope, c->key, addr, len, gen) &&
+	    !c->status) {
+		PMV_WARN(FI_LOG_EP_DATA, "no memory to record a commit's "
+			 "range: the commit fails (FI_EIO); free memory, then "
+			 "write the data again and commit\n");
+		c->status = PMV_ERR_SCOPE_LOST;
+	}
 }

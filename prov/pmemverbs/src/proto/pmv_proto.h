@@ -171,6 +171,8 @@ enum {
 	PMV_ERR_PEER_TIMEOUT,
 	PMV_ERR_PERSIST,
 	PMV_ERR_BAD_REQUEST,
+	PMV_ERR_SCOPE_LOST,   /* initiator only: an earlier write to the key
+			       * was not recorded or its request failed */
 	PMV_ERR_LAST,
 };
 

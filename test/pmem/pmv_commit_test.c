@@ -338,7 +338,7 @@ static noreturn void usage(void)
 		"                         (reopen, rereg, move, many-64x32, "
 		"many-128x32,\n"
 		"                         immed-flood, counters, "
-		"no-pmem-caps, one-segment)\n"
+		"no-pmem-caps)\n"
 		"  mrreg:     maps FILE like the target, registers one region "
 		"with FI_RMA_PMEM,\n"
 		"             prints \"MRREG <fi_mr_reg code> <profile>\"; exit 0 "
@@ -6188,80 +6188,6 @@ static void sc_no_pmem_caps(void)
 	plain_app_close(&p);
 }
 
-/* ---- scenario one-segment: a read-flush commit leaves as one segment ---- */
-
-#define OS_COMMITS 32
-#define OS_WARMUP 2  /* the key's first commit learns its profile */
-#define OS_LEN 64
-
-/* TCP data segments every socket of this process has sent so far. */
-static uint64_t tcp_data_segs_out(void)
-{
-	DIR *dir = opendir("/proc/self/fd");
-	uint64_t sum = 0;
-	struct dirent *d;
-
-	if (!dir)
-		die("opendir /proc/self/fd: %s", strerror(errno));
-	while ((d = readdir(dir))) {
-		struct tcp_info ti;
-		socklen_t len = sizeof(ti);
-		int fd = atoi(d->d_name);
-
-		if (d->d_name[0] != '.' && fd != dirfd(dir) &&
-		    !getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) &&
-		    len >= offsetof(struct tcp_info, tcpi_data_segs_out) +
-			   sizeof(ti.tcpi_data_segs_out))
-			sum += ti.tcpi_data_segs_out;
-	}
-	closedir(dir);
-	return sum;
-}
-
-/* One OS_LEN-byte commit to pmem-a on the main connection, waited for. */
-static void os_commit(unsigned i)
-{
-	struct sop *s = sop_new(SOP_COMMIT, 0, REG_A, i * 4096 + 5, OS_LEN,
-				sc_bytes(OS_LEN));
-
-	sop_post_retry(g_s.main.ep, s, 0, 0, NULL);
-	if (sc_wait(g_sc.nops - 1, NULL, STEP_MS))
-		die("one-segment: commit %u did not complete within %d ms", i,
-		    STEP_MS);
-}
-
-/*
- * one-segment (tcp core, MHP target): a read-flush commit's data write and
- * read leave the initiator as one TCP data segment, not two (the target
- * then handles them in one pass); each commit still durable when read.
- */
-static void sc_one_segment(void)
-{
-	uint64_t before, sent;
-	struct sc_sum m;
-	unsigned i;
-	int method;
-
-	sc_setup(OS_WARMUP + OS_COMMITS, (OS_WARMUP + OS_COMMITS) * 4096);
-	for (i = 0; i < OS_WARMUP; i++)
-		os_commit(i);
-	method = g_net.pmem->method(g_s.main.ep, g_s.reg[REG_A].key);
-	if (method != FI_PMEM_METHOD_READ_FLUSH)
-		die("one-segment: expected the read_flush method for an MHP "
-		    "key got %d (run it with -g byte)", method);
-	before = tcp_data_segs_out();
-	for (; i < OS_WARMUP + OS_COMMITS; i++)
-		os_commit(i);
-	sent = tcp_data_segs_out() - before;
-	verdict(sent == OS_COMMITS, check_name("one-segment/segments"),
-		"%s%" PRIu64 " TCP data segments for %u read-flush commits of "
-		"%u bytes", sent == OS_COMMITS ? "" : "expected one per commit "
-		"got ", sent, OS_COMMITS, OS_LEN);
-	m = sc_sum(pick_all);
-	sc_verdict_once("one-segment/completed", &m, false);
-	sc_verdict_durable("one-segment/durable", &m);
-}
-
 /* ---- running a scenario ---- */
 
 struct scenario {
@@ -6288,7 +6214,6 @@ static const struct scenario k_scenarios[] = {
 	{ "immed-flood", sc_immed_flood },
 	{ "counters", sc_counters },
 	{ "no-pmem-caps", sc_no_pmem_caps },
-	{ "one-segment", sc_one_segment },
 };
 
 /* Runs the scenario -c names, then the target's report (guards). */

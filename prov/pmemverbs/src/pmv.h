@@ -76,7 +76,6 @@ struct pmv_params {
 	int bad_request_ms;   /* FI_PMEMVERBS_BAD_REQUEST_MS */
 	int peer_probe_ms;    /* FI_PMEMVERBS_PEER_PROBE_MS */
 	int join_request;     /* FI_PMEMVERBS_JOIN_REQUEST */
-	int tcp_cork;         /* FI_PMEMVERBS_TCP_CORK */
 	int push_profiles;    /* FI_PMEMVERBS_PUSH_PROFILES */
 };
 extern struct pmv_params pmv_params;
@@ -378,11 +377,7 @@ struct pmv_connreq {
 	struct pmv_peer peer;
 };
 
-/* pmv_sock.c: the tcp core's socket under a connected endpoint. */
-/* The descriptor of core's socket (local and peer address match), or -1. */
-int pmv_sock_find(struct fid_ep *core);
-/* Holds (on) or sends (off) partial segments of socket fd (TCP_CORK). */
-void pmv_sock_cork(int fd, bool on);
+/* pmv_sock.c */
 /* The address family of socket fd (AF_INET, AF_UNIX: a core wait object's
  * signal, ...), or -1 if fd is no socket. */
 int pmv_sock_family(int fd);

@@ -97,12 +97,6 @@ static void pmv_define_params(void)
 			"peer's table: a key's first commit then takes its "
 			"fastest method instead of going to the agent to learn "
 			"the profile. 0: neither. Default: yes.");
-	fi_param_define(&pmv_prov, "tcp_cork", FI_PARAM_BOOL,
-			"Over the tcp core, send a read-flush commit's data "
-			"write and its read as one TCP segment (the endpoint's "
-			"socket is corked while both are posted), and a "
-			"commit's spill requests with its own; 0 lets the "
-			"core send them apart. Default: yes.");
 	fi_param_define(&pmv_prov, "oracle", FI_PARAM_STRING,
 			"Test only: a shared file where the agent records "
 			"every range it persists (the persistence oracle). "
@@ -195,7 +189,6 @@ static void pmv_read_params(void)
 	pmv_params.bad_request_ms = 100;
 	pmv_params.join_request = 1;
 	pmv_params.fill_holes = 1;
-	pmv_params.tcp_cork = 1;
 	pmv_params.push_profiles = 1;
 	fi_param_get_bool(&pmv_prov, "wsp", &pmv_params.wsp);
 	fi_param_get_bool(&pmv_prov, "ddio", &pmv_params.ddio);
@@ -222,7 +215,6 @@ static void pmv_read_params(void)
 			 &pmv_params.peer_timeout_ms);
 	fi_param_get_int(&pmv_prov, "peer_probe_ms", &pmv_params.peer_probe_ms);
 	fi_param_get_bool(&pmv_prov, "join_request", &pmv_params.join_request);
-	fi_param_get_bool(&pmv_prov, "tcp_cork", &pmv_params.tcp_cork);
 	fi_param_get_bool(&pmv_prov, "push_profiles",
 			  &pmv_params.push_profiles);
 	fi_param_get_int(&pmv_prov, "bad_request_ms",

@@ -102,7 +102,6 @@ int pmv_ini_open(struct pmv_ep *ep)
 	ini->refs = 1;
 	ini->ep = ep;
 	ini->next_req = 1;
-	ini->sock = -2;
 	ep->ini = ini;
 	ep->hook.progress = pmv_ini_progress;
 	ep->hook.busy = pmv_ini_busy;

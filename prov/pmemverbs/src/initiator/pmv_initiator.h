@@ -99,8 +99,6 @@ struct pmv_ini {
 	 * be recorded, or a spill naming it failed with no commit left to
 	 * tell (the same never-forgetting set as fences) */
 	struct pmv_fence_set scope_lost;
-	int sock;              /* the tcp core's socket, to cork read-flushes
-				* (pmv_sock.c); -1 none, -2 not looked up */
 };
 
 /* A commit method (librpma's flush object: one implementation each). */
@@ -162,12 +160,10 @@ void pmv_send_fill(struct pmv_req *req, const struct fi_msg_rma *msg);
 /*
  * Sends ahead, in internal requests, the key's extents that commit c's
  * request (room extents beside its data) cannot carry; a fenced c's
- * fence_back grows to cover them.  0, -FI_EAGAIN or the core's error;
- * *corked: call pmv_req_spill_done once c's own request is posted.
+ * fence_back grows to cover them.  0, -FI_EAGAIN or the core's error.
  */
 int pmv_req_spill(struct pmv_ini *ini, struct pmv_commit *c, unsigned room,
-		  uint32_t *fence_back, bool *corked);
-void pmv_req_spill_done(struct pmv_ini *ini, bool corked);
+		  uint32_t *fence_back);
 /* A spill failed: the commits to its key not yet answered fail with it. */
 void pmv_ini_spill_failed(struct pmv_ini *ini, const struct pmv_commit *f);
 /* True (once) if a spill of key failed with no commit left to fail. */

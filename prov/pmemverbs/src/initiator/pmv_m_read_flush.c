@@ -105,46 +105,11 @@ int pmv_flush_post_data(struct pmv_ini *ini, struct pmv_commit *c,
 	return pmv_flush_status(ret);
 }
 
-/*
- * The tcp core's socket to cork while a read-flush's write and read are
- * posted (one segment, not two), or -1: looked up at the endpoint's first
- * read-flush, over the tcp core only.
- */
-static int pmv_read_flush_sock(struct pmv_ini *ini)
-{
-	bool tcp = pmv_params.tcp_cork &&
-		   ini->ep->domain->transport == PMV_TRANSPORT_TCP;
-
-	if (ini->sock != -2)
-		return ini->sock;
-	ini->sock = tcp ? pmv_sock_find(ini->ep->core) : -1;
-	if (tcp && ini->sock < 0)
-		PMV_INFO(FI_LOG_EP_DATA, "the tcp core's socket of the "
-			 "endpoint was not found: read-flush commits go as "
-			 "two segments\n");
-	return ini->sock;
-}
-
-/* Corks the socket for c's write and read if they may go as one segment;
- * returns the socket to uncork after posting both, or -1. */
-static int pmv_read_flush_cork(struct pmv_ini *ini, const struct pmv_commit *c,
-			       const struct fi_msg_rma *msg)
-{
-	int sock = msg->iov_count && !(c->flags & FI_FENCE) ?
-		   pmv_read_flush_sock(ini) : -1;
-
-	if (sock >= 0)
-		pmv_sock_cork(sock, true);
-	return sock;
-}
-
 /* The data write (FI_MORE: the read follows at once), then the read. */
 int pmv_read_flush_post(struct pmv_ini *ini, struct pmv_commit *c,
 			const struct fi_msg_rma *msg)
 {
-	int sock = pmv_read_flush_cork(ini, c, msg), ret;
-
-	ret = pmv_flush_post_data(ini, c, msg, PMV_IOP_DATA, FI_MORE);
+	int ret = pmv_flush_post_data(ini, c, msg, PMV_IOP_DATA, FI_MORE);
 	if (!ret) {
 		pmv_ini_take_scope(ini, c, PMV_MAX_EXTENTS);
 		ret = pmv_flush_status(pmv_flush_read(ini, c, PMV_IOP_FLUSH,
@@ -155,8 +120,6 @@ int pmv_read_flush_post(struct pmv_ini *ini, struct pmv_commit *c,
 			ret = 0;
 		}
 	}
-	if (sock >= 0)
-		pmv_sock_cork(sock, false);
 	return ret;
 }
 

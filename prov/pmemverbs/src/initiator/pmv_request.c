@@ -134,11 +134,10 @@ int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
 				  .rma_iov = &rma, .rma_iov_count = 1 };
 	uint32_t max = pmv_req_max_extents(pmv_ep_slot_bytes(ini->ep));
 	unsigned ntaken;
-	bool corked;
 	int ret;
 
 	ret = pmv_req_spill(ini, c, inl ? pmv_send_scope_room(ini, inl) : max,
-			    &fence_back, &corked);
+			    &fence_back);
 	if (!ret) {
 		iov.iov_len = pmv_req_build(ini, c, inl, fence_back, buf,
 					    sizeof(buf), taken, &ntaken);
@@ -148,7 +147,6 @@ int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
 		if (ret)
 			pmv_req_untake(ini, c, taken, ntaken);
 	}
-	pmv_req_spill_done(ini, corked);
 	if (ret)
 		return ret;
 	pmv_req_sent(ini, c);
@@ -228,15 +226,12 @@ int pmv_req_send_joined(struct pmv_ini *ini, struct pmv_commit *c,
 			const struct fi_msg_rma *msg)
 {
 	uint32_t max = pmv_req_max_extents(pmv_ep_slot_bytes(ini->ep)), back = 0;
-	bool corked;
 	int ret;
 
 	/* before msg's ranges join the scope: a spill goes ahead of its data */
-	ret = pmv_req_spill(ini, c, max - (uint32_t) msg->rma_iov_count, &back,
-			    &corked);
+	ret = pmv_req_spill(ini, c, max - (uint32_t) msg->rma_iov_count, &back);
 	if (!ret)
 		ret = pmv_req_post_joined(ini, c, msg, back);
-	pmv_req_spill_done(ini, corked);
 	return ret;
 }
 

@@ -47,44 +47,16 @@ static int pmv_spill_one(struct pmv_ini *ini, uint64_t key)
 	return ret;
 }
 
-/* The tcp core's socket of the endpoint, to cork (-1: none). */
-static int pmv_spill_sock(struct pmv_ini *ini)
-{
-	bool tcp = pmv_params.tcp_cork &&
-		   ini->ep->domain->transport == PMV_TRANSPORT_TCP;
-
-	if (ini->sock == -2)
-		ini->sock = tcp ? pmv_sock_find(ini->ep->core) : -1;
-	return ini->sock;
-}
-
-/*
- * Over tcp, the spills and the commit's own request leave as one segment
- * (the socket corked until pmv_req_spill_done): the agent then finds them
- * together and answers them with one ack.
- */
-void pmv_req_spill_done(struct pmv_ini *ini, bool corked)
-{
-	if (corked)
-		pmv_sock_cork(ini->sock, false);
-}
-
 int pmv_req_spill(struct pmv_ini *ini, struct pmv_commit *c, unsigned room,
-		  uint32_t *fence_back, bool *corked)
+		  uint32_t *fence_back)
 {
 	unsigned max = pmv_req_max_extents(pmv_ep_slot_bytes(ini->ep));
 	uint64_t first = ini->next_req;
 	int ret = 0;
 
-	*corked = false;
 	if (c->spill)
 		return 0;
 	pmv_scope_fit(&ini->scope, c->key, room + PMV_SPILL_MAX * max, true);
-	if (pmv_scope_fit(&ini->scope, c->key, room, false) > room &&
-	    pmv_spill_sock(ini) >= 0) {
-		pmv_sock_cork(ini->sock, true);
-		*corked = true;
-	}
 	while (!ret && pmv_scope_fit(&ini->scope, c->key, room, false) > room)
 		ret = pmv_spill_one(ini, c->key);
 	if ((c->flags & FI_FENCE) && ini->next_req - first > *fence_back)

@@ -333,6 +333,12 @@ CASE=many-128x32 run scenario-many-128x32-cache_line scenario cache_line lines y
 CASE=immed-flood run scenario-immed-flood-cache_line scenario cache_line lines yes
 CASE=counters run scenario-counters-page scenario page lines yes
 CASE=no-pmem-caps run scenario-no-pmem-caps scenario page lines no
+# a passive target waiting in each wait mode (fi_cq_sread on every wait
+# object, epoll with fi_trywait, fi_cntr_wait, fi_eq_sread, no reads) is
+# served at once after 0-1000 ms idle: PAGE and DMP (the agent's profiles)
+for gran in page cache_line; do
+	CASE=wait-modes run "scenario-wait-modes-$gran" scenario "$gran" lines yes
+done
 # over the tcp core a read-flush commit's write and read leave as one TCP
 # segment (FI_PMEMVERBS_TCP_CORK); it counts the tcp core's segments; with
 # the delivery ack (the default) there is no read, and one segment too

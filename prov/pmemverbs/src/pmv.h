@@ -209,6 +209,7 @@ struct pmv_hook {
 	void (*before_wait)(void *arg);
 	bool (*busy)(void *arg);   /* work in flight that memory may end */
 	void *arg;
+	struct pmv_ep *ep;         /* the endpoint served, or NULL */
 	struct pmv_hook *next;
 };
 
@@ -226,6 +227,12 @@ void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook);
 void pmv_hooks_run(struct pmv_hooks *hooks);
 void pmv_hooks_run_before_wait(struct pmv_hooks *hooks);
 bool pmv_hooks_busy(struct pmv_hooks *hooks);
+unsigned pmv_hooks_hold_eps(struct pmv_hooks *hooks, struct pmv_ep **eps,
+			    unsigned max);
+/* pmv_cq.c: the fds a CQ's core wait object is made of (poll.h). */
+struct pollfd;
+struct pmv_cq;
+int pmv_cq_wait_fds(struct pmv_cq *cq, struct pollfd *fds, unsigned max);
 
 /* Objects whose reads serve a pmem endpoint's commit requests: its receive
  * and transmit CQs, its EQ, its FI_SEND and FI_RECV counters. */
@@ -318,6 +325,7 @@ struct pmv_cntr {
 	struct fid_cntr cntr_fid;
 	struct fid_cntr *core;
 	struct pmv_hooks hooks;     /* serving of pmem endpoints bound to it */
+	struct pmv_domain *domain;
 };
 
 struct pmv_av {

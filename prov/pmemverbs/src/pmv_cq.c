@@ -530,6 +530,29 @@ static bool pmv_cq_spins(struct pmv_cq *cq)
 }
 
 /*
+ * pmv_cq_poll_core for a core CQ whose wait object is one fd (FI_WAIT_FD,
+ * or the fd pmemverbs gave a CQ opened with FI_WAIT_NONE): fi_trywait,
+ * then poll on the fd FI_GETWAIT gave, as fi_control(3) describes.  In
+ * the core's sread the thread took a request's bytes and slept on for up
+ * to PMV_SREAD_IDLE_MS, as they complete nothing; here it comes back to
+ * pmv_cq_readfrom, whose hooks serve the request at once.
+ */
+static ssize_t pmv_cq_poll_core_fd(struct pmv_cq *cq, int ms)
+{
+	struct pollfd pfd = { .fd = cq->wait_fd, .events = POLLIN };
+	struct fid *fid = &cq->core->fid;
+
+	if (pmv_cq_spins(cq))
+		return -FI_EAGAIN;
+	if (fi_trywait(cq->domain->fabric->core, &fid, 1) != FI_SUCCESS ||
+	    pmv_cq_ready(cq) || poll(&pfd, 1, ms) <= 0)
+		return -FI_EAGAIN;
+	(void) fi_cq_read(cq->core, NULL, 0); /* place what came */
+	__atomic_store_n(&cq->bytes_us, pmv_us_now(), __ATOMIC_RELAXED);
+	return -FI_EAGAIN;
+}
+
+/*
  * One wait of an application thread in a pmem CQ's sread over tcp: on the
  * core CQ's sockets itself, not in the core's sread, so that the bytes of
  * a commit request, which complete nothing in the core, bring the thread
@@ -546,7 +569,11 @@ static ssize_t pmv_cq_poll_core(struct pmv_cq *cq, void *buf, size_t count,
 	struct fi_wait_pollfd list = { .nfds = PMV_SREAD_FDS, .fd = fds };
 	struct fid *fid = &cq->core->fid;
 
-	if (!cq->wait_pollfd || cq->domain->transport != PMV_TRANSPORT_TCP)
+	if (cq->domain->transport != PMV_TRANSPORT_TCP)
+		return -FI_ENOSYS;
+	if (cq->wait_fd >= 0)
+		return pmv_cq_poll_core_fd(cq, ms);
+	if (!cq->wait_pollfd)
 		return -FI_ENOSYS;
 	if (pmv_cq_spins(cq))
 		return -FI_EAGAIN;
@@ -725,6 +752,25 @@ void pmv_cq_progress_core(struct pmv_cq *cq)
 	if (__atomic_load_n(&cq->core_waiters, __ATOMIC_ACQUIRE))
 		return;
 	(void) fi_cq_read(cq->core, NULL, 0);
+}
+
+/*
+ * The fds a CQ's core wait object is made of, into fds (room for max):
+ * its fd, or its list of sockets (tcp's FI_WAIT_UNSPEC).  Returns how
+ * many, or 0 if the agent cannot sleep on it.
+ */
+int pmv_cq_wait_fds(struct pmv_cq *cq, struct pollfd *fds, unsigned max)
+{
+	struct fi_wait_pollfd list = { .nfds = max, .fd = fds };
+
+	if (cq->wait_fd >= 0 && max) {
+		fds[0] = (struct pollfd) { .fd = cq->wait_fd, .events = POLLIN };
+		return 1;
+	}
+	if (!cq->wait_pollfd ||
+	    fi_control(&cq->core->fid, FI_GETWAIT, &list) || !list.nfds)
+		return 0;
+	return (int) list.nfds;
 }
 
 void pmv_cq_ref_pmem(struct pmv_cq *cq, int delta)

@@ -84,8 +84,9 @@ static void pmv_cntr_watch_end(struct pmv_cq *cq, struct pmv_ep *ep)
  * end: its fd (FI_GETWAIT), or the wait set of ours it is on (fi_wait,
  * which also drains the set's own signals); first, what the core CQ
  * holds is taken (fi_cq_read of no entries), else fi_trywait refuses.
+ * True if something ended it (or it did not sleep): work may follow.
  */
-static void pmv_cntr_sleep_on(struct pmv_cntr *cntr, struct pmv_cq *cq,
+static bool pmv_cntr_sleep_on(struct pmv_cntr *cntr, struct pmv_cq *cq,
 			      uint64_t threshold, int ms)
 {
 	struct pollfd pfd = { .fd = cq->wait_fd, .events = POLLIN };
@@ -93,15 +94,14 @@ static void pmv_cntr_sleep_on(struct pmv_cntr *cntr, struct pmv_cq *cq,
 
 	if (fi_trywait(cntr->domain->fabric->core, &fid, 1) != FI_SUCCESS) {
 		(void) fi_cq_read(&cq->cq_fid, NULL, 0);
-		return;
+		return true;
 	}
 	pmv_hooks_run_before_wait(&cntr->hooks);
 	if (fi_cntr_read(cntr->core) >= threshold)
-		return;
+		return true;
 	if (cq->wait_fd >= 0)
-		(void) poll(&pfd, 1, ms);
-	else
-		(void) fi_wait(cq->core_wait, ms);
+		return poll(&pfd, 1, ms) > 0;
+	return fi_wait(cq->core_wait, ms) == FI_SUCCESS;
 }
 
 /*
@@ -110,18 +110,29 @@ static void pmv_cntr_sleep_on(struct pmv_cntr *cntr, struct pmv_cq *cq,
  * fi_cntr_wait this thread took a request's bytes (its progress placed
  * them), completed nothing and slept on, while the agent, which the
  * bytes woke too, found them gone: a commit to a target waiting on a
- * counter waited for the wait's timeout.  False if there is no such CQ.
+ * counter waited for the wait's timeout.  -1 if there is no such CQ, 1
+ * if woken (or not slept), 0 if it slept the whole time.
  */
-static bool pmv_cntr_sleep(struct pmv_cntr *cntr, uint64_t threshold, int ms)
+static int pmv_cntr_sleep(struct pmv_cntr *cntr, uint64_t threshold, int ms)
 {
 	struct pmv_ep *ep = NULL;
 	struct pmv_cq *cq = pmv_cntr_watch_begin(cntr, &ep);
+	bool woken;
 
 	if (!cq)
-		return false;
-	pmv_cntr_sleep_on(cntr, cq, threshold, ms);
+		return -1;
+	woken = pmv_cntr_sleep_on(cntr, cq, threshold, ms);
 	pmv_cntr_watch_end(cq, ep);
-	return true;
+	return woken;
+}
+
+/* True within FI_PMEMVERBS_SREAD_SPIN_US of woke (0: never woken): the
+ * wait polls on, as fi_cq_sread does, since back-to-back commits come a
+ * round trip apart and a thread that slept wakes later than they do. */
+static bool pmv_cntr_spins(uint64_t woke)
+{
+	return woke && pmv_params.sread_spin_us > 0 &&
+	       pmv_us_now() - woke < (uint64_t) pmv_params.sread_spin_us;
 }
 
 /* Milliseconds left before deadline (pmv_ms_now's clock), at least 0. */
@@ -136,7 +147,8 @@ static int pmv_cntr_left(uint64_t deadline)
  * fi_cntr_wait.  With pmem endpoints bound, the wait is pmemverbs's own:
  * serve (handing the endpoints to the agent), check, sleep
  * (pmv_cntr_sleep; 1 ms while commits are in flight: an ack lands in
- * memory and wakes no fd), again; -FI_EAVAIL when the error count moves,
+ * memory and wakes no fd; not at all for FI_PMEMVERBS_SREAD_SPIN_US
+ * after a wake), again; -FI_EAVAIL when the error count moves,
  * -FI_ETIMEDOUT at the timeout, as the core's.  Otherwise (not over tcp,
  * or no CQ with a wait object to sleep on) the core's.
  */
@@ -144,8 +156,8 @@ static int pmv_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 			 int timeout)
 {
 	struct pmv_cntr *cntr = pmv_cntr(cntr_fid);
-	uint64_t errs, deadline = pmv_ms_now() + (uint64_t) timeout;
-	int left, step;
+	uint64_t errs, woke = 0, deadline = pmv_ms_now() + (uint64_t) timeout;
+	int left, step, slept;
 
 	pmv_hooks_run_before_wait(&cntr->hooks);
 	if (!__atomic_load_n(&cntr->hooks.head, __ATOMIC_ACQUIRE) ||
@@ -163,8 +175,12 @@ static int pmv_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 		step = pmv_hooks_busy(&cntr->hooks) ? 1 :
 		       left >= 0 && left < PMV_CNTR_SLEEP_MS ? left :
 		       PMV_CNTR_SLEEP_MS;
-		if (!pmv_cntr_sleep(cntr, threshold, step))
-			return fi_cntr_wait(cntr->core, threshold, left);
+		if (!pmv_cntr_spins(woke)) {
+			slept = pmv_cntr_sleep(cntr, threshold, step);
+			if (slept < 0)
+				return fi_cntr_wait(cntr->core, threshold, left);
+			woke = slept ? pmv_us_now() : 0;
+		}
 		pmv_hooks_run_before_wait(&cntr->hooks);
 	}
 }

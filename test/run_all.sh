@@ -386,14 +386,17 @@ run_idle() {
 # agent commit every 200 ms; between them its process must use under 10%
 # of a core (CPU time from /proc, sampled over 1.5 s).  The agent used to
 # spin at 100% once the first ack's completion had signalled the transmit
-# CQ, a signal only a thread waiting in that CQ would drain.
+# CQ, a signal only a thread waiting in that CQ would drain.  Run for
+# the target's wait modes whose waits pmemverbs makes itself (fi_pmem_lat
+# -w: fi_cq_sread on FI_WAIT_UNSPEC, FI_WAIT_NONE, FI_WAIT_FD CQs;
+# fi_cntr_wait), each on port $1.
 run_idle_commits() {
-	local bin=$BUILD/fabtests/benchmarks/fi_pmem_lat port=9440 rc=0
+	local bin=$BUILD/fabtests/benchmarks/fi_pmem_lat port=$1 wait=$2 rc=0
 	local tpid a b ticks limit out
-	echo "== idle between commits: passive target, a commit every 200 ms"
+	echo "== idle between commits: passive target (-w $wait), a commit every 200 ms"
 	out=$(mktemp)
 	FI_PROVIDER_PATH=$BUILD/.libs PMEM2_FORCE_GRANULARITY=page TMPDIR=/dev/shm \
-		timeout 60 "$bin" -B $port -S 64 >/dev/null 2>&1 &
+		timeout 60 "$bin" -B $port -S 64 -w "$wait" >/dev/null 2>&1 &
 	tpid=$!
 	sleep 0.5
 	tpid=$(pgrep -P "$tpid" -f fi_pmem_lat || echo "$tpid")
@@ -408,10 +411,10 @@ run_idle_commits() {
 	ticks=$(( ${b:-0} - ${a:-0} ))
 	limit=$(( $(getconf CLK_TCK) * 15 / 100 )) # 10% of 1.5 s
 	if [[ $rc -eq 0 && -n $a && -n $b && $ticks -lt $limit ]]; then
-		echo "PASS idle-commits: target used $ticks of $limit clock ticks allowed over 1.5 s; commits completed"
+		echo "PASS idle-commits-$wait: target used $ticks of $limit clock ticks allowed over 1.5 s; commits completed"
 		add 1 0
 	else
-		echo "FAIL idle-commits: exit $rc, target used ${ticks} clock ticks over 1.5 s (limit $limit): $(tail -n 2 "$out" | tr '\n' ' ')"
+		echo "FAIL idle-commits-$wait: exit $rc, target used ${ticks} clock ticks over 1.5 s (limit $limit): $(tail -n 2 "$out" | tr '\n' ' ')"
 		add 0 1
 	fi
 	rm -f "$out"
@@ -501,7 +504,10 @@ run_threads normal "$BUILD" 12500
 run_failure normal "$BUILD" 9380
 run_crash normal "$BUILD" 12000 "${PMV_CRASH_CYCLES:-240}"
 run_idle
-run_idle_commits
+run_idle_commits 9440 unspec
+run_idle_commits 9441 none
+run_idle_commits 9442 fd
+run_idle_commits 9443 cntr
 echo "== targets on a counter"
 run_cntr_target 9450 cache_line busy
 run_cntr_target 9451 page passive

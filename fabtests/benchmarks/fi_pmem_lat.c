@@ -4,6 +4,7 @@
  * remote file mapping, next to the plain RMA operations that bound it.
  *
  *   target:    fi_pmem_lat [-p PROV] [-B PORT] [-S SIZES] [-f FILE] [-y] [-K]
+ *                          [-w WAIT]
  *   initiator: fi_pmem_lat [-p PROV] -s SERVER_ADDR [-B PORT] [-S SIZES]
  *                          [-I ITERS] [-W WARMUP] [-m MODES] [-b BATCH]
  *                          [-i IDLE_US] [--csv]
@@ -488,9 +489,17 @@ static void usage(const char *prog)
 		"waiting in fi_cq_sread\n"
 		"  -K  target: wait on a FI_RECV counter (fi_cntr_wait; with "
 		"-y fi_cntr_read)\n"
-		"      instead of its CQ\n",
+		"      instead of its CQ\n"
+		"  -w  target: how it waits for its CQ, one of %s:\n"
+		"      fi_cq_sread on a CQ of wait object FI_WAIT_UNSPEC "
+		"(default), _NONE,\n"
+		"      _FD, _POLLFD; epoll on FI_GETWAIT's fd after "
+		"fi_trywait; fi_cntr_wait\n"
+		"      (as -K); fi_eq_sread on its EQ; no wait (reads its CQ "
+		"every %d ms)\n",
 		prog, DEFAULT_PROVIDER, DEFAULT_PORT, DEFAULT_SIZES,
-		DEFAULT_ITERS, DEFAULT_WARMUP, DEFAULT_BATCH, DEFAULT_MODES);
+		DEFAULT_ITERS, DEFAULT_WARMUP, DEFAULT_BATCH, DEFAULT_MODES,
+		pm_wait_names(), PM_POLL_INTERVAL_MS);
 }
 
 static const struct mode *find_mode(const char *name)
@@ -536,8 +545,8 @@ static bool options_consistent(const struct options *opts)
 		fprintf(stderr, "-f is for the target (no -s)\n");
 		return false;
 	}
-	if (opts->server && pm_wait_on_cntr) {
-		fprintf(stderr, "-K is for the target (no -s)\n");
+	if (opts->server && (pm_wait_on_cntr || pm_wait_mode)) {
+		fprintf(stderr, "-K and -w are for the target (no -s)\n");
 		return false;
 	}
 	if (!opts->server && opts->idle_us) {
@@ -570,6 +579,11 @@ static bool parse_option(int c, char *arg, struct options *opts)
 	case 'f': opts->file = arg; return true;
 	case 'y': pm_busy_poll = true; return true;
 	case 'K': pm_wait_on_cntr = true; return true;
+	case 'w':
+		if (!pm_parse_wait(arg))
+			return false;
+		pm_wait_on_cntr |= pm_wait_mode == PM_WAIT_CNTR;
+		return true;
 	case 'C': opts->csv = true; return true;
 	default: return false;
 	}
@@ -593,7 +607,7 @@ static bool parse_options(int argc, char **argv, struct options *opts)
 	if (!pm_parse_sizes(sizes, 1, MAX_SIZE, opts->sizes, &opts->nsizes) ||
 	    !parse_modes(modes, opts))
 		return false;
-	while ((c = getopt_long(argc, argv, "p:s:B:S:I:W:m:b:i:f:yKh", long_opts,
+	while ((c = getopt_long(argc, argv, "p:s:B:S:I:W:m:b:i:f:yKw:h", long_opts,
 				NULL)) != -1)
 		if (!parse_option(c, optarg, opts))
 			return false;

@@ -225,6 +225,8 @@ int pm_open_fabric(const char *prov, const char *server, const char *port,
 		ret = pm_check(fi_eq_open(res->fabric, &eq_attr, &res->eq,
 					  NULL), "fi_eq_open");
 	if (!ret)
+		pm_wait_set_fabric(res->fabric, res->eq);
+	if (!ret)
 		ret = pm_check(fi_domain(res->fabric, res->info, &res->domain,
 					 NULL), "fi_domain");
 	if (!ret && pm_is_pmemverbs(prov))
@@ -301,7 +303,9 @@ int pm_read_one_before(struct fid_cq *cq, int64_t deadline, const char *what,
 		left_ms = (deadline - pm_now_ns()) / PM_NS_PER_MS + 1;
 		left_ms = left_ms < 0 ? 0 : left_ms < PM_POLL_INTERVAL_MS ?
 			  left_ms : PM_POLL_INTERVAL_MS;
-		ret = fi_cq_sread(cq, entry, 1, NULL, (int) left_ms);
+		ret = pm_wait_in_sread() ?
+		      fi_cq_sread(cq, entry, 1, NULL, (int) left_ms) :
+		      pm_wait_read(cq, entry, (int) left_ms);
 	} while ((ret == -FI_EAGAIN || ret == -FI_EINTR) && !pm_past(deadline));
 	if (ret == -FI_EAGAIN || ret == -FI_EINTR)
 		return -FI_ETIMEDOUT;
@@ -403,7 +407,7 @@ static int pm_open_cq(const struct pm_fabric *res, size_t size,
 	struct fi_cq_attr attr = {
 		.size = size,
 		.format = FI_CQ_FORMAT_DATA,
-		.wait_obj = FI_WAIT_UNSPEC,
+		.wait_obj = pm_wait_cq_obj(), /* FI_WAIT_UNSPEC but with -w */
 	};
 
 	return pm_check(fi_cq_open(res->domain, &attr, cq, NULL),

@@ -29,6 +29,8 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_ext_pmem.h>
 
+#include "pmem_wait.h"
+
 #define PM_FI_VERSION FI_VERSION(1, 17)
 #define PM_PROVIDER "pmemverbs"
 #define PM_LISTEN_ADDR "0.0.0.0" /* the target listens on every interface */

@@ -15,6 +15,15 @@
 #   cntr_busy, cntr_passive (not run unless PMV_CM_TARGETS names them)
 #            the target polls a FI_RECV counter (fi_cntr_read) or waits
 #            on it (fi_cntr_wait) instead of its CQ (fi_pmem_lat -K)
+#   w_WAIT, w_WAIT_idle  the wait-mode cells (PMV_CM_WAIT_TARGETS, run on
+#            PMV_CM_WAIT_CONFIGS at PMV_CM_WAIT_SIZES in the first
+#            PMV_CM_WAIT_ROUNDS rounds): a passive target waiting as
+#            fi_pmem_lat -w WAIT says (fi_cq_sread on a CQ of wait object
+#            none, unspec, fd, pollfd; epoll on FI_GETWAIT's fd with
+#            fi_trywait; fi_cntr_wait; fi_eq_sread; noread: no wait),
+#            back to back or (_idle) after IDLE_US; their table gives the
+#            commit's p50 and p99 over the read8 p50.  Goal: p50 at most
+#            1.25, p99 at most PMV_GOAL_WAIT_P99 (20) read round trips.
 # The target is pinned to CPU 0 and the initiator to CPU 1 in every mode
 # (taskset, when there are two CPUs; see pmv_commit_lat.sh for why).
 # The targets' files are in /dev/shm, where PAGE's msync costs nothing;
@@ -62,6 +71,9 @@
 #        PMV_CM_IDLE_US (2000), PMV_CM_SIZES ("64 256 1024 4096"),
 #        PMV_CM_CONFIGS ("page cache_line byte byte:agent cache_line:send"),
 #        PMV_CM_TARGETS ("busy passive idle"),
+#        PMV_CM_WAIT_TARGETS (w_WAIT and w_WAIT_idle for every WAIT),
+#        PMV_CM_WAIT_CONFIGS ("page cache_line"), PMV_CM_WAIT_SIZES
+#        ("64 4096"), PMV_CM_WAIT_ROUNDS (1), PMV_GOAL_WAIT_P99 (20),
 #        PMV_CM_BW_SIZE (4096), PMV_CM_BW_DEPTH (16), PMV_CM_BW_BATCH (16),
 #        PMV_CM_BW_MS (250): fi_pmem_bw -T, per measurement,
 #        PMV_CM_DIR (/dev/shm): where the targets create their files,
@@ -100,6 +112,13 @@ IDLE_US=${PMV_CM_IDLE_US:-2000}
 SIZES=${PMV_CM_SIZES:-"64 256 1024 4096"}
 CONFIGS=${PMV_CM_CONFIGS:-"page cache_line byte byte:agent cache_line:send"}
 TARGETS=${PMV_CM_TARGETS:-"busy passive idle"}
+WAIT_MODES="none unspec fd pollfd epoll cntr eq noread"
+WAIT_TARGETS=${PMV_CM_WAIT_TARGETS:-$(for w in $WAIT_MODES; do
+	printf 'w_%s w_%s_idle ' "$w" "$w"; done)}
+WAIT_CONFIGS=${PMV_CM_WAIT_CONFIGS:-"page cache_line"}
+WAIT_SIZES=${PMV_CM_WAIT_SIZES:-"64 4096"}
+WAIT_ROUNDS=${PMV_CM_WAIT_ROUNDS:-1}
+GOAL_WAIT_P99=${PMV_GOAL_WAIT_P99:-20}
 BW_SIZE=${PMV_CM_BW_SIZE:-4096}
 BW_DEPTH=${PMV_CM_BW_DEPTH:-16}
 BW_BATCH=${PMV_CM_BW_BATCH:-16}
@@ -226,13 +245,15 @@ count() {
 
 # One latency run of config $2 against a target in mode $3 (round $1).
 lat_run() {
-	local round=$1 config=$2 mode=$3 sizes name rows status=0
+	local round=$1 config=$2 mode=$3 sizes name rows status=0 w
 	local targs=("$PMV_LAT_BIN") iargs=(-I "$ITERS" -W "$WARMUP")
 	sizes=$(sizes_for "$config")
+	[[ $mode == w_* ]] && sizes=$(echo $WAIT_SIZES | tr ' ' ,)
 	[ -n "$sizes" ] || return 0
 	case $mode in busy | cntr_busy) targs+=(-y) ;; esac
 	case $mode in cntr_*) targs+=(-K) ;; esac
-	[ "$mode" = idle ] &&
+	case $mode in w_*) w=${mode#w_}; targs+=(-w "${w%_idle}") ;; esac
+	[[ $mode == idle || $mode == w_*_idle ]] &&
 		iargs=(-I "$IDLE_ITERS" -W "$IDLE_WARMUP" -i "$IDLE_US")
 	name=lat-r$round-${config//:/-}-$mode
 	rows=$LOGS/$name.csv
@@ -286,6 +307,11 @@ measure() {
 				bw_run "$round" "$config"
 		done
 		bw_run "$round" tcp
+		[ "$round" -le "$WAIT_ROUNDS" ] && for config in $WAIT_CONFIGS; do
+			for mode in $WAIT_TARGETS; do
+				lat_run "$round" "$config" "$mode"
+			done
+		done
 		echo "round $round of $ROUNDS done, $SECONDS s" >&2
 	done
 }
@@ -333,6 +359,61 @@ latency_cells() {
 			      median(list[k, "read8"])
 		}
 	}' "$CSV"
+}
+
+# Per wait-mode cell, one line "config target size rounds p50_ratio
+# p99_ratio": medians over rounds of commit p50 and p99 / read8 p50.
+wait_cells() {
+	awk -F, "$AWK_MEDIAN"'
+	NR > 1 && $3 ~ /^w_/ && ($6 == "commit" || $6 == "read8") {
+		k = $2 " " $3 " " $7
+		cells[k] = 1
+		p50[k, $6, $1] = $9
+		p99[k, $6, $1] = $10
+		if ($6 == "commit")
+			runs[k] = runs[k] " " $1
+	}
+	END {
+		for (k in cells) {
+			a = b = ""
+			n = split(runs[k], r, " ")
+			for (i = 1; i <= n; i++) {
+				if (!((k, "read8", r[i]) in p50) ||
+				    p50[k, "read8", r[i]] <= 0)
+					continue
+				a = a " " p50[k, "commit", r[i]] / p50[k, "read8", r[i]]
+				b = b " " p99[k, "commit", r[i]] / p50[k, "read8", r[i]]
+			}
+			print k, n, median(a), median(b)
+		}
+	}' "$CSV"
+}
+
+# The wait-mode table: per config and size, per target its p50 and p99
+# ratios (commit over read8 p50), PASS if within the goals.
+wait_table() {
+	local c s t n a b v line
+	declare -A W=()
+	while read -r c t s n a b; do W["$c $t $s"]="$a $b"; done < <(wait_cells)
+	[ ${#W[@]} -gt 0 ] || return 0
+	echo
+	echo "# wait modes: a passive target waiting as fi_pmem_lat -w says;"
+	echo "# cell: commit p50/read8 p50, commit p99/read8 p50 (medians over"
+	echo "# $WAIT_ROUNDS rounds), PASS if p50 <= $GOAL_AGENT and p99 <= $GOAL_WAIT_P99;"
+	echo "# _idle: $IDLE_US us idle before each operation."
+	for c in $WAIT_CONFIGS; do
+		for s in $WAIT_SIZES; do
+			line="$(profile_of "$c") $s:"
+			for t in $WAIT_TARGETS; do
+				read -r a b <<<"${W["$c $t $s"]:-n/a n/a}"
+				a=$(fmt "$a" 2); b=$(fmt "$b" 1)
+				v=$(verdict "$a" le "$GOAL_AGENT")
+				[ "$v" = PASS ] && v=$(verdict "$b" le "$GOAL_WAIT_P99")
+				line+=" ${t#w_}=$a/$b/$v"
+			done
+			echo "$line"
+		done
+	done
 }
 
 # Per throughput row, one line "config mode ops per_write": the median of
@@ -498,6 +579,7 @@ echo "# pmv_commit_modes.sh: ${ROUNDS} rounds of $CONFIGS x $TARGETS," \
 [ "${PMV_CM_SUMMARY_ONLY:-0}" = 1 ] || measure
 {
 	latency_table
+	wait_table
 	throughput_table
 } | tee "$TABLE"
 echo "# $SECONDS s; $failures failed runs, $skipped skipped for the budget" \

@@ -355,99 +355,12 @@ CASE=many-128x32 run scenario-many-128x32-cache_line scenario cache_line lines y
 CASE=immed-flood run scenario-immed-flood-cache_line scenario cache_line lines yes
 CASE=counters run scenario-counters-page scenario page lines yes
 CASE=no-pmem-caps run scenario-no-pmem-caps scenario page lines no
-echo "$passed passed, $failed failed"
-	[[ $failed -eq 0 ]]
-	exit
-fi
-
-for gran in page cache_line byte; do
-	run "oracle-$gran" oracle "$gran" lines yes
-done
-# byte (MHP): over tcp the agent is the default (one joined write per
-# commit); the agent forced; read-flush forced (the write, then the read of
-# the generation word: RDMA cores' way); no table (a key's first commit to
-# the agent, then the agent); two writes (read-flush, as over RDMA)
-METHOD=agent run oracle-byte-agent oracle byte lines yes
-METHOD=read_flush run oracle-byte-read_flush oracle byte lines yes
-PUSH=0 run oracle-byte-no-table oracle byte lines yes
-JOIN=0 run oracle-byte-two-writes oracle byte lines yes
-# over tcp an agent commit's data and request go as one write; the two-write
-# path (RDMA cores, FI_PMEMVERBS_JOIN_REQUEST=0) is checked here too
-JOIN=0 run oracle-page-two-writes oracle page lines yes
-JOIN=0 run contents-cache_line-two-writes contents cache_line lines no
-# send for every commit that fits a request, fenced or not
-METHOD=send run oracle-cache_line-send oracle cache_line lines yes
-for gran in page cache_line byte; do
-	run "contents-$gran" contents "$gran" lines no
-done
-METHOD=read_flush run contents-byte-read_flush contents byte lines no
-run fault-extent-3 fault cache_line fault yes 3
-METHOD=agent run fault-extent-777 fault byte fault yes 777
-run badinput badinput page lines no
-run badinput-byte badinput byte lines no
-PUSH=0 run badinput-byte-no-table badinput byte lines no
-# an override incorrect for the profile is refused, never used (at the
-# first commit when the target's table named the profile, else after it)
-METHOD=read_flush CASE=method-after-first-commit \
-	run method-refused-page badinput page lines no
-METHOD=read_flush PUSH=0 CASE=method-after-first-commit \
-	run method-refused-page-no-table badinput page lines no
-# a persist that fails (msync's error) fails its commit: FI_EIO, never success
+# a passive target waiting in each wait mode (fi_cq_sread on every wait
+# object, epoll with fi_trywait, fi_cntr_wait, fi_eq_sread, no reads) is
+# served at once after 0-1000 ms idle: PAGE and DMP (the agent's profiles)
 for gran in page cache_line; do
-	FAULT_PERSIST=1 CASE=persist-fails \
-		run "persist-fails-$gran" badinput "$gran" lines no
+	CASE=wait-modes run "scenario-wait-modes-$gran" scenario "$gran" lines yes
 done
-# issue 25: a fence after a failure to its key fails however many other
-# keys failed in between (item 6); an older send never overwrites a later
-# commit over its range (item 7); by default, on cache_line, send forced
-for gran in page cache_line byte; do
-	CASE=fence-after-many-failures \
-		run "fence-after-many-failures-$gran" badinput "$gran" lines no
-	CASE=send-then-overlapping-commit \
-		run "send-then-overlap-$gran" badinput "$gran" lines no
-done
-METHOD=send CASE=fence-after-many-failures \
-	run fence-after-many-failures-cache_line-send badinput cache_line lines no
-METHOD=send CASE=send-then-overlapping-commit \
-	run send-then-overlap-cache_line-send badinput cache_line lines no
-run exit-with-endpoints-open exit cache_line exit no
-# the scope persists only what was written: on a sparse region (its holes
-# left unallocated) five scattered writes and a commit allocate their pages
-for gran in page cache_line; do
-	FILL_HOLES=0 CASE=sparse-scope \
-		run "sparse-scope-$gran" badinput "$gran" lines no
-done
-# scenarios: ways a commit could complete before it is durable, or a
-# completion be lost (README.md, Scenarios)
-for gran in page cache_line byte; do
-	CASE=reopen run "scenario-reopen-$gran" scenario "$gran" lines yes
-done
-# MHP keys take read-flush with two writes per agent commit (JOIN=0)
-JOIN=0 CASE=reopen run scenario-reopen-byte-read_flush scenario byte lines yes
-# re-registration: the agent checks the generation of the request's oldest
-# write; read-flush's read brings the target's
-CASE=rereg run scenario-rereg-byte scenario byte lines yes
-JOIN=0 CASE=rereg run scenario-rereg-byte-read_flush scenario byte lines yes
-PUSH=0 CASE=rereg run scenario-rereg-byte-no-table scenario byte lines yes
-# a key registered again on other memory (another file or offset) after a
-# write was placed: the commit that covers it fails (FI_EIO), never succeeds
-CASE=move run scenario-move-byte scenario byte lines yes
-METHOD=read_flush CASE=move run scenario-move-byte-read_flush scenario byte lines yes
-for gran in page cache_line byte; do
-	CASE=many-64x32 run "scenario-many-64x32-$gran" scenario "$gran" lines yes
-done
-CASE=many-128x32 run scenario-many-128x32-cache_line scenario cache_line lines yes
-CASE=immed-flood run scenario-immed-flood-cache_line scenario cache_line lines yes
-CASE=counters run scenario-counters-page scenario page lines yes
-CASE=no-pmem-caps run scenario-no-pmem-caps scenario page lines no
-# over the tcp core a read-flush commit's write and read leave as one TCP
-# segment (FI_PMEMVERBS_TCP_CORK); it counts the tcp core's segments
-if [[ $ADDR == 127.0.0.1 || $ADDR == ::1 ]]; then
-	METHOD=read_flush CASE=one-segment \
-		run scenario-one-segment-byte scenario byte lines yes
-else
-	echo "scenario-one-segment-byte: not run over $ADDR (no tcp core)"
-fi
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -225,6 +225,7 @@ struct pmv_hook {
 	void (*before_wait)(void *arg);
 	bool (*busy)(void *arg);   /* work in flight that memory may end */
 	void *arg;
+	struct pmv_ep *ep;         /* the endpoint served, or NULL */
 	struct pmv_hook *next;
 };
 
@@ -242,6 +243,24 @@ void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook);
 void pmv_hooks_run(struct pmv_hooks *hooks);
 void pmv_hooks_run_before_wait(struct pmv_hooks *hooks);
 bool pmv_hooks_busy(struct pmv_hooks *hooks);
+unsigned pmv_hooks_hold_eps(struct pmv_hooks *hooks, struct pmv_ep **eps,
+			    unsigned max);
+/* pmv_cq_wait.c: the fds a CQ's core wait object is made of (poll.h). */
+struct pollfd;
+struct pmv_cq;
+int pmv_cq_wait_fds(struct pmv_cq *cq, struct pollfd *fds, unsigned max);
+/* pmv_cq.c, for pmv_cq_wait.c: reads; pmv_cq_wait.c: waits. */
+bool pmv_cq_plain(struct pmv_cq *cq);
+bool pmv_cq_hooks_busy(struct pmv_cq *cq);
+ssize_t pmv_cq_filter_internal(struct pmv_cq *cq, void *buf,
+			       fi_addr_t *src_addr, ssize_t n);
+ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+			fi_addr_t *src_addr);
+ssize_t pmv_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+			 fi_addr_t *src_addr, const void *cond, int timeout);
+ssize_t pmv_cq_sread(struct fid_cq *cq, void *buf, size_t count,
+		     const void *cond, int timeout);
+int pmv_cq_signal(struct fid_cq *cq_fid);
 
 /* Objects whose reads serve a pmem endpoint's commit requests: its receive
  * and transmit CQs, its EQ, its FI_SEND and FI_RECV counters. */
@@ -327,6 +346,11 @@ struct pmv_cq {
 	char errbuf[160];
 };
 
+static inline struct pmv_cq *pmv_cq(struct fid_cq *cq)
+{
+	return pmv_container_of(cq, struct pmv_cq, cq_fid);
+}
+
 struct pmv_eq {
 	struct fid_eq eq_fid;
 	struct fid_eq *core;
@@ -337,6 +361,7 @@ struct pmv_cntr {
 	struct fid_cntr cntr_fid;
 	struct fid_cntr *core;
 	struct pmv_hooks hooks;     /* serving of pmem endpoints bound to it */
+	struct pmv_domain *domain;
 };
 
 struct pmv_av {

@@ -102,3 +102,26 @@ bool pmv_hooks_busy(struct pmv_hooks *hooks)
 	pthread_mutex_unlock(&hooks->lock);
 	return busy;
 }
+
+/*
+ * Holds (serve_holds: its close waits) up to max endpoints that hooks
+ * serve, into eps; returns how many.  The caller drops the holds.
+ */
+unsigned pmv_hooks_hold_eps(struct pmv_hooks *hooks, struct pmv_ep **eps,
+			    unsigned max)
+{
+	struct pmv_hook *h;
+	unsigned n = 0;
+
+	if (!__atomic_load_n(&hooks->head, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&hooks->lock);
+	for (h = hooks->head; h && n < max; h = h->next) {
+		if (!h->ep)
+			continue;
+		__atomic_add_fetch(&h->ep->serve_holds, 1, __ATOMIC_ACQ_REL);
+		eps[n++] = h->ep;
+	}
+	pthread_mutex_unlock(&hooks->lock);
+	return n;
+}

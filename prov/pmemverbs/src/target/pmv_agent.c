@@ -149,26 +149,6 @@ static void pmv_agent_progress(struct pmv_agent *agent, size_t neps)
 }
 
 /*
- * The fds a CQ's core wait object is made of, into fds (room for max):
- * its fd, or its list of sockets (tcp's FI_WAIT_UNSPEC).  Returns how
- * many, or 0 if the agent cannot sleep on it.
- */
-static int pmv_agent_cq_fds(struct pmv_cq *cq, struct pollfd *fds,
-			    unsigned max)
-{
-	struct fi_wait_pollfd list = { .nfds = max, .fd = fds };
-
-	if (cq->wait_fd >= 0 && max) {
-		fds[0] = (struct pollfd) { .fd = cq->wait_fd, .events = POLLIN };
-		return 1;
-	}
-	if (!cq->wait_pollfd ||
-	    fi_control(&cq->core->fid, FI_GETWAIT, &list) || !list.nfds)
-		return 0;
-	return (int) list.nfds;
-}
-
-/*
  * Fills fds with the CQs' fds and the agent's eventfd if the agent may
  * sleep on them: every CQ has one and the core says nothing is pending
  * (fi_trywait).  Returns how many, 0 if it cannot sleep on fds, -1 if
@@ -186,7 +166,7 @@ static int pmv_agent_sleep_fds(struct pmv_domain *dom, struct pollfd *fds)
 	if (n > PMV_AGENT_CQS || dom->transport != PMV_TRANSPORT_TCP)
 		return 0;
 	for (i = 0; i < n; i++) {
-		got = pmv_agent_cq_fds(set[i], fds + nfds,
+		got = pmv_cq_wait_fds(set[i], fds + nfds,
 				       PMV_AGENT_FDS - 1 - nfds);
 		if (got <= 0)
 			return 0;

@@ -606,7 +606,8 @@ void pmv_serve_attach(struct pmv_ep *ep)
 			continue;
 		ep->serve_hook[i] = (struct pmv_hook) {
 			.progress = pmv_serve_hook,
-			.before_wait = pmv_serve_before_wait, .arg = ep };
+			.before_wait = pmv_serve_before_wait, .arg = ep,
+			.ep = ep };
 		pmv_hooks_add(want[i], &ep->serve_hook[i]);
 	}
 }

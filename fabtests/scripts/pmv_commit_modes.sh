@@ -48,8 +48,8 @@
 # asserted.  A run that fails is reported and the next one runs.
 #
 # Configurations are GRANULARITY[:METHOD]: page (PAGE, agent), cache_line
-# (DMP, agent), byte (MHP; over tcp read_flush by default, its write's
-# delivery ack standing for the read), byte:agent, byte:read_flush,
+# (DMP, agent), byte (MHP; over tcp the agent by default), byte:agent,
+# byte:read_flush (a write and the read of the generation behind it),
 # cache_line:send (only the sizes whose data fits a send request over tcp,
 # 72 bytes; its throughput is not measured, as 4 KiB goes by the agent).
 #

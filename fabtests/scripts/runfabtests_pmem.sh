@@ -9,7 +9,7 @@
 # fi_pmem_remotelog and the recovery of its logs), for the pmemverbs
 # profiles PAGE, DMP and MHP (PMEM2_FORCE_GRANULARITY=page, cache_line,
 # byte on the target), each method pmemverbs offers for them (MHP: the
-# default, over tcp read_flush with its write's delivery ack, and the agent
+# default, over tcp the agent, and the agent forced
 # as "byte:agent", FI_PMEMVERBS_METHOD on the initiator; its rows say
 # profile "MHP/agent"), and the tcp core as a
 # baseline.  Each target runs on

@@ -124,6 +124,8 @@ static void wb_fs_setup(struct wb_fs *fs)
 		cr_skip_test("needs root: a loop device and mounts");
 	if (system("losetup -f >/dev/null 2>&1"))
 		cr_skip_test("no free loop device (losetup -f failed)");
+	if (system("command -v mkfs.ext4 >/dev/null 2>&1"))
+		cr_skip_test("no mkfs.ext4 (e2fsprogs) to make the file system");
 	if (unshare(CLONE_NEWNS))
 		cr_skip_test("unshare(CLONE_NEWNS): %s", strerror(errno));
 	cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);

@@ -280,7 +280,7 @@ static int pmv_open_mapped_file(const struct pmv_mapping *map)
 
 	snprintf(path, sizeof(path), "/proc/self/map_files/%" PRIxPTR "-%" PRIxPTR,
 		 map->start, map->end);
-	return open(path, O_RDWR);
+	return open(path, O_RDWR | O_CLOEXEC); /* kept: pmv_file.c */
 }
 
 void pmv_persistence_volatile(struct pmv_persistence *p)

@@ -4053,6 +4053,92 @@ static void case_persist_fails(const char *name)
 	}
 }
 
+/*
+ * The target's region file cut at file offset cut (its tail saved in
+ * *tail), or restored from *tail (NULL: cut it).  Another process
+ * truncating the file under the target's live registration.
+ */
+static void truncate_target_file(size_t cut, uint8_t **tail)
+{
+	size_t size = region_file_off(REG_COUNT), len = size - cut;
+	int fd = open(g_opt.target_file, O_RDWR);
+
+	if (fd < 0)
+		die("opening the target's file %s: %s", g_opt.target_file,
+		    strerror(errno));
+	if (!*tail) {
+		*tail = malloc(len);
+		if (!*tail || pread(fd, *tail, len, (off_t)cut) != (ssize_t)len ||
+		    ftruncate(fd, (off_t)cut))
+			die("truncating the target's file: %s", strerror(errno));
+	} else {
+		if (ftruncate(fd, (off_t)size) ||
+		    pwrite(fd, *tail, len, (off_t)cut) != (ssize_t)len)
+			die("restoring the target's file: %s", strerror(errno));
+		free(*tail);
+		*tail = NULL;
+	}
+	close(fd);
+}
+
+/*
+ * A file truncated under a live registration (issue 25, 3): 4 KiB written
+ * to REG_RANGE at 16 KiB and placed, then another process cuts the file
+ * at REG_RANGE's 8 KiB.  A pure flush naming the range (agent) and a small
+ * fenced commit into it (send, on another connection) must fail with
+ * FI_EIO, not kill the target
+ * with SIGBUS; then a commit to REG_A succeeds (the target lives), and
+ * once the file is whole again the range commits again.
+ */
+static void case_truncated_region(const char *name)
+{
+	size_t cut = region_file_off(REG_RANGE) + 8192;
+	uint8_t *tail = NULL;
+	struct conn c = { 0 };
+	struct cmsg m;
+	struct outcome o;
+	char sub[96];
+
+	struct stat st;
+
+	if (!g_opt.target_file || stat(g_opt.target_file, &st) ||
+	    !S_ISREG(st.st_mode))
+		die("%s needs the target's region file (-F), not a device",
+		    name);
+	/* the read's completion says the write is placed: the core's own
+	 * copy into a range truncated under it is the core's (SIGBUS) */
+	if (plain_write_wait(REG_RANGE, 16384, 4096, 0x7400) ||
+	    rma_read(REG_RANGE, 16384, g_s.src + LOCAL_STRIDE, 4096))
+		die("%s: the write before the truncation failed", name);
+	truncate_target_file(cut, &tail);
+	o = try_commit(&g_s.main, cmsg_flush(&m, REG_RANGE,
+					     g_s.reg[REG_RANGE].key),
+		       FI_COMMIT_COMPLETE);
+	snprintf(sub, sizeof(sub), "%s-pure-flush", name);
+	expect_cq_error(sub, &o, FI_EIO);
+	/* on a connection of its own, where no commit to the key failed
+	 * before (a fence behind one is refused at the call): by send */
+	initiator_open_conn(&c, true);
+	conn_connect(&c, KIND_EXTRA);
+	memset(g_s.src, 0x3c, 8); /* must not land */
+	o = try_commit(&c, cmsg_make(&m, REG_RANGE, 20480, 8),
+		       FI_COMMIT_COMPLETE | FI_FENCE);
+	snprintf(sub, sizeof(sub), "%s-fenced-send", name);
+	expect_cq_error(sub, &o, FI_EIO);
+	initiator_close_conn(&c);
+	place(REG_A, 4096, 64, 0x7401);
+	o = try_commit(&g_s.main, cmsg_make(&m, REG_A, 4096, 64),
+		       FI_COMMIT_COMPLETE);
+	snprintf(sub, sizeof(sub), "%s-target-lives", name);
+	expect_success(sub, &o);
+	truncate_target_file(cut, &tail);
+	place(REG_RANGE, 16384, 64, 0x7402);
+	o = try_commit(&g_s.main, cmsg_make(&m, REG_RANGE, 16384, 64),
+		       FI_COMMIT_COMPLETE);
+	snprintf(sub, sizeof(sub), "%s-restored", name);
+	expect_success(sub, &o);
+}
+
 /* A pure flush of region's key that must succeed (a case's set-up). */
 static void flush_or_die(enum region_id region, const char *why)
 {
@@ -4624,6 +4710,7 @@ static const struct bad_case k_named_cases[] = {
 	{ "persist-fails", case_persist_fails },
 	{ "fence-after-many-failures", case_fence_after_many_failures },
 	{ "sparse-scope", case_sparse_scope },
+	{ "truncated-region", case_truncated_region },
 };
 
 /* Runs the one case -c names; dies if there is no such case. */

@@ -295,6 +295,13 @@ METHOD=send run oracle-cache_line-send oracle cache_line lines yes
 for gran in page cache_line byte; do
 	run "contents-$gran" contents "$gran" lines no
 done
+# a file truncated under the target's live registration: a pure flush and
+# a fenced commit past its new end fail (FI_EIO), the target lives (send
+# forced, so that byte's commits reach the agent too)
+for gran in page cache_line byte; do
+	METHOD=send CASE=truncated-region \
+		run "truncated-region-$gran" badinput "$gran" lines no
+done
 METHOD=read_flush run contents-byte-read_flush contents byte lines no
 run fault-extent-3 fault cache_line fault yes 3
 METHOD=agent run fault-extent-777 fault byte fault yes 777

@@ -101,14 +101,18 @@ enum pmv_persist_kind {
 };
 
 struct pmem2_map;
+struct pmv_file;
 struct pmv_persistence {
 	enum fi_pmem_profile profile;
 	enum pmv_persist_kind kind;
 	void (*cpu_persist)(const void *ptr, size_t size);    /* libpmem2's */
-	void *(*cpu_memcpy)(void *dst, const void *src, size_t len,
-			    unsigned flags);                  /* libpmem2's */
 	struct pmem2_map *map; /* pmemverbs's probe mapping, or NULL */
 	bool writable; /* the mapping is writable: msync may dirty its pages */
+	/* the file behind the region (target/pmv_file.c), or NULL */
+	struct pmv_file *file;
+	uint64_t file_errors;  /* its persist errors when registered */
+	uintptr_t map_start;   /* the mapping's first address */
+	uint64_t map_offset;   /* and its offset in the file */
 };
 
 /* Ranges written to one key since its last commit (pmv_scope.c). */
@@ -434,8 +438,17 @@ enum fi_pmem_profile pmv_profile_decide(int granularity, bool cpu_flush_ok);
 int pmv_fill_holes(int fd, uint64_t off, uint64_t len);
 int pmv_persist(const struct pmv_persistence *p, const void *addr,
 		size_t len);
-void pmv_place(const struct pmv_persistence *p, void *dst, const void *src,
-	       size_t len, bool uncached);
+int pmv_place(const struct pmv_persistence *p, void *dst, const void *src,
+	      size_t len, bool uncached);
+
+/* target/pmv_file.c: what pmemverbs knows of a region's file */
+void pmv_file_attach(struct pmv_persistence *p, int fd);
+void pmv_file_detach(struct pmv_persistence *p);
+int pmv_file_check(const struct pmv_persistence *p, const void *addr,
+		   size_t len);
+int pmv_file_wb_check(const struct pmv_persistence *p, const void *addr,
+		      size_t len);
+void pmv_file_failed(const struct pmv_persistence *p);
 
 /* pmv_method.c */
 bool pmv_method_correct(enum fi_pmem_method method,

@@ -480,7 +480,9 @@ const char *pmv_strerror(int prov_errno)
 			"connect again",
 		[PMV_ERR_PERSIST - PMV_ERR_BASE] = "commit failed: the target "
 			"could not make the data durable (msync or flush "
-			"failed; see the target's log)",
+			"failed, now or earlier on the region's file, or the "
+			"file was truncated; see the target's log): its "
+			"durability is unknown",
 		[PMV_ERR_BAD_REQUEST - PMV_ERR_BASE] = "commit refused by the "
 			"target: a malformed request (unknown flags or fence "
 			"count; a peer of another version?)",

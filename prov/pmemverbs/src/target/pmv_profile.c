@@ -32,6 +32,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <libpmem2.h>
 
@@ -40,7 +43,7 @@
 /* The mapping (one line of /proc/self/maps) that contains addr. */
 struct pmv_mapping {
 	uintptr_t start, end;
-	uint64_t offset; /* in its file */
+	uint64_t offset; /* of start in the file */
 	bool anonymous;
 	bool writable;
 };
@@ -114,16 +117,30 @@ static int pmv_msync_persist(const struct pmv_persistence *p,
 
 /*
  * Makes [addr, addr + len) of a region durable: 0, or -FI_EIO when the
- * system could not (the commit then fails, never completes).
+ * system could not, or could not before (an earlier failure of the file,
+ * pmv_file.c), or the range is no longer in the file (the commit then
+ * fails, never completes).
  */
 int pmv_persist(const struct pmv_persistence *p, const void *addr,
 		size_t len)
 {
+	int ret;
+
 	if (pmv_fault(PMV_FAULT_PERSIST))
 		return -FI_EIO;
+	ret = pmv_file_check(p, addr, len);
+	if (ret)
+		return ret;
 	switch (p->kind) {
 	case PMV_PERSIST_MSYNC:
-		return pmv_msync_persist(p, addr, len);
+		/* the file's own check always: an error msync reports
+		 * must not show again to a region registered after it */
+		ret = pmv_msync_persist(p, addr, len);
+		if (pmv_file_wb_check(p, addr, len) || ret) {
+			pmv_file_failed(p);
+			return -FI_EIO;
+		}
+		return 0;
 	case PMV_PERSIST_CPU:
 		p->cpu_persist(addr, len);
 		return 0;
@@ -133,42 +150,58 @@ int pmv_persist(const struct pmv_persistence *p, const void *addr,
 	}
 }
 
-/*
- * Copies len bytes with whole 8-byte stores where dst is 8-byte aligned,
- * so that each aligned word stays atomically durable (the atomicity chunk
- * of fi_ext_pmem(3)), as an RDMA write would keep it.
- */
-static void pmv_copy_words(uint8_t *dst, const uint8_t *src, size_t len)
+/* One aligned 8-byte word in one store: non-temporal (movnti) if nt. */
+static inline void pmv_store_word(uint8_t *dst, const uint8_t *src, bool nt)
 {
 	uint64_t w;
 
-	for (; len && ((uintptr_t) dst & 7); len--)
-		*dst++ = *src++;
-	for (; len >= 8; len -= 8, dst += 8, src += 8) {
-		memcpy(&w, src, 8);
-		__atomic_store_n((uint64_t *) (void *) dst, w, __ATOMIC_RELAXED);
+	memcpy(&w, src, sizeof(w));
+#if defined(__x86_64__)
+	if (nt) {
+		_mm_stream_si64((long long *) (void *) dst, (long long) w);
+		return;
 	}
-	for (; len; len--)
-		*dst++ = *src++;
+#endif
+	__atomic_store_n((uint64_t *) (void *) dst, w, __ATOMIC_RELAXED);
 }
 
 /*
- * Places data the agent received (send method) into a region; the caller
- * persists it.  Persistent memory gets libpmem2's memcpy for the mapping,
- * non-temporal for FI_UNCACHED regions (its stores are aligned words or
- * wider, so each aligned 8-byte chunk is written whole); page cache and
- * DRAM get whole 8-byte stores.
+ * Copies len bytes with one whole 8-byte store for every aligned word of
+ * dst, so that each stays atomically durable (the atomicity chunk of
+ * fi_ext_pmem(3)), as an RDMA write keeps it; the bytes before the first
+ * and after the last aligned word go one by one.  Library copies (such as
+ * libpmem2's) write some words as two 4-byte stores.  nt: the words with
+ * non-temporal stores, fenced before returning.
  */
-void pmv_place(const struct pmv_persistence *p, void *dst, const void *src,
-	       size_t len, bool uncached)
+static void pmv_copy_words(uint8_t *dst, const uint8_t *src, size_t len,
+			   bool nt)
 {
-	unsigned flags = PMEM2_F_MEM_NODRAIN | (uncached ?
-			 PMEM2_F_MEM_NONTEMPORAL : PMEM2_F_MEM_TEMPORAL);
+	for (; len && ((uintptr_t) dst & 7); len--)
+		*dst++ = *src++;
+	for (; len >= 8; len -= 8, dst += 8, src += 8)
+		pmv_store_word(dst, src, nt);
+	for (; len; len--)
+		*dst++ = *src++;
+#if defined(__x86_64__)
+	if (nt)
+		_mm_sfence();
+#endif
+}
 
-	if (p->kind == PMV_PERSIST_CPU && p->cpu_memcpy)
-		p->cpu_memcpy(dst, src, len, flags);
-	else
-		pmv_copy_words(dst, src, len);
+/*
+ * Places data the agent received (send method) into a region, with whole
+ * 8-byte stores (non-temporal for FI_UNCACHED regions); the caller
+ * persists it.  0, or -FI_EIO if the region's file failed or no longer
+ * holds the range (nothing stored).
+ */
+int pmv_place(const struct pmv_persistence *p, void *dst, const void *src,
+	      size_t len, bool uncached)
+{
+	int ret = pmv_file_check(p, dst, len);
+
+	if (!ret)
+		pmv_copy_words(dst, src, len, uncached);
+	return ret;
 }
 
 /*
@@ -197,12 +230,10 @@ static void pmv_persistence_set(struct pmv_persistence *p,
 		break;
 	case FI_PMEM_PROFILE_WSP:
 		p->kind = PMV_PERSIST_NONE;
-		p->cpu_memcpy = pmem2_get_memcpy_fn(map);
 		break;
 	default:
 		p->kind = PMV_PERSIST_CPU;
 		p->cpu_persist = pmem2_get_persist_fn(map);
-		p->cpu_memcpy = pmem2_get_memcpy_fn(map);
 		break;
 	}
 }
@@ -249,7 +280,7 @@ static int pmv_open_mapped_file(const struct pmv_mapping *map)
 
 	snprintf(path, sizeof(path), "/proc/self/map_files/%" PRIxPTR "-%" PRIxPTR,
 		 map->start, map->end);
-	return open(path, O_RDWR);
+	return open(path, O_RDWR | O_CLOEXEC); /* kept: pmv_file.c */
 }
 
 void pmv_persistence_volatile(struct pmv_persistence *p)
@@ -299,6 +330,15 @@ static bool pmv_cpu_flush_ok(int fd, const struct pmv_mapping *map)
 	return pmv_mapping_is_sync(map->start);
 }
 
+/* Ties p to the file fd opens, which mapping map maps (fd is taken). */
+static void pmv_persistence_file(struct pmv_persistence *p,
+				 const struct pmv_mapping *map, int fd)
+{
+	p->map_start = map->start;
+	p->map_offset = map->offset;
+	pmv_file_attach(p, fd);
+}
+
 /* A region of the page cache, persisted with msync. */
 static void pmv_persistence_page(struct pmv_persistence *p)
 {
@@ -328,20 +368,21 @@ int pmv_persistence_detect(const void *addr, size_t len,
 	fd = pmv_open_mapped_file(&map);
 	if (fd < 0) {
 		PMV_WARN(FI_LOG_MR, "cannot open the file behind %p (%s); "
-			 "treating the region as page cache\n", addr,
+			 "treating the region as page cache, unchecked for "
+			 "truncation and earlier writeback errors\n", addr,
 			 strerror(errno));
-	} else {
-		ret = pmv_fill_holes(fd, map.offset +
-				     ((uintptr_t) addr - map.start), len);
-		if (!ret)
-			ret = pmv_probe_file(fd, pmv_cpu_flush_ok(fd, &map), p);
-		close(fd);
-		if (ret == -FI_ENOSPC)
-			return ret;
-		if (!ret)
-			return 0;
+		pmv_persistence_page(p);
+		return 0;
 	}
-	pmv_persistence_page(p);
+	ret = pmv_fill_holes(fd, map.offset + ((uintptr_t) addr - map.start),
+			     len);
+	if (ret == -FI_ENOSPC) {
+		close(fd);
+		return ret;
+	}
+	if (pmv_probe_file(fd, pmv_cpu_flush_ok(fd, &map), p))
+		pmv_persistence_page(p);
+	pmv_persistence_file(p, &map, fd);
 	return 0;
 }
 
@@ -353,15 +394,20 @@ int pmv_persistence_detect(const void *addr, size_t len,
 int pmv_persistence_from_map(struct pmem2_map *map, struct pmv_persistence *p)
 {
 	struct pmv_mapping mapping;
+	int fd;
 
 	pmv_persistence_volatile(p);
 	if (!map)
 		return -FI_EINVAL;
-	if (!pmv_find_mapping((uintptr_t) pmem2_map_get_address(map), &mapping))
-		p->writable = mapping.writable;
 	p->profile = pmv_profile_decide(pmem2_map_get_store_granularity(map),
 					true);
 	pmv_persistence_set(p, map);
+	if (pmv_find_mapping((uintptr_t) pmem2_map_get_address(map), &mapping))
+		return 0;
+	p->writable = mapping.writable;
+	fd = mapping.anonymous ? -1 : pmv_open_mapped_file(&mapping);
+	if (fd >= 0)
+		pmv_persistence_file(p, &mapping, fd);
 	return 0;
 }
 
@@ -369,4 +415,5 @@ void pmv_persistence_release(struct pmv_persistence *p)
 {
 	if (p->map)
 		pmem2_map_delete(&p->map);
+	pmv_file_detach(p);
 }

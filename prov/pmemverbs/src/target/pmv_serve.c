@@ -143,9 +143,11 @@ static int pmv_agent_place(struct pmv_mr *mr, struct pmv_req *req)
 	const struct pmv_extent *e = pmv_req_inline(req);
 	uint8_t *dst = (uint8_t *) mr->base + (e->addr - mr->rma_base);
 
-	pmv_place(&mr->persistence, dst, pmv_req_inline_data(req), e->len,
-		  mr->flags & FI_UNCACHED);
-	return pmv_agent_persist_range(mr, req->key, e->addr, e->len);
+	int ret = pmv_place(&mr->persistence, dst, pmv_req_inline_data(req),
+			    e->len, mr->flags & FI_UNCACHED);
+
+	return ret ? ret : pmv_agent_persist_range(mr, req->key, e->addr,
+						   e->len);
 }
 
 /* Persists the request's extents; 0 or the first persist error. */

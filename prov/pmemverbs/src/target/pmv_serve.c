@@ -9,13 +9,8 @@
  * pmv_profile.c), places and persists the data a send request carries
  * (after the extents: that is the fence), raises the FI_IMMED target
  * completion, and writes the ack back into the initiator's inbox.  The
- * agent thread (pmv_agent.c) calls it.
- *
- * Test hooks (parameters, see fi_pmemverbs(7)): FI_PMEMVERBS_ORACLE names a
- * shared file where every persisted range is recorded, so a test can check
- * that a commit never completes before its scope was persisted;
- * FI_PMEMVERBS_FAULT_SKIP_EXTENT=N skips the N-th persisted extent, to show
- * that such a test can fail.
+ * agent thread (pmv_agent.c) and the application's reads (pmv_serve_hooks.c)
+ * call it; every persisted range goes to the oracle (pmv_oracle.c).
  */
 #include <endian.h>
 #include <fcntl.h>
@@ -26,63 +21,7 @@
 #include <unistd.h>
 
 #include "pmv.h"
-#include "target/pmv_oracle.h"
 #include "target/pmv_target.h"
-
-static struct pmv_oracle_log *pmv_oracle;
-static size_t pmv_oracle_cap;
-static pthread_once_t pmv_oracle_once = PTHREAD_ONCE_INIT;
-static uint64_t pmv_extents_persisted;
-
-/* Maps the oracle log the test named, once per process. */
-static void pmv_oracle_open_once(void)
-{
-	struct stat st;
-	void *mem;
-	int fd;
-
-	if (!pmv_params.oracle)
-		return;
-	fd = open(pmv_params.oracle, O_RDWR);
-	if (fd < 0 || fstat(fd, &st) || (size_t) st.st_size < sizeof(*pmv_oracle)) {
-		PMV_WARN(FI_LOG_DOMAIN, "FI_PMEMVERBS_ORACLE=%s: cannot open "
-			 "the oracle log\n", pmv_params.oracle);
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	mem = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (mem == MAP_FAILED)
-		return;
-	pmv_oracle = mem;
-	pmv_oracle_cap = pmv_oracle_capacity(st.st_size);
-}
-
-/* Records a persisted range in the oracle log, if a test asked for one. */
-static void pmv_oracle_record(uint64_t key, uint64_t addr, uint64_t len)
-{
-	uint64_t i;
-
-	if (!pmv_oracle)
-		return;
-	i = __atomic_fetch_add(&pmv_oracle->count, 1, __ATOMIC_ACQ_REL);
-	if (i >= pmv_oracle_cap)
-		return;
-	pmv_oracle->rec[i].key = key;
-	pmv_oracle->rec[i].addr = addr;
-	pmv_oracle->rec[i].len = len;
-	__atomic_store_n(&pmv_oracle->rec[i].valid, 1, __ATOMIC_RELEASE);
-}
-
-/* True when fault injection says to skip this extent. */
-static bool pmv_fault_skip(void)
-{
-	uint64_t n = __atomic_add_fetch(&pmv_extents_persisted, 1,
-					__ATOMIC_RELAXED);
-
-	return pmv_params.fault_skip > 0 && n == (uint64_t) pmv_params.fault_skip;
-}
 
 /*
  * The region registered under key, held against its close until
@@ -128,7 +67,7 @@ static int pmv_agent_persist_range(struct pmv_mr *mr, uint64_t key,
 {
 	int ret;
 
-	if (pmv_fault_skip())
+	if (pmv_oracle_skip_extent())
 		return 0;
 	ret = pmv_persist(&mr->persistence, (char *) mr->base +
 			  (addr - mr->rma_base), len);
@@ -529,102 +468,6 @@ int pmv_serve_try(struct pmv_domain *dom, struct pmv_ep *ep)
 }
 
 /*
- * The hook an endpoint's CQ runs when the application reads it: a target
- * that busy-polls serves its requests itself, with no other thread to be
- * scheduled on its core.
- */
-static void pmv_serve_hook(void *arg)
-{
-	struct pmv_ep *ep = arg;
-	uint64_t now = pmv_ms_now();
-
-	if (__atomic_load_n(&ep->hook_ms, __ATOMIC_RELAXED) != now)
-		__atomic_store_n(&ep->hook_ms, now, __ATOMIC_RELAXED);
-	if (pmv_serve_pending(ep))
-		(void) pmv_serve_try(ep->domain, ep);
-}
-
-/*
- * True while the application's CQ reads serve ep (its hook ran within
- * PMV_SERVE_DEFER_MS): the agent then leaves ep alone, so that it never
- * holds ep while preempted by a busy application on a shared core.
- */
-bool pmv_serve_by_app(struct pmv_ep *ep, uint64_t now_ms)
-{
-	uint64_t last = __atomic_load_n(&ep->hook_ms, __ATOMIC_RELAXED);
-
-	return last && now_ms - last < PMV_SERVE_DEFER_MS;
-}
-
-/*
- * Before the application sleeps in a counter or EQ wait, which a request's
- * bytes do not end: serves what is there, and hands ep back to the agent
- * (an agent napping because the application served ep is woken).
- */
-static void pmv_serve_before_wait(void *arg)
-{
-	struct pmv_ep *ep = arg;
-	uint64_t one = 1;
-
-	if (pmv_serve_pending(ep))
-		(void) pmv_serve_try(ep->domain, ep);
-	if (__atomic_exchange_n(&ep->hook_ms, 0, __ATOMIC_RELAXED))
-		(void) !write(ep->domain->agent_wake_fd, &one, sizeof(one));
-}
-
-/* The lists whose reads serve ep: its CQs, EQ and counters, each once. */
-static void pmv_serve_lists(const struct pmv_ep *ep,
-			    struct pmv_hooks *want[PMV_SERVE_OBJS])
-{
-	want[PMV_SERVE_RX_CQ] = ep->rx_cq ? &ep->rx_cq->hooks : NULL;
-	want[PMV_SERVE_TX_CQ] = ep->tx_cq ? &ep->tx_cq->hooks : NULL;
-	want[PMV_SERVE_EQ] = ep->eq ? &ep->eq->hooks : NULL;
-	want[PMV_SERVE_SEND_CNTR] = ep->cntr[0] ? &ep->cntr[0]->hooks : NULL;
-	want[PMV_SERVE_RECV_CNTR] = ep->cntr[1] ? &ep->cntr[1]->hooks : NULL;
-	for (int i = 1; i < PMV_SERVE_OBJS; i++)
-		for (int j = 0; j < i; j++)
-			if (want[i] == want[j])
-				want[i] = NULL;
-}
-
-/*
- * Lets the application's reads of ep's CQs, EQ and counters serve ep, and
- * its waits on them hand it to the agent first.  A CQ read also tells the
- * agent that the application progresses ep (an initiator reads only its
- * transmit CQ), so the agent stays off the core's locks.
- */
-void pmv_serve_attach(struct pmv_ep *ep)
-{
-	struct pmv_hooks *want[PMV_SERVE_OBJS];
-
-	pmv_serve_lists(ep, want);
-	for (int i = 0; i < PMV_SERVE_OBJS; i++) {
-		if (ep->serve_on[i] == want[i])
-			continue;
-		if (ep->serve_on[i])
-			pmv_hooks_remove(ep->serve_on[i], &ep->serve_hook[i]);
-		ep->serve_on[i] = want[i];
-		if (!want[i])
-			continue;
-		ep->serve_hook[i] = (struct pmv_hook) {
-			.progress = pmv_serve_hook,
-			.before_wait = pmv_serve_before_wait, .arg = ep,
-			.ep = ep };
-		pmv_hooks_add(want[i], &ep->serve_hook[i]);
-	}
-}
-
-/* Takes the hooks off; returns once no read is running them. */
-void pmv_serve_detach(struct pmv_ep *ep)
-{
-	for (int i = 0; i < PMV_SERVE_OBJS; i++) {
-		if (ep->serve_on[i])
-			pmv_hooks_remove(ep->serve_on[i], &ep->serve_hook[i]);
-		ep->serve_on[i] = NULL;
-	}
-}
-
-/*
  * True if ep's next slot is not empty: a request, or bytes
  * pmv_agent_slot_bad judges.  Empty: the previous lap's seq and the
  * checksum field the slot had when that request was done (all zeros before
@@ -647,11 +490,4 @@ bool pmv_serve_pending(struct pmv_ep *ep)
 {
 	return __atomic_load_n(&ep->agent_unacked, __ATOMIC_RELAXED) ||
 	       pmv_serve_slot_written(ep);
-}
-
-
-/* Maps the oracle log the test named (FI_PMEMVERBS_ORACLE), once. */
-void pmv_serve_init(void)
-{
-	pthread_once(&pmv_oracle_once, pmv_oracle_open_once);
 }

@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * pmemverbs: the target side (internal to target/): the agent thread
- * (pmv_agent.c) and request serving (pmv_serve.c).
+ * (pmv_agent.c), request serving (pmv_serve.c, from the application's
+ * reads: pmv_serve_hooks.c) and its test hooks (pmv_oracle.c).
  */
 #ifndef PMV_TARGET_H
 #define PMV_TARGET_H
 
 #include "pmv.h"
 
-/* pmv_serve.c */
+/* pmv_oracle.c: test hooks of serving */
 void pmv_serve_init(void);
+void pmv_oracle_record(uint64_t key, uint64_t addr, uint64_t len);
+bool pmv_oracle_skip_extent(void);
+
+/* pmv_serve.c */
 int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep);
 bool pmv_serve_pending(struct pmv_ep *ep);
 int pmv_serve_try(struct pmv_domain *dom, struct pmv_ep *ep);

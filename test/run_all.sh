@@ -480,6 +480,24 @@ run_remotelog_compound() {
 	rm -f "$file"
 }
 
+# The Debian package (./run package): built from this tree as a release
+# (packaging/build_deb.sh, in PMV_PKG_BUILD, default BUILD_DIR-pkg) and used
+# as installed (test/package/run_package_test.sh: its files, the plugin in
+# libfabric's directory, no test-only parameter, pkg-config, the demo).
+run_package() {
+	local port=$1 pkgbuild=${PMV_PKG_BUILD:-$BUILD-pkg} deb out
+	echo "== the Debian package, installed and used"
+	if ! deb=$(bash "$ROOT/packaging/build_deb.sh" "$ROOT" "$pkgbuild" \
+		   "$pkgbuild/deb" 2>"$pkgbuild.log" | tail -1) || [[ ! -f $deb ]]; then
+		echo "FAIL package: packaging/build_deb.sh failed: $(tail -3 "$pkgbuild.log" | tr '\n' ' ')"
+		add 0 1
+		return
+	fi
+	out=$(bash "$ROOT/test/package/run_package_test.sh" "$deb" "$BUILD" "$port" 2>&1)
+	printf '%s\n' "$out" | grep -v 'passed, '
+	count_result "$out"
+}
+
 run_unit normal "$BUILD"
 echo "== layout"
 run_layout
@@ -505,6 +523,7 @@ run_idle_commits
 echo "== targets on a counter"
 run_cntr_target 9450 cache_line busy
 run_cntr_target 9451 page passive
+run_package 9470
 echo "== fi_pingpong through pmemverbs"
 export FI_PROVIDER_PATH=$BUILD/.libs
 port=9330

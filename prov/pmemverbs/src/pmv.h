@@ -393,6 +393,8 @@ enum pmv_fault_point {
 };
 bool pmv_fault(enum pmv_fault_point point);
 void pmv_fault_reset(void);
+void pmv_fault_define_params(void);
+void pmv_fault_read_params(void);
 
 /* pmv_profile.c */
 int pmv_persistence_detect(const void *addr, size_t len,

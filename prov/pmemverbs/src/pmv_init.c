@@ -88,16 +88,6 @@ static void pmv_define_params(void)
 			"write and its read as one TCP segment (the endpoint's "
 			"socket is corked while both are posted); 0 lets the "
 			"core send them as two. Default: yes.");
-	fi_param_define(&pmv_prov, "oracle", FI_PARAM_STRING,
-			"Test only: a shared file where the agent records "
-			"every range it persists (the persistence oracle). "
-			"Default: unset.");
-	fi_param_define(&pmv_prov, "fault_core_op", FI_PARAM_INT,
-			"Test only: the N-th operation the commit engine posts "
-			"to the core (a data write, flush read or request) "
-			"fails with FI_EIO as if the core had refused it; the "
-			"commit must end in an error return or completion, "
-			"never a hang or a false success (default: 0, off)");
 	fi_param_define(&pmv_prov, "peer_timeout_ms", FI_PARAM_INT,
 			"Milliseconds an initiator waits for any answer from "
 			"the target while commits are in flight; then every "
@@ -121,28 +111,6 @@ static void pmv_define_params(void)
 			"sequence number with an error (the commit fails with "
 			"FI_EINVAL), warns, and serves the next slot instead "
 			"of waiting for ever. Default 100.");
-	fi_param_define(&pmv_prov, "fault_persist", FI_PARAM_INT,
-			"Test only: the N-th persist call of the agent (an "
-			"msync or a CPU flush of one range) fails with FI_EIO "
-			"as if msync had failed; the commit must end in an "
-			"error completion, never a success (default: 0, off)");
-	fi_param_define(&pmv_prov, "fault_alloc", FI_PARAM_INT,
-			"Test only: the N-th allocation of the commit machinery "
-			"(engine, internal operation slabs, scope, inbox, "
-			"completion queue room, agent) fails as if memory had "
-			"run out; the call must fail with an error, never crash "
-			"or lose a completion (default: 0, off)");
-	fi_param_define(&pmv_prov, "fault_mr_reg", FI_PARAM_INT,
-			"Test only: the N-th registration pmemverbs makes with "
-			"the core (an endpoint's inbox, an application's "
-			"region) fails with FI_ENOMEM (default: 0, off)");
-	fi_param_define(&pmv_prov, "fault_push", FI_PARAM_INT,
-			"Test only: the N-th push of a profile table to a peer "
-			"fails as if the core refused it (default: 0, off)");
-	fi_param_define(&pmv_prov, "fault_skip_extent", FI_PARAM_INT,
-			"Test only: the agent skips persisting its N-th extent "
-			"(0 = never), to show the persistence oracle catches "
-			"it. Default 0.");
 }
 
 /* FI_PMEMVERBS_METHOD as a method; NONE stands for auto. */
@@ -188,13 +156,6 @@ static void pmv_read_params(void)
 	fi_param_get_int(&pmv_prov, "extent_limit", &pmv_params.extent_limit);
 	fi_param_get_int(&pmv_prov, "agent_spin_us", &pmv_params.agent_spin_us);
 	fi_param_get_int(&pmv_prov, "sread_spin_us", &pmv_params.sread_spin_us);
-	fi_param_get_str(&pmv_prov, "oracle", &pmv_params.oracle);
-	fi_param_get_int(&pmv_prov, "fault_skip_extent", &pmv_params.fault_skip);
-	fi_param_get_int(&pmv_prov, "fault_core_op", &pmv_params.fault_core);
-	fi_param_get_int(&pmv_prov, "fault_persist", &pmv_params.fault_persist);
-	fi_param_get_int(&pmv_prov, "fault_alloc", &pmv_params.fault_alloc);
-	fi_param_get_int(&pmv_prov, "fault_mr_reg", &pmv_params.fault_mr_reg);
-	fi_param_get_int(&pmv_prov, "fault_push", &pmv_params.fault_push);
 	fi_param_get_int(&pmv_prov, "peer_timeout_ms",
 			 &pmv_params.peer_timeout_ms);
 	fi_param_get_int(&pmv_prov, "peer_probe_ms", &pmv_params.peer_probe_ms);
@@ -209,6 +170,7 @@ static void pmv_read_params(void)
 FI_EXT_INI
 {
 	pmv_define_params();
+	pmv_fault_define_params();
 	pmv_read_params();
 	return &pmv_prov;
 }

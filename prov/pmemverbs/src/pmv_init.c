@@ -41,7 +41,7 @@ static void pmv_define_params(void)
 	fi_param_define(&pmv_prov, "ddio", FI_PARAM_BOOL,
 			"Declare whether inbound RDMA writes land in this "
 			"target's CPU caches (DDIO). Set 0 only where DDIO is "
-			"really off: DMP regions may then use read-flush over "
+			"really off: DMP regions may then use read_flush over "
 			"verbs. Always on for the tcp core, which copies with "
 			"the CPU. Default: yes.");
 	fi_param_define(&pmv_prov, "method", FI_PARAM_STRING,
@@ -51,8 +51,10 @@ static void pmv_define_params(void)
 			"completion or send (the data inside the agent's "
 			"request, for commits whose data fits one). A method "
 			"incorrect for the profile is refused (-FI_EOPNOTSUPP), "
-			"never used. FI_IMMED commits and a key's first commit "
-			"always go through the agent. Default: auto.");
+			"never used. FI_IMMED commits, and commits to a key "
+			"whose profile is not known yet (from the peer's "
+			"pushed profile table or an earlier acknowledgement), "
+			"go through the agent. Default: auto.");
 	fi_param_define(&pmv_prov, "extent_limit", FI_PARAM_INT,
 			"Ranges kept per endpoint and key between commits; "
 			"more are coalesced (a commit may then persist bytes "
@@ -73,16 +75,16 @@ static void pmv_define_params(void)
 			"the tcp core places a write's segments in order). "
 			"0 sends them as two writes, as over RDMA cores. "
 			"Joined, the agent is the fastest method over tcp for "
-			"every profile; with 0, MHP keys take read_flush. "
-			"Default: yes.");
+			"every profile; with 0, MHP, WSP and VOLATILE keys "
+			"take read_flush, as over RDMA cores. Default: yes.");
 	fi_param_define(&pmv_prov, "push_profiles", FI_PARAM_BOOL,
 			"Push this side's profile table (the profile of each "
 			"region a commit can name) into the peer's inbox when "
 			"a connection is established and after each "
-			"registration, and choose a key's method from the "
-			"peer's table: a key's first commit then takes its "
-			"fastest method instead of going to the agent to learn "
-			"the profile. 0: neither. Default: yes.");
+			"registration or close, and choose a key's method "
+			"from the peer's table: a key's first commit then "
+			"takes its fastest method instead of going to the "
+			"agent to learn the profile. 0: neither. Default: yes.");
 	fi_param_define(&pmv_prov, "tcp_cork", FI_PARAM_BOOL,
 			"Over the tcp core, send a read-flush commit's data "
 			"write and its read as one TCP segment (the endpoint's "
@@ -165,6 +167,7 @@ static void pmv_read_params(void)
 			  &pmv_params.push_profiles);
 	fi_param_get_int(&pmv_prov, "bad_request_ms",
 			 &pmv_params.bad_request_ms);
+	pmv_fault_read_params();
 }
 
 FI_EXT_INI

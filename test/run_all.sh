@@ -331,13 +331,17 @@ fi
 
 # The source layout (DESIGN.md section 3): no call cycle between files,
 # initiator/ and target/ never call each other (from the build's objects);
-# and every file names its licence (SPDX).
+# every file names its licence (SPDX); the man pages match the code
+# (parameters, error codes, extension functions, tools: check_man.py).
 run_layout() {
 	local out
 	out=$(python3 "$ROOT/test/layout/check_cycles.py" "$BUILD" 2>&1)
 	echo "$out"
 	if [[ $out == PASS* ]]; then add 1 0; else add 0 1; fi
 	out=$(bash "$ROOT/test/layout/check_spdx.sh" "$ROOT" 2>&1)
+	echo "$out"
+	if [[ $out == PASS* ]]; then add 1 0; else add 0 1; fi
+	out=$(python3 "$ROOT/test/layout/check_man.py" "$ROOT" 2>&1)
 	echo "$out"
 	if [[ $out == PASS* ]]; then add 1 0; else add 0 1; fi
 }

@@ -291,6 +291,7 @@ struct pmv_ep {
 	uint64_t hook_ms;          /* last time serve_hook ran (atomic) */
 	struct pmv_hook hook;      /* engine progress, run by the tx CQ */
 	struct fi_pmem_ep_counters counters;
+	bool unusable_warned;      /* "endpoint unusable" logged (atomic) */
 };
 
 /* An entry in pmemverbs's own queue (commit, FI_IMMED, error). */

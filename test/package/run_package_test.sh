@@ -3,10 +3,11 @@
 # The Debian package (packaging/build_deb.sh) used as a user would: its
 # files, its plugin in libfabric's own provider directory, no test-only
 # parameter in its `fi_info -e`, pmemverbs.pc giving the header and the
-# plugin directory to a program built with pkg-config, and the demo
-# (examples/pmv_demo) committing through the installed plugin.
+# plugin directory to a program built with pkg-config, the demo
+# (examples/pmv_demo) committing through the installed plugin, and the
+# examples 01-03 built with their Makefiles and run (examples/run_examples.sh).
 #
-# usage: run_package_test.sh DEB BUILD_DIR PORT
+# usage: run_package_test.sh DEB BUILD_DIR PORT   (ports PORT..PORT+3)
 #
 # As root, with no libfabric-pmemverbs installed yet, it installs the
 # package with dpkg -i, runs with no FI_PROVIDER_PATH (the installed
@@ -99,6 +100,19 @@ wait $tpid || rc=$?
 out="$out $(cat "$scratch/demo-t")"
 printf '%s\n' "$out" | grep -q 'durable' && [ $rc = 0 ]
 result demo $? "examples/pmv_demo over the installed plugin (exit $rc)$( [ $rc = 0 ] || printf ': %s' "$(printf '%s\n' "$out" | tail -3 | tr '\n' ' ')")"
+
+# The examples, copied, built with their Makefiles (pkg-config on the
+# installed pmemverbs.pc) and run through the installed plugin.
+out=$(PKG_CONFIG_PATH=$ROOTFS$(pkg-config --variable=libdir libfabric)/pkgconfig \
+      PKG_CONFIG_SYSROOT_DIR=$ROOTFS \
+      bash "$(dirname "$0")/../../examples/run_examples.sh" "$((PORT + 1))" 2>&1)
+printf '%s\n' "$out" | grep '^PASS\|^FAIL'
+if [[ $(printf '%s\n' "$out" | tail -1) =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
+	passed=$((passed + BASH_REMATCH[1])); failed=$((failed + BASH_REMATCH[2]))
+else
+	echo "FAIL examples: examples/run_examples.sh did not report: $(printf '%s\n' "$out" | tail -2 | tr '\n' ' ')"
+	failed=$((failed + 1))
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -203,23 +203,40 @@ run_pingpong() {
 		-S "$size" -I 200 -c 127.0.0.1
 }
 
-# fi_pmem_probe reports the profile each forced granularity gives a file.
+# fi_pmem_probe reports the profile each forced granularity gives a file,
+# and the method the provider's selection gives it over the tcp core
+# (joined agent requests: the agent for every profile; with
+# FI_PMEMVERBS_JOIN_REQUEST=0, read_flush for MHP); it opens the file
+# read-only (a file its user cannot write, as nobody when run as root).
 run_probe() {
-	local file granularity want got
+	local file case gran want method env got
 	file=$(mktemp)
 	truncate -s 1M "$file"
-	for granularity in page:PAGE cache_line:DMP byte:MHP; do
-		want=${granularity#*:}
-		got=$(PMEM2_FORCE_GRANULARITY=${granularity%%:*} \
-		      "$BUILD/util/fi_pmem_probe" "$file" | awk '/^profile:/ {print $2}')
-		if [ "$got" = "$want" ]; then
-			echo "PASS fi_pmem_probe ${granularity%%:*} -> $want"
+	for case in page:PAGE:agent: cache_line:DMP:agent: byte:MHP:agent: \
+		    byte:MHP:read_flush:FI_PMEMVERBS_JOIN_REQUEST=0; do
+		IFS=: read -r gran want method env <<<"$case"
+		got=$(env FI_PMEMVERBS_CORE_PROV=tcp PMEM2_FORCE_GRANULARITY=$gran $env \
+		      "$BUILD/util/fi_pmem_probe" "$file" |
+		      awk '/^profile:/ {p = $2} /^method:/ {m = $2} END {print p, m}')
+		if [ "$got" = "$want $method" ]; then
+			echo "PASS fi_pmem_probe $gran ${env:+($env) }-> $want, $method"
 			add 1 0
 		else
-			echo "FAIL fi_pmem_probe ${granularity%%:*}: want $want, got '$got'"
+			echo "FAIL fi_pmem_probe $gran ${env:+($env) }: want '$want $method', got '$got'"
 			add 0 1
 		fi
 	done
+	chmod 0444 "$file"
+	local asuser=()
+	[ "$(id -u)" -eq 0 ] && asuser=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	if got=$("${asuser[@]}" "$BUILD/util/fi_pmem_probe" "$file" 2>&1) &&
+	   grep -q '^profile:' <<<"$got"; then
+		echo "PASS fi_pmem_probe on a read-only file: $(grep '^profile:' <<<"$got" | tr -s ' ')"
+		add 1 0
+	else
+		echo "FAIL fi_pmem_probe on a read-only file: $(tr '\n' ' ' <<<"$got")"
+		add 0 1
+	fi
 	rm -f "$file"
 }
 

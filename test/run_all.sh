@@ -238,6 +238,29 @@ run_probe() {
 		add 0 1
 	fi
 	rm -f "$file"
+	run_probe_remote "${PMV_PROBE_PORT:-9475}"
+}
+
+# fi_pmem_probe -r: the profile table a demo target (MHP file) pushes.
+run_probe_remote() {
+	local port=$1 file tpid got rc=0
+	file=$(mktemp /dev/shm/pmv_probe.XXXXXX)
+	FI_PROVIDER_PATH=$BUILD/.libs PMEM2_FORCE_GRANULARITY=byte timeout 30 \
+		"$BUILD/examples/pmv_demo" target -p "$port" -f "$file" >/dev/null 2>&1 &
+	tpid=$!
+	sleep 0.5
+	got=$(FI_PROVIDER_PATH=$BUILD/.libs FI_PMEMVERBS_CORE_PROV=tcp timeout 30 \
+	      "$BUILD/util/fi_pmem_probe" -r 127.0.0.1 "$port" 2>&1) || rc=$?
+	kill "$tpid" 2>/dev/null
+	wait "$tpid" 2>/dev/null
+	rm -f "$file"
+	if [[ $rc -eq 0 ]] && grep -q '^key .*profile MHP *method agent' <<<"$got"; then
+		echo "PASS fi_pmem_probe -r: $(grep '^key' <<<"$got" | tr -s ' ' | head -1)"
+		add 1 0
+	else
+		echo "FAIL fi_pmem_probe -r (exit $rc): want a key of profile MHP, method agent: $(tr '\n' ' ' <<<"$got")"
+		add 0 1
+	fi
 }
 
 # Installs what the guest needs (vm.sh --install: qemu, Debian's kernel,

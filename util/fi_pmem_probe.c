@@ -2,7 +2,8 @@
 /*
  * fi_pmem_probe: prints the persistence profile pmemverbs would find for a
  * file registered with FI_RMA_PMEM, and how a peer's commits to it would be
- * made durable.  Usage: fi_pmem_probe [-n] FILE
+ * made durable.  Usage: fi_pmem_probe [-n] FILE, or fi_pmem_probe -r ADDR
+ * PORT for the profile table of a remote target (fi_pmem_probe_remote.c).
  *
  * It opens the file read-only and maps it shared, as a target application
  * would (with MAP_SYNC where the file takes it; -n: without MAP_SYNC), and
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "pmv.h"
+#include "fi_pmem_probe.h"
 
 struct fi_provider *fi_prov_ini(void);
 
@@ -76,17 +78,18 @@ static void *pmv_map_file(const char *path, size_t *len, bool *sync)
 /* The method a peer's commits to a key of this profile take, once the
  * peer knows the profile (from the pushed table), over this process's
  * core; NONE if FI_PMEMVERBS_METHOD forces an incorrect one. */
-static enum fi_pmem_method pmv_probe_method(enum fi_pmem_profile profile,
-					    const char **core)
+enum fi_pmem_method pmv_probe_method(enum fi_pmem_profile profile,
+				     bool ddio_off, const char **core)
 {
-	struct pmv_key_facts k = { .profile = profile,
-				   .ddio_off = !pmv_params.ddio,
+	struct pmv_key_facts k = { .profile = profile, .ddio_off = ddio_off,
 				   .raw_ordered = true };
+	const char *name = pmv_core_name();
 
-	*core = pmv_core_name();
-	if (!*core)
-		*core = "none";
-	k.transport = !strcasecmp(*core, "verbs") ? PMV_TRANSPORT_IB :
+	if (!name)
+		name = "none";
+	if (core)
+		*core = name;
+	k.transport = !strcasecmp(name, "verbs") ? PMV_TRANSPORT_IB :
 		      PMV_TRANSPORT_TCP;
 	return pmv_method_select(&k, 0);
 }
@@ -95,7 +98,8 @@ static enum fi_pmem_method pmv_probe_method(enum fi_pmem_profile profile,
 static void pmv_print_method(enum fi_pmem_profile profile)
 {
 	const char *core;
-	enum fi_pmem_method m = pmv_probe_method(profile, &core);
+	enum fi_pmem_method m = pmv_probe_method(profile, !pmv_params.ddio,
+						 &core);
 
 	if (m == FI_PMEM_METHOD_NONE)
 		printf("method:          none: FI_PMEMVERBS_METHOD forces a "
@@ -117,12 +121,17 @@ int main(int argc, char **argv)
 	void *map;
 	int ret;
 
+	fi_prov_ini(); /* reads FI_PMEMVERBS_* parameters */
+	if (argc == 4 && !strcmp(argv[1], "-r"))
+		return pmv_probe_remote(argv[2], argv[3]);
 	if ((argc != 2 && sync) || !strcmp(path, "-h")) {
 		fprintf(stderr, "usage: %s [-n] FILE\n"
-			"  -n  map without MAP_SYNC\n", argv[0]);
+			"       %s -r ADDR PORT\n"
+			"  -n  map without MAP_SYNC\n"
+			"  -r  the profile table of the target listening at "
+			"ADDR PORT\n", argv[0], argv[0]);
 		return 2;
 	}
-	fi_prov_ini(); /* reads FI_PMEMVERBS_* parameters */
 	map = pmv_map_file(path, &len, &sync);
 	if (!map)
 		return 1;

@@ -203,24 +203,64 @@ run_pingpong() {
 		-S "$size" -I 200 -c 127.0.0.1
 }
 
-# fi_pmem_probe reports the profile each forced granularity gives a file.
+# fi_pmem_probe reports the profile each forced granularity gives a file,
+# and the method the provider's selection gives it over the tcp core
+# (joined agent requests: the agent for every profile; with
+# FI_PMEMVERBS_JOIN_REQUEST=0, read_flush for MHP); it opens the file
+# read-only (a file its user cannot write, as nobody when run as root).
 run_probe() {
-	local file granularity want got
+	local file case gran want method env got
 	file=$(mktemp)
 	truncate -s 1M "$file"
-	for granularity in page:PAGE cache_line:DMP byte:MHP; do
-		want=${granularity#*:}
-		got=$(PMEM2_FORCE_GRANULARITY=${granularity%%:*} \
-		      "$BUILD/util/fi_pmem_probe" "$file" | awk '/^profile:/ {print $2}')
-		if [ "$got" = "$want" ]; then
-			echo "PASS fi_pmem_probe ${granularity%%:*} -> $want"
+	for case in page:PAGE:agent: cache_line:DMP:agent: byte:MHP:agent: \
+		    byte:MHP:read_flush:FI_PMEMVERBS_JOIN_REQUEST=0; do
+		IFS=: read -r gran want method env <<<"$case"
+		got=$(env FI_PMEMVERBS_CORE_PROV=tcp PMEM2_FORCE_GRANULARITY=$gran $env \
+		      "$BUILD/util/fi_pmem_probe" "$file" |
+		      awk '/^profile:/ {p = $2} /^method:/ {m = $2} END {print p, m}')
+		if [ "$got" = "$want $method" ]; then
+			echo "PASS fi_pmem_probe $gran ${env:+($env) }-> $want, $method"
 			add 1 0
 		else
-			echo "FAIL fi_pmem_probe ${granularity%%:*}: want $want, got '$got'"
+			echo "FAIL fi_pmem_probe $gran ${env:+($env) }: want '$want $method', got '$got'"
 			add 0 1
 		fi
 	done
+	chmod 0444 "$file"
+	local asuser=()
+	[ "$(id -u)" -eq 0 ] && asuser=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	if got=$("${asuser[@]}" "$BUILD/util/fi_pmem_probe" "$file" 2>&1) &&
+	   grep -q '^profile:' <<<"$got"; then
+		echo "PASS fi_pmem_probe on a read-only file: $(grep '^profile:' <<<"$got" | tr -s ' ')"
+		add 1 0
+	else
+		echo "FAIL fi_pmem_probe on a read-only file: $(tr '\n' ' ' <<<"$got")"
+		add 0 1
+	fi
 	rm -f "$file"
+	run_probe_remote "${PMV_PROBE_PORT:-9475}"
+}
+
+# fi_pmem_probe -r: the profile table a demo target (MHP file) pushes.
+run_probe_remote() {
+	local port=$1 file tpid got rc=0
+	file=$(mktemp /dev/shm/pmv_probe.XXXXXX)
+	FI_PROVIDER_PATH=$BUILD/.libs PMEM2_FORCE_GRANULARITY=byte timeout 30 \
+		"$BUILD/examples/pmv_demo" target -p "$port" -f "$file" >/dev/null 2>&1 &
+	tpid=$!
+	sleep 0.5
+	got=$(FI_PROVIDER_PATH=$BUILD/.libs FI_PMEMVERBS_CORE_PROV=tcp timeout 30 \
+	      "$BUILD/util/fi_pmem_probe" -r 127.0.0.1 "$port" 2>&1) || rc=$?
+	kill "$tpid" 2>/dev/null
+	wait "$tpid" 2>/dev/null
+	rm -f "$file"
+	if [[ $rc -eq 0 ]] && grep -q '^key .*profile MHP *method agent' <<<"$got"; then
+		echo "PASS fi_pmem_probe -r: $(grep '^key' <<<"$got" | tr -s ' ' | head -1)"
+		add 1 0
+	else
+		echo "FAIL fi_pmem_probe -r (exit $rc): want a key of profile MHP, method agent: $(tr '\n' ' ' <<<"$got")"
+		add 0 1
+	fi
 }
 
 # Installs what the guest needs (vm.sh --install: qemu, Debian's kernel,
@@ -331,13 +371,17 @@ fi
 
 # The source layout (DESIGN.md section 3): no call cycle between files,
 # initiator/ and target/ never call each other (from the build's objects);
-# and every file names its licence (SPDX).
+# every file names its licence (SPDX); the man pages match the code
+# (parameters, error codes, extension functions, tools: check_man.py).
 run_layout() {
 	local out
 	out=$(python3 "$ROOT/test/layout/check_cycles.py" "$BUILD" 2>&1)
 	echo "$out"
 	if [[ $out == PASS* ]]; then add 1 0; else add 0 1; fi
 	out=$(bash "$ROOT/test/layout/check_spdx.sh" "$ROOT" 2>&1)
+	echo "$out"
+	if [[ $out == PASS* ]]; then add 1 0; else add 0 1; fi
+	out=$(python3 "$ROOT/test/layout/check_man.py" "$ROOT" 2>&1)
 	echo "$out"
 	if [[ $out == PASS* ]]; then add 1 0; else add 0 1; fi
 }
@@ -483,6 +527,24 @@ run_remotelog_compound() {
 	rm -f "$file"
 }
 
+# The Debian package (./run package): built from this tree as a release
+# (packaging/build_deb.sh, in PMV_PKG_BUILD, default BUILD_DIR-pkg) and used
+# as installed (test/package/run_package_test.sh: its files, the plugin in
+# libfabric's directory, no test-only parameter, pkg-config, the demo).
+run_package() {
+	local port=$1 pkgbuild=${PMV_PKG_BUILD:-$BUILD-pkg} deb out
+	echo "== the Debian package, installed and used"
+	if ! deb=$(bash "$ROOT/packaging/build_deb.sh" "$ROOT" "$pkgbuild" \
+		   "$pkgbuild/deb" 2>"$pkgbuild.log" | tail -1) || [[ ! -f $deb ]]; then
+		echo "FAIL package: packaging/build_deb.sh failed: $(tail -3 "$pkgbuild.log" | tr '\n' ' ')"
+		add 0 1
+		return
+	fi
+	out=$(bash "$ROOT/test/package/run_package_test.sh" "$deb" "$BUILD" "$port" 2>&1)
+	printf '%s\n' "$out" | grep -v 'passed, '
+	count_result "$out"
+}
+
 run_unit normal "$BUILD"
 echo "== layout"
 run_layout
@@ -511,6 +573,7 @@ run_idle_commits 9443 cntr
 echo "== targets on a counter"
 run_cntr_target 9450 cache_line busy
 run_cntr_target 9451 page passive
+run_package 9470
 echo "== fi_pingpong through pmemverbs"
 export FI_PROVIDER_PATH=$BUILD/.libs
 port=9330

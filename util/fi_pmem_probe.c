@@ -2,22 +2,29 @@
 /*
  * fi_pmem_probe: prints the persistence profile pmemverbs would find for a
  * file registered with FI_RMA_PMEM, and how a peer's commits to it would be
- * made durable.  Usage: fi_pmem_probe [-n] FILE
+ * made durable.  Usage: fi_pmem_probe [-n] FILE, or fi_pmem_probe -r ADDR
+ * PORT for the profile table of a remote target (fi_pmem_probe_remote.c).
  *
- * It maps the file as a target application would (shared, read and write,
- * with MAP_SYNC where the file takes it; -n: without MAP_SYNC) and runs the
- * provider's own detection on that mapping, so PMEM2_FORCE_GRANULARITY and
- * FI_PMEMVERBS_WSP apply as they would there.
+ * It opens the file read-only and maps it shared, as a target application
+ * would (with MAP_SYNC where the file takes it; -n: without MAP_SYNC), and
+ * runs the provider's own detection on that mapping, so
+ * PMEM2_FORCE_GRANULARITY and FI_PMEMVERBS_WSP apply as they would there.
+ * The method is the one the provider's method selection gives a peer's
+ * commits to that profile over the core this process would use
+ * (FI_PMEMVERBS_CORE_PROV, FI_PMEMVERBS_METHOD, FI_PMEMVERBS_JOIN_REQUEST
+ * and FI_PMEMVERBS_DDIO apply).
  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "pmv.h"
+#include "fi_pmem_probe.h"
 
 struct fi_provider *fi_prov_ini(void);
 
@@ -42,12 +49,12 @@ static const char *pmv_agent_action(enum fi_pmem_profile profile)
 	}
 }
 
-/* Maps len bytes of the file shared, as a target application would. */
+/* Maps len bytes of the file shared and read-only, as a target would. */
 static void *pmv_map_file(const char *path, size_t *len, bool *sync)
 {
 	struct stat st;
 	void *map;
-	int fd = open(path, O_RDWR);
+	int fd = open(path, O_RDONLY);
 
 	if (fd < 0 || fstat(fd, &st)) {
 		perror(path);
@@ -55,17 +62,54 @@ static void *pmv_map_file(const char *path, size_t *len, bool *sync)
 	}
 	*len = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t) st.st_size :
 						       2 * 1024 * 1024;
-	map = *sync ? mmap(NULL, *len, PROT_READ | PROT_WRITE,
+	map = *sync ? mmap(NULL, *len, PROT_READ,
 			   MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0) : MAP_FAILED;
 	*sync = map != MAP_FAILED;
 	if (map == MAP_FAILED)
-		map = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		map = mmap(NULL, *len, PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
 	if (map == MAP_FAILED) {
 		perror("mmap");
 		return NULL;
 	}
 	return map;
+}
+
+/* The method a peer's commits to a key of this profile take, once the
+ * peer knows the profile (from the pushed table), over this process's
+ * core; NONE if FI_PMEMVERBS_METHOD forces an incorrect one. */
+enum fi_pmem_method pmv_probe_method(enum fi_pmem_profile profile,
+				     bool ddio_off, const char **core)
+{
+	struct pmv_key_facts k = { .profile = profile, .ddio_off = ddio_off,
+				   .raw_ordered = true };
+	const char *name = pmv_core_name();
+
+	if (!name)
+		name = "none";
+	if (core)
+		*core = name;
+	k.transport = !strcasecmp(name, "verbs") ? PMV_TRANSPORT_IB :
+		      PMV_TRANSPORT_TCP;
+	return pmv_method_select(&k, 0);
+}
+
+/* Prints the method line. */
+static void pmv_print_method(enum fi_pmem_profile profile)
+{
+	const char *core;
+	enum fi_pmem_method m = pmv_probe_method(profile, !pmv_params.ddio,
+						 &core);
+
+	if (m == FI_PMEM_METHOD_NONE)
+		printf("method:          none: FI_PMEMVERBS_METHOD forces a "
+		       "method incorrect for %s; commits are refused\n",
+		       fi_pmem_profile_str(profile));
+	else
+		printf("method:          %s (over the %s core, once the peer "
+		       "knows the profile from the pushed table; agent before; "
+		       "FI_IMMED commits: agent)\n", fi_pmem_method_str(m),
+		       core);
 }
 
 int main(int argc, char **argv)
@@ -77,12 +121,17 @@ int main(int argc, char **argv)
 	void *map;
 	int ret;
 
+	fi_prov_ini(); /* reads FI_PMEMVERBS_* parameters */
+	if (argc == 4 && !strcmp(argv[1], "-r"))
+		return pmv_probe_remote(argv[2], argv[3]);
 	if ((argc != 2 && sync) || !strcmp(path, "-h")) {
 		fprintf(stderr, "usage: %s [-n] FILE\n"
-			"  -n  map without MAP_SYNC\n", argv[0]);
+			"       %s -r ADDR PORT\n"
+			"  -n  map without MAP_SYNC\n"
+			"  -r  the profile table of the target listening at "
+			"ADDR PORT\n", argv[0], argv[0]);
 		return 2;
 	}
-	fi_prov_ini(); /* reads FI_PMEMVERBS_* parameters */
 	map = pmv_map_file(path, &len, &sync);
 	if (!map)
 		return 1;
@@ -95,8 +144,7 @@ int main(int argc, char **argv)
 	printf("file:            %s (%zu bytes mapped%s)\n", path, len,
 	       sync ? ", MAP_SYNC" : "");
 	printf("profile:         %s\n", fi_pmem_profile_str(p.profile));
-	printf("method:          agent (a commit request follows the writes on "
-	       "the same connection; the target agent persists and acks)\n");
+	pmv_print_method(p.profile);
 	printf("agent persists:  %s\n", pmv_agent_action(p.profile));
 	printf("atomicity chunk: %d bytes\n", PMV_ATOMICITY_CHUNK);
 	pmv_persistence_release(&p);

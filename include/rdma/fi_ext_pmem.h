@@ -17,6 +17,62 @@
 extern "C" {
 #endif
 
+/*
+ * Version of this header's interface; FI_PMEM_EXT_VERSION compares with
+ * FI_VERSION(major, minor).  1.1 added the FI_PMEM_ERR_* constants.
+ */
+#define FI_PMEM_EXT_VERSION_MAJOR 1
+#define FI_PMEM_EXT_VERSION_MINOR 1
+#define FI_PMEM_EXT_VERSION \
+	FI_VERSION(FI_PMEM_EXT_VERSION_MAJOR, FI_PMEM_EXT_VERSION_MINOR)
+
+/*
+ * prov_errno of a failed commit's CQ error entry (fi_cq_readerr(3));
+ * fi_cq_strerror(3) explains each, fi_ext_pmem(3) lists its err.  Three
+ * kinds: fix the call (the request was wrong), commit again (the endpoint
+ * works; the data is not known durable: write it again and commit), and
+ * reconnect (the endpoint takes no more commits: close it, connect again,
+ * write again and commit).  Other prov_errno values are the core's.
+ */
+#define FI_PMEM_ERR_NO_KEY        0x504d0001 /* fix: no region has the key */
+#define FI_PMEM_ERR_RANGE         0x504d0002 /* fix: range outside region */
+#define FI_PMEM_ERR_ACCESS        0x504d0003 /* fix: no FI_REMOTE_WRITE */
+#define FI_PMEM_ERR_MULTI_IOV     0x504d0004 /* fix: region of several iovs */
+#define FI_PMEM_ERR_PEER_GONE     0x504d0005 /* reconnect: connection gone */
+#define FI_PMEM_ERR_FENCE         0x504d0006 /* commit again: writes before
+						the fence not made durable */
+#define FI_PMEM_ERR_METHOD        0x504d0007 /* fix: FI_PMEMVERBS_METHOD */
+#define FI_PMEM_ERR_REREGISTERED  0x504d0008 /* commit again: the key's
+						region changed meanwhile */
+#define FI_PMEM_ERR_CLOSED        0x504d0009 /* reconnect: endpoint closed */
+#define FI_PMEM_ERR_PEER_TIMEOUT  0x504d000a /* reconnect: target silent for
+						FI_PMEMVERBS_PEER_TIMEOUT_MS */
+#define FI_PMEM_ERR_PERSIST       0x504d000b /* commit again: the target's
+						msync or flush failed */
+#define FI_PMEM_ERR_BAD_REQUEST   0x504d000c /* fix: malformed request (a
+						peer of another version?) */
+#define FI_PMEM_ERR_SCOPE_LOST    0x504d000d /* commit again: an earlier
+						write to the key was not
+						recorded (no memory) */
+
+/* True if a commit failed with prov_errno can be written and committed
+ * again on the same endpoint. */
+static inline int fi_pmem_err_commit_again(int prov_errno)
+{
+	return prov_errno == FI_PMEM_ERR_FENCE ||
+	       prov_errno == FI_PMEM_ERR_REREGISTERED ||
+	       prov_errno == FI_PMEM_ERR_PERSIST ||
+	       prov_errno == FI_PMEM_ERR_SCOPE_LOST;
+}
+
+/* True if a commit failed with prov_errno needs a new connection. */
+static inline int fi_pmem_err_reconnect(int prov_errno)
+{
+	return prov_errno == FI_PMEM_ERR_PEER_GONE ||
+	       prov_errno == FI_PMEM_ERR_CLOSED ||
+	       prov_errno == FI_PMEM_ERR_PEER_TIMEOUT;
+}
+
 /* The proposal's names for the upstream capability and completion level. */
 #define FI_PMEM FI_RMA_PMEM
 #define FI_COMMIT FI_COMMIT_COMPLETE

@@ -318,6 +318,7 @@ struct pmv_ep {
 	uint64_t hook_ms;          /* last time serve_hook ran (atomic) */
 	struct pmv_hook hook;      /* engine progress, run by the tx CQ */
 	struct fi_pmem_ep_counters counters;
+	bool unusable_warned;      /* "endpoint unusable" logged (atomic) */
 };
 
 /* An entry in pmemverbs's own queue (commit, FI_IMMED, error). */
@@ -422,6 +423,8 @@ enum pmv_fault_point {
 };
 bool pmv_fault(enum pmv_fault_point point);
 void pmv_fault_reset(void);
+void pmv_fault_define_params(void);
+void pmv_fault_read_params(void);
 
 /* pmv_profile.c */
 int pmv_persistence_detect(const void *addr, size_t len,

@@ -221,8 +221,12 @@ int pmv_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		goto err;
 	ret = fi_domain(fab->core, core_info, &dom->core, dom);
 	if (ret) {
-		PMV_WARN(FI_LOG_DOMAIN, "opening core domain %s: %s\n",
-			 core_info->domain_attr->name, fi_strerror(-ret));
+		PMV_WARN(FI_LOG_DOMAIN, "the %s core could not open domain "
+			 "%s: %s (%d). Check that `fi_info -p %s` lists it "
+			 "(FI_LOG_LEVEL=warn shows the core's own reason), or "
+			 "choose the core with FI_PMEMVERBS_CORE_PROV\n",
+			 fab->core_name, core_info->domain_attr->name,
+			 fi_strerror(-ret), ret, fab->core_name);
 		goto err;
 	}
 	dom->fabric = fab;

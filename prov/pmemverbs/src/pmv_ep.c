@@ -302,10 +302,16 @@ static void pmv_ep_init_fid(struct pmv_ep *ep, size_t fclass, void *context)
 /* The peer's CM header arrived: commits go to it, and its requests are served. */
 void pmv_ep_peer_connected(struct pmv_ep *ep, const struct pmv_peer *peer)
 {
+	int ret;
+
 	ep->peer = *peer;
-	if (ep->pmem && ep->inbox.mem && pmv_agent_add(ep->domain, ep))
-		PMV_WARN(FI_LOG_EP_CTRL, "could not start the commit agent; "
-			 "this endpoint cannot serve commits\n");
+	if (ep->pmem && ep->inbox.mem && (ret = pmv_agent_add(ep->domain, ep)))
+		PMV_WARN(FI_LOG_EP_CTRL, "could not start the commit agent: "
+			 "%s (%d); this endpoint cannot serve its peer's "
+			 "commits (they fail when its peer times out). Free "
+			 "memory or threads, close the endpoint and accept "
+			 "the connection again\n", fi_strerror(ret < 0 ? -ret :
+			 ret), ret);
 }
 
 /* Takes the peer's CM header from the connreq, then releases the connreq. */
@@ -390,8 +396,11 @@ int pmv_endpoint(struct fid_domain *domain, struct fi_info *info,
 		goto out;
 	ret = fi_endpoint(dom->core, core_info, &ep->core, ep);
 	if (ret) {
-		PMV_WARN(FI_LOG_EP_CTRL, "opening core endpoint: %s\n",
-			 fi_strerror(-ret));
+		PMV_WARN(FI_LOG_EP_CTRL, "the %s core could not open an "
+			 "endpoint: %s (%d). Check the fi_info the endpoint "
+			 "was opened with (it must come from fi_getinfo for "
+			 "pmemverbs) and the core's own warning\n",
+			 dom->fabric->core_name, fi_strerror(-ret), ret);
 		goto out;
 	}
 	ep->domain = dom;

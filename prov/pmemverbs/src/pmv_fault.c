@@ -3,12 +3,76 @@
  * pmemverbs: fault injection (test only), librpma's pattern: a parameter
  * per failure point names the N-th call that fails.  Off (0), a check is
  * one load.  And the clock both sides use, which unit tests move forward.
+ * The parameters that arm them exist only in builds configured with
+ * --enable-fault-injection (PMV_FAULT_INJECTION): an operator's `fi_info -e`
+ * never lists them.
  */
 #include <time.h>
 
+#include "config.h"
 #include "pmv.h"
 
 static uint64_t pmv_fault_calls[PMV_FAULT_POINTS];
+
+#ifdef PMV_FAULT_INJECTION
+/* Declares the test-only parameters (fault injection, persistence oracle). */
+void pmv_fault_define_params(void)
+{
+	fi_param_define(&pmv_prov, "oracle", FI_PARAM_STRING,
+			"Test only: a shared file where the agent records "
+			"every range it persists (the persistence oracle). "
+			"Default: unset.");
+	fi_param_define(&pmv_prov, "fault_core_op", FI_PARAM_INT,
+			"Test only: the N-th operation the commit engine posts "
+			"to the core (a data write, flush read or request) "
+			"fails with FI_EIO as if the core had refused it; the "
+			"commit must end in an error return or completion, "
+			"never a hang or a false success (default: 0, off)");
+	fi_param_define(&pmv_prov, "fault_persist", FI_PARAM_INT,
+			"Test only: the N-th persist call of the agent (an "
+			"msync or a CPU flush of one range) fails with FI_EIO "
+			"as if msync had failed; the commit must end in an "
+			"error completion, never a success (default: 0, off)");
+	fi_param_define(&pmv_prov, "fault_alloc", FI_PARAM_INT,
+			"Test only: the N-th allocation of the commit machinery "
+			"(engine, internal operation slabs, scope, inbox, "
+			"completion queue room, agent) fails as if memory had "
+			"run out; the call must fail with an error, never crash "
+			"or lose a completion (default: 0, off)");
+	fi_param_define(&pmv_prov, "fault_mr_reg", FI_PARAM_INT,
+			"Test only: the N-th registration pmemverbs makes with "
+			"the core (an endpoint's inbox, an application's "
+			"region) fails with FI_ENOMEM (default: 0, off)");
+	fi_param_define(&pmv_prov, "fault_push", FI_PARAM_INT,
+			"Test only: the N-th push of a profile table to a peer "
+			"fails as if the core refused it (default: 0, off)");
+	fi_param_define(&pmv_prov, "fault_skip_extent", FI_PARAM_INT,
+			"Test only: the agent skips persisting its N-th extent "
+			"(0 = never), to show the persistence oracle catches "
+			"it. Default 0.");
+}
+
+/* Reads the test-only parameters into pmv_params. */
+void pmv_fault_read_params(void)
+{
+	fi_param_get_str(&pmv_prov, "oracle", &pmv_params.oracle);
+	fi_param_get_int(&pmv_prov, "fault_skip_extent", &pmv_params.fault_skip);
+	fi_param_get_int(&pmv_prov, "fault_core_op", &pmv_params.fault_core);
+	fi_param_get_int(&pmv_prov, "fault_persist", &pmv_params.fault_persist);
+	fi_param_get_int(&pmv_prov, "fault_alloc", &pmv_params.fault_alloc);
+	fi_param_get_int(&pmv_prov, "fault_mr_reg", &pmv_params.fault_mr_reg);
+	fi_param_get_int(&pmv_prov, "fault_push", &pmv_params.fault_push);
+}
+#else
+/* Not a test build: no test-only parameter exists. */
+void pmv_fault_define_params(void)
+{
+}
+
+void pmv_fault_read_params(void)
+{
+}
+#endif
 
 /* The parameter that arms a failure point. */
 static int pmv_fault_nth(enum pmv_fault_point point)

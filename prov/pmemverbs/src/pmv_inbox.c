@@ -99,8 +99,11 @@ int pmv_inbox_open(struct pmv_ep *ep)
 	inbox->profiles = (char *) inbox->gen_word + PMV_GEN_TO_PROFILES;
 	ret = pmv_inbox_register(dom, inbox);
 	if (ret) {
-		PMV_WARN(FI_LOG_EP_CTRL, "registering the commit inbox: %s\n",
-			 fi_strerror(-ret));
+		PMV_WARN(FI_LOG_EP_CTRL, "the core refused to register the "
+			 "endpoint's commit inbox: %s (%d); the endpoint "
+			 "cannot open with FI_RMA_PMEM. Check the core's own "
+			 "warning (registration limits, FI_MR_* modes)\n",
+			 fi_strerror(-ret), ret);
 		free(inbox->mem);
 		inbox->mem = NULL;
 		return ret;

@@ -41,7 +41,7 @@ static void pmv_define_params(void)
 	fi_param_define(&pmv_prov, "ddio", FI_PARAM_BOOL,
 			"Declare whether inbound RDMA writes land in this "
 			"target's CPU caches (DDIO). Set 0 only where DDIO is "
-			"really off: DMP regions may then use read-flush over "
+			"really off: DMP regions may then use read_flush over "
 			"verbs. Always on for the tcp core, which copies with "
 			"the CPU. Default: yes.");
 	fi_param_define(&pmv_prov, "method", FI_PARAM_STRING,
@@ -51,12 +51,16 @@ static void pmv_define_params(void)
 			"completion or send (the data inside the agent's "
 			"request, for commits whose data fits one). A method "
 			"incorrect for the profile is refused (-FI_EOPNOTSUPP), "
-			"never used. FI_IMMED commits and a key's first commit "
-			"always go through the agent. Default: auto.");
+			"never used. FI_IMMED commits, and commits to a key "
+			"whose profile is not known yet (from the peer's "
+			"pushed profile table or an earlier acknowledgement), "
+			"go through the agent. Default: auto.");
 	fi_param_define(&pmv_prov, "extent_limit", FI_PARAM_INT,
-			"Ranges kept per endpoint and key between commits; "
-			"more are coalesced (a commit may then persist bytes "
-			"nobody wrote, never fewer). 1 to 16, default 4.");
+			"Ranges kept per endpoint and key between commits "
+			"before neighbours coalesce; past it two ranges merge "
+			"only over pages a write touched (or scope_gap bytes); "
+			"ranges a commit's request cannot carry go ahead in "
+			"internal requests. 1 to 16, default 4.");
 	fi_param_define(&pmv_prov, "scope_gap", FI_PARAM_INT,
 			"Bytes nobody wrote that two ranges of a key's scope "
 			"may still merge over, past extent_limit (ranges within "
@@ -88,26 +92,16 @@ static void pmv_define_params(void)
 			"the tcp core places a write's segments in order). "
 			"0 sends them as two writes, as over RDMA cores. "
 			"Joined, the agent is the fastest method over tcp for "
-			"every profile; with 0, MHP keys take read_flush. "
-			"Default: yes.");
+			"every profile; with 0, MHP, WSP and VOLATILE keys "
+			"take read_flush, as over RDMA cores. Default: yes.");
 	fi_param_define(&pmv_prov, "push_profiles", FI_PARAM_BOOL,
 			"Push this side's profile table (the profile of each "
 			"region a commit can name) into the peer's inbox when "
 			"a connection is established and after each "
-			"registration, and choose a key's method from the "
-			"peer's table: a key's first commit then takes its "
-			"fastest method instead of going to the agent to learn "
-			"the profile. 0: neither. Default: yes.");
-	fi_param_define(&pmv_prov, "oracle", FI_PARAM_STRING,
-			"Test only: a shared file where the agent records "
-			"every range it persists (the persistence oracle). "
-			"Default: unset.");
-	fi_param_define(&pmv_prov, "fault_core_op", FI_PARAM_INT,
-			"Test only: the N-th operation the commit engine posts "
-			"to the core (a data write, flush read or request) "
-			"fails with FI_EIO as if the core had refused it; the "
-			"commit must end in an error return or completion, "
-			"never a hang or a false success (default: 0, off)");
+			"registration or close, and choose a key's method "
+			"from the peer's table: a key's first commit then "
+			"takes its fastest method instead of going to the "
+			"agent to learn the profile. 0: neither. Default: yes.");
 	fi_param_define(&pmv_prov, "peer_timeout_ms", FI_PARAM_INT,
 			"Milliseconds an initiator waits for any answer from "
 			"the target while commits are in flight; then every "
@@ -131,28 +125,6 @@ static void pmv_define_params(void)
 			"sequence number with an error (the commit fails with "
 			"FI_EINVAL), warns, and serves the next slot instead "
 			"of waiting for ever. Default 100.");
-	fi_param_define(&pmv_prov, "fault_persist", FI_PARAM_INT,
-			"Test only: the N-th persist call of the agent (an "
-			"msync or a CPU flush of one range) fails with FI_EIO "
-			"as if msync had failed; the commit must end in an "
-			"error completion, never a success (default: 0, off)");
-	fi_param_define(&pmv_prov, "fault_alloc", FI_PARAM_INT,
-			"Test only: the N-th allocation of the commit machinery "
-			"(engine, internal operation slabs, scope, inbox, "
-			"completion queue room, agent) fails as if memory had "
-			"run out; the call must fail with an error, never crash "
-			"or lose a completion (default: 0, off)");
-	fi_param_define(&pmv_prov, "fault_mr_reg", FI_PARAM_INT,
-			"Test only: the N-th registration pmemverbs makes with "
-			"the core (an endpoint's inbox, an application's "
-			"region) fails with FI_ENOMEM (default: 0, off)");
-	fi_param_define(&pmv_prov, "fault_push", FI_PARAM_INT,
-			"Test only: the N-th push of a profile table to a peer "
-			"fails as if the core refused it (default: 0, off)");
-	fi_param_define(&pmv_prov, "fault_skip_extent", FI_PARAM_INT,
-			"Test only: the agent skips persisting its N-th extent "
-			"(0 = never), to show the persistence oracle catches "
-			"it. Default 0.");
 }
 
 /* FI_PMEMVERBS_METHOD as a method; NONE stands for auto. */
@@ -205,13 +177,6 @@ static void pmv_read_params(void)
 	}
 	fi_param_get_int(&pmv_prov, "agent_spin_us", &pmv_params.agent_spin_us);
 	fi_param_get_int(&pmv_prov, "sread_spin_us", &pmv_params.sread_spin_us);
-	fi_param_get_str(&pmv_prov, "oracle", &pmv_params.oracle);
-	fi_param_get_int(&pmv_prov, "fault_skip_extent", &pmv_params.fault_skip);
-	fi_param_get_int(&pmv_prov, "fault_core_op", &pmv_params.fault_core);
-	fi_param_get_int(&pmv_prov, "fault_persist", &pmv_params.fault_persist);
-	fi_param_get_int(&pmv_prov, "fault_alloc", &pmv_params.fault_alloc);
-	fi_param_get_int(&pmv_prov, "fault_mr_reg", &pmv_params.fault_mr_reg);
-	fi_param_get_int(&pmv_prov, "fault_push", &pmv_params.fault_push);
 	fi_param_get_int(&pmv_prov, "peer_timeout_ms",
 			 &pmv_params.peer_timeout_ms);
 	fi_param_get_int(&pmv_prov, "peer_probe_ms", &pmv_params.peer_probe_ms);
@@ -220,11 +185,13 @@ static void pmv_read_params(void)
 			  &pmv_params.push_profiles);
 	fi_param_get_int(&pmv_prov, "bad_request_ms",
 			 &pmv_params.bad_request_ms);
+	pmv_fault_read_params();
 }
 
 FI_EXT_INI
 {
 	pmv_define_params();
+	pmv_fault_define_params();
 	pmv_read_params();
 	return &pmv_prov;
 }

@@ -252,3 +252,37 @@ Test(proto, a_torn_empty_or_oversized_profile_table_is_not_read)
 		      "3 entries read from a 48-byte area");
 	cr_assert_not(pmv_profiles_decode(&t, 8, &out));
 }
+
+/* The exported FI_PMEM_ERR_* are the provider's codes, and each code is
+ * at most one of "commit again" and "reconnect" (fi_ext_pmem(3)). */
+Test(proto, exported_error_codes_are_the_providers)
+{
+	static const struct { int exported, internal; } codes[] = {
+		{ FI_PMEM_ERR_NO_KEY, PMV_ERR_NO_KEY },
+		{ FI_PMEM_ERR_RANGE, PMV_ERR_RANGE },
+		{ FI_PMEM_ERR_ACCESS, PMV_ERR_ACCESS },
+		{ FI_PMEM_ERR_MULTI_IOV, PMV_ERR_MULTI_IOV },
+		{ FI_PMEM_ERR_PEER_GONE, PMV_ERR_PEER_GONE },
+		{ FI_PMEM_ERR_FENCE, PMV_ERR_FENCE },
+		{ FI_PMEM_ERR_METHOD, PMV_ERR_METHOD },
+		{ FI_PMEM_ERR_REREGISTERED, PMV_ERR_REREGISTERED },
+		{ FI_PMEM_ERR_CLOSED, PMV_ERR_CLOSED },
+		{ FI_PMEM_ERR_PEER_TIMEOUT, PMV_ERR_PEER_TIMEOUT },
+		{ FI_PMEM_ERR_PERSIST, PMV_ERR_PERSIST },
+		{ FI_PMEM_ERR_BAD_REQUEST, PMV_ERR_BAD_REQUEST },
+		{ FI_PMEM_ERR_SCOPE_LOST, PMV_ERR_SCOPE_LOST },
+	};
+	size_t n = sizeof(codes) / sizeof(codes[0]);
+
+	cr_assert_eq(n, (size_t) (PMV_ERR_LAST - PMV_ERR_BASE - 1),
+		     "a PMV_ERR_* code is not exported");
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(codes[i].exported, codes[i].internal, "code %zu", i);
+		cr_assert(!(fi_pmem_err_commit_again(codes[i].exported) &&
+			    fi_pmem_err_reconnect(codes[i].exported)));
+		cr_assert_not_null(pmv_strerror(codes[i].internal));
+	}
+	cr_assert(fi_pmem_err_reconnect(FI_PMEM_ERR_PEER_TIMEOUT));
+	cr_assert(fi_pmem_err_commit_again(FI_PMEM_ERR_REREGISTERED));
+	cr_assert(!fi_pmem_err_commit_again(0) && !fi_pmem_err_reconnect(0));
+}

@@ -313,8 +313,14 @@ static int pmv_commit_check(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 		return -FI_EINVAL;
 	}
 	if (pmv_ini_error(ep->ini)) {
-		PMV_WARN(FI_LOG_EP_DATA, "commit: endpoint unusable (%s)\n",
-			 fi_strerror(-pmv_ini_error(ep->ini)));
+		/* once per endpoint: an application may retry in a loop */
+		if (!__atomic_exchange_n(&ep->unusable_warned, true,
+					 __ATOMIC_RELAXED))
+			PMV_WARN(FI_LOG_EP_DATA, "commit: endpoint unusable "
+				 "(%s): its connection failed or its target "
+				 "stopped answering; close it and connect "
+				 "again (warned once per endpoint)\n",
+				 fi_strerror(-pmv_ini_error(ep->ini)));
 		return pmv_ini_error(ep->ini);
 	}
 	if (!ep->tx_cq) {

@@ -511,7 +511,9 @@ static ssize_t pmv_cq_wait_signal(struct pmv_cq *cq, void *buf, size_t count,
 		ms = 1;
 	if (!cq->core_wait)
 		return pmv_core_sread(cq, buf, count, src_addr, NULL, ms);
+#if PMV_HAVE_WAIT_SETS /* libfabric 2.x: no core_wait (pmv_cq_open_wait_set) */
 	(void) fi_wait(cq->core_wait, ms);
+#endif
 	return -FI_EAGAIN;
 }
 
@@ -796,11 +798,15 @@ static void pmv_cq_open_wait_set(const struct pmv_domain *dom,
 {
 	struct fi_wait_attr wait_attr = { .wait_obj = FI_WAIT_POLLFD };
 	struct fid_fabric *fabric = dom->fabric ? dom->fabric->core : NULL;
-	int ret;
+	int ret = -FI_ENOSYS;
 
 	if (!fabric || !fabric->ops->wait_open)
 		return;
+#if PMV_HAVE_WAIT_SETS /* libfabric 2.x deprecated them: its sread instead */
 	ret = fi_wait_open(fabric, &wait_attr, &cq->core_wait);
+#else
+	(void) wait_attr;
+#endif
 	if (ret) {
 		PMV_INFO(FI_LOG_CQ, "the core opened no wait set (%s): "
 			 "fi_cq_sread waits in the core's sread\n",

@@ -1385,6 +1385,7 @@ Test(engine, fi_cq_signal_wakes_a_reader_that_waits_forever,
 		     g_sread_ret);
 }
 
+#if PMV_HAVE_WAIT_SETS /* libfabric 2.x: no wait set to drain the signal */
 /* Opens g_udp: a socket bound to 127.0.0.1 and one connected to it. */
 static void open_udp_pair(void)
 {
@@ -1458,3 +1459,4 @@ Test(engine, a_reader_woken_by_the_core_signal_serves_the_next_request,
 	cr_assert_lt(g_waits, 100, "the reader spun: %u waits in the core",
 		     g_waits);
 }
+#endif

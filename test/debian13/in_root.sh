@@ -3,14 +3,16 @@
 # in_root.sh: the Debian 13 pass, run inside the trixie root that
 # test/debian13/run_debian13.sh prepares (libfabric 2.1, gcc 14, libpmem2
 # 1.13 from Debian's own packages).  Builds SRC in BUILD with -Werror, then
-# runs the unit tests, fi_info, the demo, the durability suite (oracle),
-# hostile, threads, the crash loop and fi_pingpong through pmemverbs over
+# runs the unit tests, fi_info, the demo, the two-process integration
+# tests, the durability suite (oracle), hostile, threads, the crash loop
+# and fi_pingpong through pmemverbs over
 # 127.0.0.1.  Prints "PASS|FAIL name" per check (the suites print their
 # own) and, as its last line, "N passed, N failed".
 #
 # usage: in_root.sh SRC_DIR BUILD_DIR PORT_BASE   (inside the root)
 # Ports PORT_BASE .. PORT_BASE+999 (durability +0..+300 and its probe +900,
-# hostile +350, threads +400, crash +500, fi_pingpong +600, demo +650).
+# hostile +350, threads +400, crash +500, fi_pingpong +600, demo +650,
+# integration +700).
 set -u
 
 if [[ $# -ne 3 || ! -d $1 ]]; then
@@ -139,6 +141,9 @@ if build; then
 	run_unit
 	run_fi_info
 	run_demo
+	suite integration env PMV_PROV=pmemverbs PMV_PROV_RDM=pmemverbs \
+		PMV_PORT_BASE=$((PORT + 700)) bash "$SRC/test/integration/run_itests.sh" \
+		"$BUILD/test/integration/pmv_itest" pmemverbs
 	suite durability env PMV_PORT_BASE="$PORT" bash "$SRC/test/pmem/run_pmem_tests.sh" \
 		"$BUILD/test/pmem/pmv_commit_test"
 	suite hostile bash "$SRC/test/hostile/run_hostile.sh" \

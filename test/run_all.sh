@@ -548,7 +548,7 @@ else
 	echo "== verbs core in a QEMU guest: not run (PMV_TEST_VERBS=0)"
 fi
 
-# libfabric 2.1 (Debian 13): about 5 minutes with the root cached, one
+# libfabric 2.1 (Debian 13): about 3 minutes with the root cached, one
 # more to make it (test/debian13/run_debian13.sh; ports 28000-28999).
 run_debian13() {
 	local out

@@ -114,8 +114,9 @@ copy_tree() {
 if [[ $(id -u) -ne 0 ]]; then
 	fail "needs root (debootstrap, chroot, mounts)"
 fi
-exec 9>"$(dirname "$CACHE")/.trixie-root.lock" 2>/dev/null || {
-	mkdir -p "$(dirname "$CACHE")"; exec 9>"$(dirname "$CACHE")/.trixie-root.lock"; }
+# One pass at a time per cached root (the copy of the tree lives in it).
+mkdir -p "$(dirname "$CACHE")" && exec 9>"$CACHE.lock" ||
+	fail "cannot create $CACHE.lock"
 flock -w 3600 9 || fail "another Debian 13 pass held the root's lock for an hour"
 make_root
 trap cleanup EXIT

@@ -6,7 +6,11 @@
 # then the verbs-core tests in a QEMU guest
 # (soft-RoCE and an emulated NVDIMM, test/verbs: two boots, devdax and
 # fsdax) and the power cuts (test/crash: 20 cuts of the guest), and prints
-# the total as its last line: "N passed, N failed".
+# the total as its last line: "N passed, N failed".  Then the Debian 13
+# pass (test/debian13/run_debian13.sh): the same build, unit, durability,
+# hostile, threads, crash-loop and fi_pingpong tests against libfabric 2.1
+# in a cached trixie root made with debootstrap; PMV_TEST_DEBIAN13=0
+# leaves it out (a root that cannot be made is a FAIL, never a skip).
 #
 # usage: test/run_all.sh BUILD_DIR ASAN_BUILD_DIR [TSAN_BUILD_DIR]
 #        test/run_all.sh --verbs BUILD_DIR      (the two guest boots only)
@@ -612,6 +616,21 @@ if [[ ${PMV_TEST_VERBS:-1} != 0 ]]; then
 else
 	echo "== verbs core in a QEMU guest: not run (PMV_TEST_VERBS=0)"
 fi
+
+# libfabric 2.1 (Debian 13): about 3 minutes with the root cached, one
+# more to make it (test/debian13/run_debian13.sh; ports 28000-28999).
+run_debian13() {
+	local out
+	if [[ ${PMV_TEST_DEBIAN13:-1} == 0 ]]; then
+		echo "== Debian 13 (libfabric 2.1): not run (PMV_TEST_DEBIAN13=0)"
+		return
+	fi
+	echo "== Debian 13 (libfabric 2.1) in a debootstrap root"
+	out=$(bash "$ROOT/test/debian13/run_debian13.sh" 28000 2>&1)
+	printf '%s\n' "$out" | grep -a -v '^PASS'
+	count_result "$out"
+}
+run_debian13
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

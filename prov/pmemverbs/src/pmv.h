@@ -35,7 +35,19 @@
 
 #define PMV_PROV_NAME "pmemverbs"
 #define PMV_PROV_VERSION FI_VERSION(0, 1)
-#define PMV_FI_VERSION FI_VERSION(1, 17)
+/*
+ * The API version of the headers built against: libfabric 2.x hides a
+ * provider announcing an older version from every application asking for
+ * its own (fi_getinfo -FI_ENODATA, "fi_version 1.17 < requested 2.1").
+ */
+#define PMV_FI_VERSION FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
+
+/*
+ * libfabric 2.0 deprecated wait sets and poll sets (fi_wait_open, fi_wait,
+ * fi_poll_open, fi_poll*): built against 2.x, pmemverbs neither offers nor
+ * uses them; against 1.x, applications may still hand it theirs.
+ */
+#define PMV_HAVE_WAIT_SETS (FI_MAJOR_VERSION < 2)
 
 /*
  * libfabric's private getinfo flags (include/ofi.h, not installed).  A

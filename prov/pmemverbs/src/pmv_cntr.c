@@ -101,7 +101,11 @@ static bool pmv_cntr_sleep_on(struct pmv_cntr *cntr, struct pmv_cq *cq,
 		return true;
 	if (cq->wait_fd >= 0)
 		return poll(&pfd, 1, ms) > 0;
+#if PMV_HAVE_WAIT_SETS /* libfabric 2.x: no core_wait (pmv_cq_open_wait_set) */
 	return fi_wait(cq->core_wait, ms) == FI_SUCCESS;
+#else
+	return true; /* not reached: the caller needs a wait_fd or core_wait */
+#endif
 }
 
 /*

@@ -596,11 +596,15 @@ static void pmv_cq_open_wait_set(const struct pmv_domain *dom,
 {
 	struct fi_wait_attr wait_attr = { .wait_obj = FI_WAIT_POLLFD };
 	struct fid_fabric *fabric = dom->fabric ? dom->fabric->core : NULL;
-	int ret;
+	int ret = -FI_ENOSYS;
 
 	if (!fabric || !fabric->ops->wait_open)
 		return;
+#if PMV_HAVE_WAIT_SETS /* libfabric 2.x deprecated them: its sread instead */
 	ret = fi_wait_open(fabric, &wait_attr, &cq->core_wait);
+#else
+	(void) wait_attr;
+#endif
 	if (ret) {
 		PMV_INFO(FI_LOG_CQ, "the core opened no wait set (%s): "
 			 "fi_cq_sread waits in the core's sread\n",

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmemverbs: wait sets and poll sets, forwarded to the core's.
+ * pmemverbs: wait sets and poll sets, forwarded to the core's.  Built
+ * against libfabric 2.x, which deprecated both, there are none: opening one
+ * is -FI_ENOSYS and naming one in an attribute -FI_EINVAL.
  */
 #include <stdlib.h>
 
 #include "pmv.h"
+
+#if PMV_HAVE_WAIT_SETS
 
 static int pmv_wait_wait(struct fid_wait *waitset, int timeout)
 {
@@ -161,3 +165,46 @@ int pmv_core_wait_set(struct fid_wait *wait_set, struct fid_wait **core_set)
 		 "the pmemverbs fabric\n");
 	return -FI_EINVAL;
 }
+
+#else /* !PMV_HAVE_WAIT_SETS */
+
+int pmv_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+		  struct fid_wait **waitset)
+{
+	(void) fabric;
+	(void) attr;
+	(void) waitset;
+	PMV_WARN(FI_LOG_CORE, "fi_wait_open: no wait sets in pmemverbs built "
+		 "against libfabric %d.%d (deprecated since 2.0): wait on each "
+		 "CQ or counter (fi_cq_sread, fi_cntr_wait) or on its fd "
+		 "(FI_WAIT_FD, fi_trywait)\n", FI_MAJOR_VERSION,
+		 FI_MINOR_VERSION);
+	return -FI_ENOSYS;
+}
+
+int pmv_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+		  struct fid_poll **pollset)
+{
+	(void) domain;
+	(void) attr;
+	(void) pollset;
+	PMV_WARN(FI_LOG_CORE, "fi_poll_open: no poll sets in pmemverbs built "
+		 "against libfabric %d.%d (deprecated since 2.0): read each "
+		 "CQ or counter instead\n", FI_MAJOR_VERSION,
+		 FI_MINOR_VERSION);
+	return -FI_ENOSYS;
+}
+
+/* No wait set can have been opened here: one named in an attribute is wrong. */
+int pmv_core_wait_set(struct fid_wait *wait_set, struct fid_wait **core_set)
+{
+	*core_set = NULL;
+	if (!wait_set)
+		return 0;
+	PMV_WARN(FI_LOG_CORE, "wait_set given, but pmemverbs built against "
+		 "libfabric 2.x opens no wait sets: use FI_WAIT_UNSPEC or "
+		 "FI_WAIT_FD\n");
+	return -FI_EINVAL;
+}
+
+#endif /* PMV_HAVE_WAIT_SETS */

@@ -1641,6 +1641,7 @@ Test(engine, fi_cq_signal_wakes_a_reader_that_waits_forever,
 		     g_sread_ret);
 }
 
+#if PMV_HAVE_WAIT_SETS /* libfabric 2.x: no wait set to drain the signal */
 /* Opens g_udp: a socket bound to 127.0.0.1 and one connected to it. */
 static void open_udp_pair(void)
 {
@@ -1714,6 +1715,7 @@ Test(engine, a_reader_woken_by_the_core_signal_serves_the_next_request,
 	cr_assert_lt(g_waits, 100, "the reader spun: %u waits in the core",
 		     g_waits);
 }
+#endif
 
 /*
  * A send commit that ends without its ack (the connection gone) no longer

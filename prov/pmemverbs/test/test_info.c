@@ -148,3 +148,59 @@ Test(getinfo, node_and_service_reach_the_core)
 	cr_assert_not_null(info->src_addr);
 	fi_freeinfo(info);
 }
+
+/*
+ * libfabric lists a provider only to applications asking for an API
+ * version it announces (2.1 printed "Provider pmemverbs fi_version 1.17 <
+ * requested 2.1" and fi_info -p pmemverbs failed with -61): the plugin
+ * must announce the version of the headers it is built against.
+ */
+Test(version, an_application_of_the_headers_version_is_served)
+{
+	struct fi_provider *prov = fi_prov_ini();
+	uint32_t app = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
+
+	cr_assert(FI_VERSION_GE(prov->fi_version, app),
+		  "provider announces %u.%u, an application of these "
+		  "headers asks for %u.%u", FI_MAJOR(prov->fi_version),
+		  FI_MINOR(prov->fi_version), FI_MAJOR_VERSION,
+		  FI_MINOR_VERSION);
+}
+
+#if !PMV_HAVE_WAIT_SETS
+/*
+ * Built against libfabric 2.x, where wait sets and poll sets are
+ * deprecated, pmemverbs neither opens nor forwards them (called through
+ * the ops tables: the fi_wait_open and fi_poll_open wrappers are
+ * deprecated, so -Werror refuses them).
+ */
+Test(version, no_wait_or_poll_sets_on_libfabric_2)
+{
+	struct fi_wait_attr wait_attr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_poll_attr poll_attr = { 0 };
+	struct fid_wait *wait = NULL;
+	struct fid_poll *poll = NULL;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fi_info *info;
+	int ret;
+
+	init_with_core("tcp");
+	cr_assert_eq(pmv_getinfo(PMV_FI_VERSION, "127.0.0.1", NULL, 0, NULL,
+				 &info), 0);
+	info->fabric_attr->prov_name = strdup(PMV_PROV_NAME);
+	cr_assert_eq(pmv_fabric_open(info->fabric_attr, &fabric, NULL), 0);
+	cr_assert_eq(fi_domain(fabric, info, &domain, NULL), 0);
+	ret = fabric->ops->wait_open(fabric, &wait_attr, &wait);
+	cr_assert_eq(ret, -FI_ENOSYS, "fi_wait_open: %d (%s)", ret,
+		     fi_strerror(-ret));
+	cr_assert_null(wait);
+	ret = domain->ops->poll_open(domain, &poll_attr, &poll);
+	cr_assert_eq(ret, -FI_ENOSYS, "fi_poll_open: %d (%s)", ret,
+		     fi_strerror(-ret));
+	cr_assert_null(poll);
+	cr_assert_eq(fi_close(&domain->fid), 0);
+	cr_assert_eq(fi_close(&fabric->fid), 0);
+	fi_freeinfo(info);
+}
+#endif

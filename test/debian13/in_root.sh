@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+# in_root.sh: the Debian 13 pass, run inside the trixie root that
+# test/debian13/run_debian13.sh prepares (libfabric 2.1, gcc 14, libpmem2
+# 1.13 from Debian's own packages).  Builds SRC in BUILD with -Werror, then
+# runs the unit tests, fi_info, the demo, the two-process integration
+# tests, the durability suite (oracle), hostile, threads, the crash loop
+# and fi_pingpong through pmemverbs over
+# 127.0.0.1.  Prints "PASS|FAIL name" per check (the suites print their
+# own) and, as its last line, "N passed, N failed".
+#
+# usage: in_root.sh SRC_DIR BUILD_DIR PORT_BASE   (inside the root)
+# Ports PORT_BASE .. PORT_BASE+999 (durability +0..+300 and its probe +900,
+# hostile +350, threads +400, crash +500, fi_pingpong +600, demo +650,
+# integration +700).
+set -u
+
+if [[ $# -ne 3 || ! -d $1 ]]; then
+	echo "usage: $0 SRC_DIR BUILD_DIR PORT_BASE (inside the root)" >&2
+	exit 2
+fi
+SRC=$(cd "$1" && pwd)
+BUILD=$2
+PORT=$3
+CRASH_CYCLES=${PMV_DEBIAN13_CRASH_CYCLES:-40}
+passed=0
+failed=0
+
+# report PASS|FAIL NAME [DETAIL]
+report() {
+	if [[ $1 == PASS ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+	echo "$1 $2${3:+: $3}"
+}
+
+# Adds a suite's "N passed, N failed" last line; none is one failure.
+add_suite() {
+	local name=$1 out=$2 last
+	last=$(printf '%s\n' "$out" | tail -n 1)
+	if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
+		passed=$((passed + BASH_REMATCH[1]))
+		failed=$((failed + BASH_REMATCH[2]))
+	else
+		report FAIL "$name" "the suite printed no result line (last: '$last')"
+	fi
+}
+
+section() {
+	echo "== debian13: $* [t+${SECONDS}s]"
+}
+
+# Builds the tree with the root's toolchain and libfabric (-Werror is the
+# project's default); the build log's tail on failure.
+build() {
+	local log=$BUILD.log
+	section "build with $(gcc --version | head -n 1), libfabric $(pkg-config --modversion libfabric)"
+	mkdir -p "$BUILD"
+	if (cd "$SRC" && ./autogen.sh) >"$log" 2>&1 &&
+	   (cd "$BUILD" && "$SRC/configure") >>"$log" 2>&1 &&
+	   nice make -C "$BUILD" -j2 all >>"$log" 2>&1 &&
+	   nice make -C "$BUILD" -j2 check TESTS= >>"$log" 2>&1; then
+		report PASS build "autogen, configure, make, make check TESTS= with -Werror"
+		return 0
+	fi
+	tail -n 30 "$log"
+	report FAIL build "see the lines above"
+	return 1
+}
+
+# The Criterion unit tests: their synthesis line.
+run_unit() {
+	local out synth
+	section "unit tests"
+	out=$("$BUILD/prov/pmemverbs/test/pmv_unit" --jobs 1 2>&1)
+	printf '%s\n' "$out" | grep -E '^\[(FAIL|----)\]' | head -40
+	synth=$(printf '%s\n' "$out" | grep -a 'Synthesis:' | tail -n 1)
+	echo "${synth:-unit tests did not report (crashed?)}"
+	if [[ $synth =~ Passing:\ ([0-9]+)\ \|\ Failing:\ ([0-9]+)\ \|\ Crashing:\ ([0-9]+) ]]; then
+		passed=$((passed + BASH_REMATCH[1]))
+		failed=$((failed + BASH_REMATCH[2] + BASH_REMATCH[3]))
+	else
+		report FAIL unit "no synthesis line"
+	fi
+}
+
+# libfabric 2.1 lists the plugin to an application of its own version.
+run_fi_info() {
+	local out
+	section "fi_info -p pmemverbs"
+	out=$(fi_info -p pmemverbs 2>&1)
+	if grep -q 'provider: pmemverbs' <<<"$out"; then
+		report PASS fi_info "$(grep -c 'provider: pmemverbs' <<<"$out") pmemverbs entries"
+	else
+		report FAIL fi_info "$(head -n 2 <<<"$out" | tr '\n' ' ')"
+	fi
+}
+
+# The demo (./run demo's script): a target and an initiator commit.
+run_demo() {
+	local out
+	section "demo"
+	if out=$(PMV_DEMO_PORT=$((PORT + 650)) timeout 120 \
+		 bash "$SRC/examples/run_demo.sh" "$BUILD" 2>&1); then
+		report PASS demo "$(tail -n 1 <<<"$out")"
+	else
+		printf '%s\n' "$out" | tail -n 10
+		report FAIL demo "exit nonzero"
+	fi
+}
+
+# One suite script of the host's run_all.sh: suite NAME CMD...
+suite() {
+	local name=$1 out
+	shift
+	section "$name"
+	out=$("$@" 2>&1)
+	printf '%s\n' "$out" | grep -a -v '^PASS'
+	add_suite "$name" "$out"
+}
+
+# fi_pingpong through pmemverbs, data checks on: pingpong EP SIZE PORT.
+run_pingpong() {
+	local ep=$1 size=$2 port=$3 srv srv_out
+	srv_out=$(mktemp)
+	timeout 60 fi_pingpong -p pmemverbs -e "$ep" -B "$port" -S "$size" \
+		-I 200 -c >"$srv_out" 2>&1 &
+	srv=$!
+	sleep 0.5
+	if timeout 60 fi_pingpong -p pmemverbs -e "$ep" -P "$port" -S "$size" \
+	   -I 200 -c 127.0.0.1 >/dev/null 2>&1 && wait "$srv"; then
+		report PASS "fi_pingpong -e $ep -S $size"
+	else
+		wait "$srv" 2>/dev/null
+		report FAIL "fi_pingpong -e $ep -S $size" "$(tail -n 3 "$srv_out" | tr '\n' ' ')"
+	fi
+	rm -f "$srv_out"
+}
+
+export FI_PROVIDER_PATH=$BUILD/.libs
+unset FI_PROVIDER FI_PMEMVERBS_CORE_PROV PMEM2_FORCE_GRANULARITY
+if build; then
+	run_unit
+	run_fi_info
+	run_demo
+	suite integration env PMV_PROV=pmemverbs PMV_PROV_RDM=pmemverbs \
+		PMV_PORT_BASE=$((PORT + 700)) bash "$SRC/test/integration/run_itests.sh" \
+		"$BUILD/test/integration/pmv_itest" pmemverbs
+	suite durability env PMV_PORT_BASE="$PORT" bash "$SRC/test/pmem/run_pmem_tests.sh" \
+		"$BUILD/test/pmem/pmv_commit_test"
+	suite hostile bash "$SRC/test/hostile/run_hostile.sh" \
+		"$BUILD/test/hostile/pmv_hostile" $((PORT + 350))
+	suite threads bash "$SRC/test/threads/run_threads.sh" \
+		"$BUILD/test/threads/pmv_threads" $((PORT + 400))
+	suite "crash loop ($CRASH_CYCLES cycles)" env PMV_CRASH_CYCLES="$CRASH_CYCLES" \
+		bash "$SRC/test/crash/run_crash.sh" "$BUILD" $((PORT + 500))
+	section "fi_pingpong through pmemverbs"
+	p=$((PORT + 600))
+	for ep in msg rdm; do
+		for size in 64 65536; do
+			run_pingpong "$ep" "$size" "$p"
+			p=$((p + 1))
+		done
+	done
+fi
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+# run_debian13.sh: the Debian 13 pass.  Builds and tests pmemverbs against
+# libfabric 2.1 (gcc 14, libpmem2 1.13) from Debian's own trixie packages,
+# in a chroot made with debootstrap from the Debian mirror this machine's
+# apt uses.  The root is cached outside the repository (rebuilt when its
+# stamp, the suite, mirror and package list, differs), the source tree is
+# copied in, /proc, /sys, /dev, /dev/pts and /dev/shm are mounted and
+# unmounted on every exit path; test/debian13/in_root.sh then builds with
+# -Werror and runs the unit tests, fi_info, the demo, the durability suite
+# (oracle), hostile, threads, the crash loop, fi_pingpong and the
+# integration tests.  A root that
+# cannot be made (mirror unreachable, debootstrap failing) is a FAIL with
+# the reason, never a skip.  The last line is "N passed, N failed".
+#
+# usage: test/debian13/run_debian13.sh [PORT_BASE]   (as root; default 28000,
+#        uses PORT_BASE .. PORT_BASE+999 on 127.0.0.1)
+# environment: PMV_DEBIAN13_ROOT   where the root is cached
+#                                  (default /var/cache/pmemverbs/trixie-root)
+#              PMV_DEBIAN13_MIRROR the mirror (default: apt's Debian URI here)
+#              PMV_DEBIAN13_CRASH_CYCLES crash loop cycles (default 40)
+set -u
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+PORT_BASE=${1:-28000}
+CACHE=${PMV_DEBIAN13_ROOT:-/var/cache/pmemverbs/trixie-root}
+SUITE=trixie
+PKGS=(gcc make autoconf automake libtool pkg-config libfabric-dev
+      libfabric-bin libibverbs-dev librdmacm-dev libpmem2-dev
+      libcriterion-dev libisal-dev procps iproute2)
+IN_SRC=/work/pmemverbs        # the copy of the tree, inside the root
+IN_BUILD=/work/pmemverbs-build
+MOUNTED=()
+START=$SECONDS
+
+fail() {
+	echo "FAIL debian13: $*"
+	echo "0 passed, 1 failed"
+	exit 1
+}
+
+# The Debian mirror apt uses on this machine (deb822 or one-line sources).
+mirror() {
+	local uri
+	[[ -n ${PMV_DEBIAN13_MIRROR:-} ]] && { echo "$PMV_DEBIAN13_MIRROR"; return; }
+	uri=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
+	      awk '/^URIs:/ && $2 !~ /security/ { print $2; exit }')
+	[[ -z $uri ]] && uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+	      awk '$1 == "deb" && $2 ~ /debian/ && $2 !~ /security/ { print $2; exit }')
+	echo "${uri:-http://deb.debian.org/debian}"
+}
+
+# Makes the root with debootstrap unless the cached one has this stamp.
+make_root() {
+	local stamp log t0=$SECONDS
+	stamp="$SUITE minbase $(mirror) ${PKGS[*]}"
+	if [[ -f $CACHE/.pmv-stamp && $(cat "$CACHE/.pmv-stamp") == "$stamp" ]]; then
+		echo "debian13: cached root $CACHE ($SUITE, libfabric $(chroot "$CACHE" pkg-config --modversion libfabric 2>/dev/null))"
+		return 0
+	fi
+	if ! command -v debootstrap >/dev/null; then
+		(apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -q debootstrap) >/dev/null 2>&1 ||
+			fail "debootstrap is not installed and apt-get could not install it"
+	fi
+	echo "debian13: making the $SUITE root in $CACHE from $(mirror) (debootstrap, minbase)"
+	mkdir -p "$(dirname "$CACHE")"
+	rm -rf "$CACHE.tmp"
+	log=$(mktemp)
+	local inc
+	inc=$(IFS=,; echo "${PKGS[*]}")
+	if ! nice debootstrap --variant=minbase --include="$inc" "$SUITE" \
+	     "$CACHE.tmp" "$(mirror)" >"$log" 2>&1; then
+		tail -n 5 "$log"
+		rm -rf "$CACHE.tmp" "$log"
+		fail "debootstrap could not make the $SUITE root from $(mirror) (registry unreachable or a package missing: see above)"
+	fi
+	rm -f "$log"
+	echo "$stamp" >"$CACHE.tmp/.pmv-stamp"
+	rm -rf "$CACHE"
+	mv "$CACHE.tmp" "$CACHE"
+	echo "debian13: root made in $((SECONDS - t0)) s"
+}
+
+# Mounts what the tests need inside the root; umount_all undoes it.
+mount_all() {
+	local m
+	mount -t proc proc "$CACHE/proc" && MOUNTED+=("$CACHE/proc") || return 1
+	mount -t sysfs sysfs "$CACHE/sys" && MOUNTED+=("$CACHE/sys") || return 1
+	for m in /dev /dev/pts /dev/shm; do
+		mkdir -p "$CACHE$m"
+		mount --bind "$m" "$CACHE$m" && MOUNTED+=("$CACHE$m") || return 1
+	done
+}
+
+# Unmounts in reverse order and removes the copy of the tree (trap EXIT).
+cleanup() {
+	local i
+	for ((i = ${#MOUNTED[@]} - 1; i >= 0; i--)); do
+		umount "${MOUNTED[i]}" 2>/dev/null || umount -l "${MOUNTED[i]}"
+	done
+	MOUNTED=()
+	rm -rf "${CACHE:?}$IN_SRC" "${CACHE:?}$IN_BUILD" "${CACHE:?}$IN_BUILD.log"
+}
+
+# Copies the source tree into the root (no .git, no build trees, no results).
+copy_tree() {
+	rm -rf "${CACHE:?}$IN_SRC" "${CACHE:?}$IN_BUILD"
+	mkdir -p "$CACHE$IN_SRC"
+	tar -C "$ROOT" --exclude=./.git --exclude='./build*' --exclude=./results \
+	    -cf - . | tar -C "$CACHE$IN_SRC" -xf -
+}
+
+if [[ $(id -u) -ne 0 ]]; then
+	fail "needs root (debootstrap, chroot, mounts)"
+fi
+# One pass at a time per cached root (the copy of the tree lives in it).
+mkdir -p "$(dirname "$CACHE")" && exec 9>"$CACHE.lock" ||
+	fail "cannot create $CACHE.lock"
+flock -w 3600 9 || fail "another Debian 13 pass held the root's lock for an hour"
+make_root
+trap cleanup EXIT
+copy_tree || fail "could not copy the tree into $CACHE$IN_SRC"
+mount_all || fail "could not mount /proc, /sys, /dev, /dev/pts or /dev/shm in $CACHE"
+t0=$SECONDS
+out=$(chroot "$CACHE" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+      HOME=/root LANG=C.UTF-8 TMPDIR=/tmp \
+      PMV_DEBIAN13_CRASH_CYCLES="${PMV_DEBIAN13_CRASH_CYCLES:-40}" \
+      bash "$IN_SRC/test/debian13/in_root.sh" "$IN_SRC" "$IN_BUILD" "$PORT_BASE" 2>&1)
+printf '%s\n' "$out" | sed '$d'
+last=$(printf '%s\n' "$out" | tail -n 1)
+echo "debian13: build and tests in the root $((SECONDS - t0)) s, whole pass $((SECONDS - START)) s"
+if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+	echo "$last"
+	[[ ${BASH_REMATCH[2]} -eq 0 ]]
+	exit
+fi
+echo "FAIL debian13: in_root.sh printed no result line (last: '$last')"
+echo "0 passed, 1 failed"
+exit 1

@@ -270,6 +270,9 @@ bool pmv_cq_plain(struct pmv_cq *cq);
 bool pmv_cq_hooks_busy(struct pmv_cq *cq);
 ssize_t pmv_cq_filter_internal(struct pmv_cq *cq, void *buf,
 			       fi_addr_t *src_addr, ssize_t n);
+ssize_t pmv_cq_read(struct fid_cq *cq, void *buf, size_t count);
+ssize_t pmv_cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
+		       uint64_t flags);
 ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 			fi_addr_t *src_addr);
 ssize_t pmv_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,

@@ -108,3 +108,23 @@ const struct pmv_key_fact *pmv_ini_fact(struct pmv_ini *ini, uint64_t key)
 		f = pmv_ini_known_fact(ini, key);
 	return f;
 }
+
+/*
+ * The peer's generation seen now (an ack's, a read word's or a pushed
+ * table's): the target had closed at least that many regions, so a write
+ * posted from now on cannot land in a region closed before.
+ */
+void pmv_ini_learn_gen(struct pmv_ini *ini, uint32_t gen)
+{
+	if (pmv_gen_before(ini->scope.gen, gen))
+		ini->scope.gen = gen;
+}
+
+/* c covers the key's scope too: its floor is the oldest write's. */
+void pmv_ini_cover_floor(struct pmv_ini *ini, struct pmv_commit *c)
+{
+	uint32_t gen;
+
+	if (pmv_scope_gen(&ini->scope, c->key, &gen))
+		c->floor = pmv_gen_older(c->floor, gen);
+}

@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmemverbs: the keys whose commits failed since their last fence.
+ * pmemverbs: keys whose next fence or commit must fail.
+ *
+ * Fences: the keys whose commits failed since their last fence.  Lost
+ * scopes: the keys an earlier write of which could not be recorded (no
+ * memory) or whose spill request failed with no commit left to tell: their
+ * next commit fails (PMV_ERR_SCOPE_LOST).  Both are the same set.
  *
  * FI_FENCE: every earlier commit to the key done, with status 0, before
  * the fenced data is placed.  A commit that failed is remembered here
@@ -127,4 +132,40 @@ void pmv_fence_fini(struct pmv_fence_set *set)
 {
 	free(set->slots);
 	*set = (struct pmv_fence_set) { 0 };
+}
+
+/* True (once) if key's next commit must fail: its scope lost a range. */
+bool pmv_ini_scope_lost(struct pmv_ini *ini, uint64_t key)
+{
+	return pmv_fence_failed(&ini->scope_lost, key, true);
+}
+
+/*
+ * Adds a posted write's range (known generation gen) to the key's scope.
+ * If it cannot be recorded (no memory), no commit may claim the key's
+ * writes durable: its next commit fails with PMV_ERR_SCOPE_LOST.
+ */
+void pmv_ini_scope_add(struct pmv_ini *ini, uint64_t key, uint64_t addr,
+		       uint64_t len, uint32_t gen)
+{
+	if (!pmv_scope_add_gen(&ini->scope, key, addr, len, gen))
+		return;
+	PMV_WARN(FI_LOG_EP_DATA, "no memory to record a write's range (key "
+		 "0x%llx): the key's next commit fails (FI_EIO); free memory, "
+		 "then write the data again and commit\n",
+		 (unsigned long long) key);
+	pmv_fence_note_failure(&ini->scope_lost, key);
+}
+
+/* As pmv_ini_scope_add for a range of commit c itself: c fails instead. */
+void pmv_commit_scope_add(struct pmv_ini *ini, struct pmv_commit *c,
+			  uint64_t addr, uint64_t len, uint32_t gen)
+{
+	if (pmv_scope_add_gen(&ini->scope, c->key, addr, len, gen) &&
+	    !c->status) {
+		PMV_WARN(FI_LOG_EP_DATA, "no memory to record a commit's "
+			 "range: the commit fails (FI_EIO); free memory, then "
+			 "write the data again and commit\n");
+		c->status = PMV_ERR_SCOPE_LOST;
+	}
 }

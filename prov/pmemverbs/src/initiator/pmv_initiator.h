@@ -144,13 +144,19 @@ void pmv_ini_take_scope(struct pmv_ini *ini, struct pmv_commit *c,
 			unsigned max);
 bool pmv_ini_key_busy(const struct pmv_ini *ini, uint64_t key,
 		      const struct pmv_commit *upto, bool agent_family);
-void pmv_ini_learn_gen(struct pmv_ini *ini, uint32_t gen);
-void pmv_ini_cover_floor(struct pmv_ini *ini, struct pmv_commit *c);
+/* A spill failed: the commits to its key not yet answered fail with it. */
+void pmv_ini_spill_failed(struct pmv_ini *ini, const struct pmv_commit *f);
 
-/* pmv_fence.c: failed keys, for their next fence */
+/* pmv_fence.c: keys whose next fence, or next commit, must fail */
 void pmv_fence_note_failure(struct pmv_fence_set *set, uint64_t key);
 bool pmv_fence_failed(struct pmv_fence_set *set, uint64_t key, bool clear);
 void pmv_fence_fini(struct pmv_fence_set *set);
+/* True (once) if key's scope lost a range: its next commit fails. */
+bool pmv_ini_scope_lost(struct pmv_ini *ini, uint64_t key);
+void pmv_ini_scope_add(struct pmv_ini *ini, uint64_t key, uint64_t addr,
+		       uint64_t len, uint32_t gen);
+void pmv_commit_scope_add(struct pmv_ini *ini, struct pmv_commit *c,
+			  uint64_t addr, uint64_t len, uint32_t gen);
 
 /* pmv_request.c: requests and acks */
 uint64_t pmv_send_bytes(const struct fi_msg_rma *msg);
@@ -164,14 +170,6 @@ void pmv_send_fill(struct pmv_req *req, const struct fi_msg_rma *msg);
  */
 int pmv_req_spill(struct pmv_ini *ini, struct pmv_commit *c, unsigned room,
 		  uint32_t *fence_back);
-/* A spill failed: the commits to its key not yet answered fail with it. */
-void pmv_ini_spill_failed(struct pmv_ini *ini, const struct pmv_commit *f);
-/* True (once) if a spill of key failed with no commit left to fail. */
-bool pmv_ini_scope_lost(struct pmv_ini *ini, uint64_t key);
-void pmv_ini_scope_add(struct pmv_ini *ini, uint64_t key, uint64_t addr,
-		       uint64_t len, uint32_t gen);
-void pmv_commit_scope_add(struct pmv_ini *ini, struct pmv_commit *c,
-			  uint64_t addr, uint64_t len, uint32_t gen);
 int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
 		 const struct fi_msg_rma *inl, uint32_t fence_back);
 bool pmv_req_room(const struct pmv_ini *ini);
@@ -186,6 +184,8 @@ void pmv_ini_remember_fact(struct pmv_ini *ini, uint64_t key, uint8_t profile,
 			   uint8_t target_flags, uint32_t gen);
 void pmv_ini_forget_facts(struct pmv_ini *ini, uint32_t gen);
 const struct pmv_key_fact *pmv_ini_fact(struct pmv_ini *ini, uint64_t key);
+void pmv_ini_learn_gen(struct pmv_ini *ini, uint32_t gen);
+void pmv_ini_cover_floor(struct pmv_ini *ini, struct pmv_commit *c);
 
 /* pmv_m_agent.c */
 int pmv_agent_resend(struct pmv_ini *ini, struct pmv_commit *c);

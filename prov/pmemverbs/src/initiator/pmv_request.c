@@ -285,3 +285,66 @@ void pmv_ini_poll_acks(struct pmv_ini *ini)
 		pmv_ini_ack_one(ini, first + n - 1, &ack);
 	}
 }
+
+/*
+ * Spill requests: extents a commit's request cannot carry.
+ *
+ * A key's scope keeps distant writes apart (pmv_scope.c), so it may hold
+ * more extents than one request slot does.  Before a commit's own request,
+ * the extents that do not fit go ahead in internal requests ("spills") on
+ * the same connection: they are placed behind the writes they name and
+ * the agent serves them in order, before the commit's request.  A spill
+ * that fails fails every commit to its key not yet answered (and, when
+ * none is left, the key's next commit), so a commit never completes with
+ * a spilled range of its scope not durable.  A fenced commit's request
+ * also asks the agent to check the spills (fence_back), so its data is not
+ * placed after a failed one.
+ */
+/*
+ * Spill requests per commit at most: the ring keeps the commit, which
+ * cannot retire before its spills, and them.  Past this, the scope's
+ * closest extents merge whatever lies between them.
+ */
+#define PMV_SPILL_MAX (PMV_RING / 4)
+
+/* Room in the peer's slots for n more requests. */
+static bool pmv_req_room_n(const struct pmv_ini *ini, uint64_t n)
+{
+	return ini->next_req + n - 1 - ini->acked_req <= PMV_SLOTS;
+}
+
+/* Sends one spill of key's first extents (room left for one more). */
+static int pmv_spill_one(struct pmv_ini *ini, uint64_t key)
+{
+	struct pmv_commit *f;
+	int ret;
+
+	if (pmv_ini_ring_full(ini) || !pmv_req_room_n(ini, 2))
+		return -FI_EAGAIN;
+	f = pmv_ini_commit_new(ini, NULL, 0);
+	f->key = key;
+	f->internal = true;
+	f->spill = true;
+	f->m = &pmv_m_agent;
+	ret = pmv_req_send(ini, f, NULL, 0);
+	if (ret)
+		pmv_ini_commit_drop(ini, f);
+	return ret;
+}
+
+int pmv_req_spill(struct pmv_ini *ini, struct pmv_commit *c, unsigned room,
+		  uint32_t *fence_back)
+{
+	unsigned max = pmv_req_max_extents(pmv_ep_slot_bytes(ini->ep));
+	uint64_t first = ini->next_req;
+	int ret = 0;
+
+	if (c->spill)
+		return 0;
+	pmv_scope_fit(&ini->scope, c->key, room + PMV_SPILL_MAX * max, true);
+	while (!ret && pmv_scope_fit(&ini->scope, c->key, room, false) > room)
+		ret = pmv_spill_one(ini, c->key);
+	if ((c->flags & FI_FENCE) && ini->next_req - first > *fence_back)
+		*fence_back = (uint32_t) (ini->next_req - first);
+	return ret;
+}

@@ -374,26 +374,6 @@ int pmv_ini_probe(struct pmv_ini *ini)
 	return ret;
 }
 
-/*
- * The peer's generation seen now (an ack's, a read word's or a pushed
- * table's): the target had closed at least that many regions, so a write
- * posted from now on cannot land in a region closed before.
- */
-void pmv_ini_learn_gen(struct pmv_ini *ini, uint32_t gen)
-{
-	if (pmv_gen_before(ini->scope.gen, gen))
-		ini->scope.gen = gen;
-}
-
-/* c covers the key's scope too: its floor is the oldest write's. */
-void pmv_ini_cover_floor(struct pmv_ini *ini, struct pmv_commit *c)
-{
-	uint32_t gen;
-
-	if (pmv_scope_gen(&ini->scope, c->key, &gen))
-		c->floor = pmv_gen_older(c->floor, gen);
-}
-
 /* Moves the key's scope into the commit (max extents at most). */
 void pmv_ini_take_scope(struct pmv_ini *ini, struct pmv_commit *c,
 			unsigned max)
@@ -426,4 +406,29 @@ bool pmv_ini_key_busy(const struct pmv_ini *ini, uint64_t key,
 			return true;
 	}
 	return false;
+}
+
+/*
+ * A spill request failed: every commit to its key not answered yet fails
+ * with it; with none left, the key's next commit fails (scope_lost).
+ */
+void pmv_ini_spill_failed(struct pmv_ini *ini, const struct pmv_commit *f)
+{
+	struct pmv_commit *c;
+	bool told = false;
+	uint64_t s;
+
+	for (s = ini->head; s < ini->tail; s++) {
+		c = &ini->ring[s % PMV_RING];
+		if (c == f || c->internal || c->reported || c->key != f->key ||
+		    c->state == PMV_C_DONE || c->state == PMV_C_FREE ||
+		    (c->req_seq && c->req_seq < f->req_seq))
+			continue;
+		if (!c->status)
+			c->status = f->status;
+		pmv_ini_try_done(ini, c);
+		told = true;
+	}
+	if (!told) /* the key's next commit fails */
+		pmv_fence_note_failure(&ini->scope_lost, f->key);
 }

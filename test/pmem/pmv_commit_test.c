@@ -2247,6 +2247,7 @@ static void initiator_open_conn(struct conn *c, bool pmem)
 {
 	struct fi_info *info = fi_dupinfo(g_net.info);
 
+	*c = (struct conn){ 0 }; /* a connection struct used before starts anew */
 	if (!info)
 		die("out of memory");
 	if (!pmem)

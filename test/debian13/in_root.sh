@@ -55,7 +55,8 @@ build() {
 	section "build with $(gcc --version | head -n 1), libfabric $(pkg-config --modversion libfabric)"
 	mkdir -p "$BUILD"
 	if (cd "$SRC" && ./autogen.sh) >"$log" 2>&1 &&
-	   (cd "$BUILD" && "$SRC/configure") >>"$log" 2>&1 &&
+	   (cd "$BUILD" && "$SRC/configure" --enable-fault-injection) \
+		>>"$log" 2>&1 &&
 	   nice make -C "$BUILD" -j2 all >>"$log" 2>&1 &&
 	   nice make -C "$BUILD" -j2 check TESTS= >>"$log" 2>&1; then
 		report PASS build "autogen, configure, make, make check TESTS= with -Werror"

@@ -207,13 +207,41 @@ static ssize_t pmv_eq_read(struct fid_eq *eq, uint32_t *event, void *buf,
 				 flags);
 }
 
+/*
+ * Longest slice of a core EQ wait while pmem endpoints are bound to the EQ:
+ * a core whose EQ wait drives its data progress (libfabric 2.x's tcp) may
+ * place a commit request there, which raises no EQ event; between slices
+ * the endpoints are served (the agent may have found the bytes taken).
+ */
+#define PMV_EQ_SLICE_MS 10
+
 static ssize_t pmv_eq_sread(struct fid_eq *eq, uint32_t *event, void *buf,
 			    size_t len, int timeout, uint64_t flags)
 {
-	pmv_hooks_run_before_wait(&pmv_container_of(eq, struct pmv_eq,
-						     eq_fid)->hooks);
-	return pmv_eq_read_event(pmv_core_eq(eq), event, buf, len, timeout,
-				 flags);
+	struct pmv_hooks *hooks = &pmv_container_of(eq, struct pmv_eq,
+						    eq_fid)->hooks;
+	uint64_t deadline = pmv_ms_now() + (uint64_t) (timeout < 0 ? 0 :
+							timeout);
+	ssize_t ret;
+	int slice;
+
+	for (;;) {
+		pmv_hooks_run_before_wait(hooks);
+		slice = timeout;
+		if (__atomic_load_n(&hooks->head, __ATOMIC_ACQUIRE))
+			slice = timeout < 0 ? PMV_EQ_SLICE_MS :
+				(int) (deadline > pmv_ms_now() ?
+				       deadline - pmv_ms_now() : 0);
+		if (slice > PMV_EQ_SLICE_MS)
+			slice = PMV_EQ_SLICE_MS;
+		ret = pmv_eq_read_event(pmv_core_eq(eq), event, buf, len,
+					slice, flags);
+		if ((ret != -FI_EAGAIN && ret != -FI_ETIMEDOUT) ||
+		    slice == timeout ||
+		    (timeout >= 0 && pmv_ms_now() >= deadline))
+			return ret;
+		pmv_hooks_run(hooks);
+	}
 }
 
 static ssize_t pmv_eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf,

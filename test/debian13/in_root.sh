@@ -26,23 +26,8 @@ CRASH_CYCLES=${PMV_DEBIAN13_CRASH_CYCLES:-40}
 passed=0
 failed=0
 
-# report PASS|FAIL NAME [DETAIL]
-report() {
-	if [[ $1 == PASS ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
-	echo "$1 $2${3:+: $3}"
-}
-
-# Adds a suite's "N passed, N failed" last line; none is one failure.
-add_suite() {
-	local name=$1 out=$2 last
-	last=$(printf '%s\n' "$out" | tail -n 1)
-	if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
-		passed=$((passed + BASH_REMATCH[1]))
-		failed=$((failed + BASH_REMATCH[2]))
-	else
-		report FAIL "$name" "the suite printed no result line (last: '$last')"
-	fi
-}
+# report and add_suite
+. "$SRC/test/common/pmv_suite.sh"
 
 section() {
 	echo "== debian13: $* [t+${SECONDS}s]"

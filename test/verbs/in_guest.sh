@@ -52,29 +52,8 @@ trap cleanup EXIT
 passed=0
 failed=0
 
-# report PASS|FAIL NAME [DETAIL]
-report() {
-	local verdict=$1 name=$2 detail=${3:-}
-	if [[ $verdict == PASS ]]; then
-		passed=$((passed + 1))
-	else
-		failed=$((failed + 1))
-	fi
-	echo "$verdict $name${detail:+: $detail}"
-}
-
-# Adds the "N passed, N failed" last line of a suite's output (a suite
-# that did not end with one counts as one failure).
-add_suite() {
-	local name=$1 out=$2 last
-	last=$(printf '%s\n' "$out" | tail -n 1)
-	if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
-		passed=$((passed + BASH_REMATCH[1]))
-		failed=$((failed + BASH_REMATCH[2]))
-	else
-		report FAIL "$name" "the suite printed no result line (last: '$last')"
-	fi
-}
+# report and add_suite
+. "$ROOT/test/common/pmv_suite.sh"
 
 # A section header, with the seconds since the start (emulated: not a
 # performance figure).

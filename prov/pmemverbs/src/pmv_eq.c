@@ -210,8 +210,9 @@ static ssize_t pmv_eq_read(struct fid_eq *eq, uint32_t *event, void *buf,
 /*
  * Longest slice of a core EQ wait while pmem endpoints are bound to the EQ:
  * a core whose EQ wait drives its data progress (libfabric 2.x's tcp) may
- * place a commit request there, which raises no EQ event; between slices
- * the endpoints are served (the agent may have found the bytes taken).
+ * place a commit request there, which raises no EQ event; before each
+ * slice the endpoints' waiting requests are served (the agent may have
+ * found the bytes taken), and the agent is woken once, not every slice.
  */
 #define PMV_EQ_SLICE_MS 10
 
@@ -240,7 +241,6 @@ static ssize_t pmv_eq_sread(struct fid_eq *eq, uint32_t *event, void *buf,
 		    slice == timeout ||
 		    (timeout >= 0 && pmv_ms_now() >= deadline))
 			return ret;
-		pmv_hooks_run(hooks);
 	}
 }
 

@@ -9,6 +9,7 @@
 # env:
 #   PMV_PROV        provider for msg endpoints   (default: tcp)
 #   PMV_PROV_RDM    provider for rdm endpoints   (default: tcp;ofi_rxm)
+#   PMV_ITEST_RDM   0: msg endpoints only (the run says so)
 #   PMV_PORT_BASE   first TCP port to use        (default: 9230)
 #   PMV_ADDR        address of both sides        (default: 127.0.0.1)
 #   PMV_REF_PROV, PMV_REF_PROV_RDM
@@ -196,10 +197,11 @@ run_judged() {
 run_test() {
 	local test=$1 msg_only=$2 client_only=$3
 	run_judged "$test" msg "$client_only" "$MSG_PROV" "$REF_MSG_PROV"
-	[[ $msg_only == yes ]] || run_judged "$test" rdm "$client_only" "$RDM_PROV" "$REF_RDM_PROV"
+	[[ $msg_only == yes || ${PMV_ITEST_RDM:-1} == 0 ]] ||
+		run_judged "$test" rdm "$client_only" "$RDM_PROV" "$REF_RDM_PROV"
 }
 
-echo "pmv integration tests: $LABEL (msg: '$MSG_PROV', rdm: '$RDM_PROV', $ADDR, ports from $PORT)"
+echo "pmv integration tests: $LABEL (msg: '$MSG_PROV', rdm: '$RDM_PROV'${PMV_ITEST_RDM:+ (PMV_ITEST_RDM=$PMV_ITEST_RDM)}, $ADDR, ports from $PORT)"
 [[ -n $REF_MSG_PROV$REF_RDM_PROV ]] &&
 	echo "a failing case is run again through the core ('$REF_MSG_PROV', '$REF_RDM_PROV'); a failure the core shares is a SKIP"
 

@@ -203,6 +203,14 @@ static void complete_post(unsigned i, int err)
 	pmv_iop_complete(&g_cq->iops, iop, err ? &e : NULL);
 }
 
+/* Every read-flush read lands the target's generation gen (as the core
+ * would copy the word of the peer's inbox into the landing words). */
+static void reads_bring(uint64_t gen)
+{
+	for (unsigned i = 0; i < PMV_SLOTS; i++)
+		g_ep->inbox.flush_words[i] = gen;
+}
+
 /* Writes the ack of request seq into ep's inbox, as the agent would. */
 static void ack(struct pmv_ep *ep, uint64_t seq, int status, uint8_t profile,
 		uint32_t gen)
@@ -475,9 +483,7 @@ Test(engine, read_flush_completes_at_its_read)
 	cr_assert(g_posts[first + 1].read, "a read follows the data");
 	complete_post(first, 0);
 	cr_assert(!pop(&e, &err), "completed before its read");
-	g_ep->inbox.flush_words[(first / 2) % PMV_SLOTS] = 5;
-	for (unsigned i = 0; i < PMV_SLOTS; i++)
-		g_ep->inbox.flush_words[i] = 5;
+	reads_bring(5);
 	complete_post(first + 1, 0);
 	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx);
 }
@@ -497,8 +503,7 @@ Test(engine, a_new_generation_sends_the_commit_to_the_agent)
 	learn_mhp(5);
 	first = g_nposts;
 	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
-	for (unsigned i = 0; i < PMV_SLOTS; i++)
-		g_ep->inbox.flush_words[i] = 6;
+	reads_bring(6);
 	complete_post(first, 0);
 	complete_post(first + 1, 0);
 	cr_assert(!pop(&e, &err), "completed on a stale profile");
@@ -552,8 +557,7 @@ Test(engine, a_pushed_mhp_keys_first_commit_takes_read_flush_and_reads)
 	cr_assert_eq(g_nposts, 2, "the write and its read");
 	cr_assert(g_posts[1].read);
 	complete_post(0, 0);
-	for (unsigned i = 0; i < PMV_SLOTS; i++)
-		g_ep->inbox.flush_words[i] = 5;
+	reads_bring(5);
 	complete_post(1, 0);
 	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx);
 	cr_assert_eq(g_ep->counters.requests_sent, 0);
@@ -612,8 +616,7 @@ Test(engine, a_commit_never_completes_on_a_table_the_targets_acks_overtook)
 
 	push_table(g_ep, FI_PMEM_PROFILE_MHP, 5);
 	*g_ep->inbox.gen_word = 6;
-	for (unsigned i = 0; i < PMV_SLOTS; i++)
-		g_ep->inbox.flush_words[i] = 6;
+	reads_bring(6);
 	for (int join = 0; join < 2; join++) {
 		pmv_params.join_request = join;
 		cr_assert_eq(commit(g_ep, (uint64_t) join * 4096, 4096, 0,
@@ -693,8 +696,7 @@ Test(engine, a_read_flush_covering_an_older_write_goes_to_the_agent)
 	first = g_nposts;
 	cr_assert_eq(commit(g_ep, 0, 64, 0, NULL), 0);
 	cr_assert(g_posts[first + 1].read, "a read-flush commit");
-	for (unsigned i = 0; i < PMV_SLOTS; i++)
-		g_ep->inbox.flush_words[i] = 6;
+	reads_bring(6);
 	complete_post(first, 0);
 	complete_post(first + 1, 0);
 	cr_assert(!pop(&e, &err), "completed: nothing proves the write of "
@@ -727,8 +729,7 @@ Test(engine, the_completion_method_reads_the_generation_behind_its_write)
 	cr_assert_eq(commit(g_ep, 0, 64, 0, NULL), 0);
 	cr_assert_eq(g_nposts, first + 2, "the write, then the read");
 	cr_assert(g_posts[first + 1].read);
-	for (unsigned i = 0; i < PMV_SLOTS; i++)
-		g_ep->inbox.flush_words[i] = 6;
+	reads_bring(6);
 	complete_post(first, 0);
 	complete_post(first + 1, 0);
 	cr_assert(!pop(&e, &err), "completed in another generation");
@@ -776,8 +777,7 @@ Test(engine, a_fenced_send_commit_waits_for_read_flush_commits_to_its_key)
 	cr_assert_eq(g_nposts, posts, "the fenced commit posted while a "
 		     "read-flush commit to its key was in flight");
 	complete_post(first, 0);
-	for (unsigned i = 0; i < PMV_SLOTS; i++)
-		g_ep->inbox.flush_words[i] = 5;
+	reads_bring(5);
 	complete_post(first + 1, 0);
 	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx[0]);
 	cr_assert_eq(commit(g_ep, 64, 8, FI_FENCE, &ctx[1]), 0);
@@ -1540,8 +1540,7 @@ Test(engine, a_commit_finished_by_a_core_entry_returns_without_a_second_core_rea
 	int ctx;
 
 	learn_mhp(5);
-	for (unsigned i = 0; i < PMV_SLOTS; i++)
-		g_ep->inbox.flush_words[i] = 5;
+	reads_bring(5);
 	first = g_nposts;
 	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
 	cr_assert(g_posts[first + 1].read, "a read-flush commit");

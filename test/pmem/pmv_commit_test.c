@@ -122,6 +122,9 @@ enum conn_kind {
 				* FI_REMOTE_WRITE counter to its endpoint */
 	KIND_WAIT = '0',       /* scenario wait-modes: '0' + enum wait_mode,
 				* the way the target waits on it */
+	KIND_OVERTAKE = 'O',   /* scenario overtake (pmv_sc_rereg.c) */
+	KIND_LATE = 'L',       /* scenario late-serve: CQs only its handler
+				* reads (pmv_sc_rereg_late.c) */
 };
 
 /* Scenario wait-modes: how a passive target waits (target_wait_once). */
@@ -568,6 +571,11 @@ enum msg_type {
 			  * KIND_WAIT connection until the flag, then
 			  * answers WAIT_DONE */
 	MSG_WAIT_DONE,   /* T->I: struct status_rsp */
+	MSG_OVERTAKE,    /* I->T: struct overtake_req; answered by RESIZED */
+	MSG_LATE,        /* I->T: struct late_req; answered by LATE_ARMED
+			  * (phase arm) */
+	MSG_LATE_ARMED,  /* T->I: no payload */
+	MSG_LATE_DONE,   /* T->I: struct late_rsp */
 };
 
 struct msg_hdr {
@@ -1593,6 +1601,7 @@ static void target_open_cntr(struct conn *c, struct fi_info *info)
 
 static void target_open_wait(struct conn *c, struct fi_info *info,
 			     enum wait_mode mode);
+static void target_open_late(struct conn *c, struct fi_info *info);
 
 /* Accepts a connection; its kind (CM data) says how to open the endpoint. */
 static void target_on_connreq(struct cm_event *ev)
@@ -1612,6 +1621,8 @@ static void target_on_connreq(struct cm_event *ev)
 		target_open_cntr(c, ev->info);
 	else if (kind >= KIND_WAIT && kind < KIND_WAIT + WM_COUNT)
 		target_open_wait(c, ev->info, (enum wait_mode)(kind - KIND_WAIT));
+	else if (kind == KIND_LATE)
+		target_open_late(c, ev->info);
 	else
 		conn_open(c, ev->info, g_t.eq);
 	fi_freeinfo(ev->info);
@@ -1693,9 +1704,9 @@ static void target_on_shut(void)
  * new granularity forced (libpmem2 reads PMEM2_FORCE_GRANULARITY when
  * pmemverbs maps the file at fi_mr_reg), so with another profile.
  */
-static void target_on_resize(const struct resize_req *req)
+static void target_resize(const struct resize_req *req,
+			  struct status_rsp *rsp)
 {
-	struct status_rsp rsp = { 0 };
 	struct region *r;
 
 	if (req->region >= REG_COUNT || req->gran >= GRAN_COUNT ||
@@ -1711,18 +1722,27 @@ static void target_on_resize(const struct resize_req *req)
 	if (req->gran != GRAN_KEEP &&
 	    setenv("PMEM2_FORCE_GRANULARITY", k_gran_names[req->gran], 1))
 		die("RESIZE: setenv: %s", strerror(errno));
-	rsp.status = req->onto ?
-		     target_register_at((enum region_id)req->region,
-					g_t.reg[req->onto - 1].addr) :
-		     target_register((enum region_id)req->region);
-	rsp.key = r->key;
-	rsp.profile = rsp.status ? FI_PMEM_PROFILE_UNKNOWN : r->profile;
+	*rsp = (struct status_rsp){ 0 };
+	rsp->status = req->onto ?
+		      target_register_at((enum region_id)req->region,
+					 g_t.reg[req->onto - 1].addr) :
+		      target_register((enum region_id)req->region);
+	rsp->key = r->key;
+	rsp->profile = rsp->status ? FI_PMEM_PROFILE_UNKNOWN : r->profile;
 	/* A requested key must be kept; a provider's key (FI_MR_PROV_KEY,
 	 * the verbs core) is new with every registration. */
-	if (!rsp.status && !(g_net.mr_mode & FI_MR_PROV_KEY) &&
+	if (!rsp->status && !(g_net.mr_mode & FI_MR_PROV_KEY) &&
 	    r->key != region_key((enum region_id)req->region))
-		snprintf(rsp.detail, sizeof(rsp.detail), "key changed to "
+		snprintf(rsp->detail, sizeof(rsp->detail), "key changed to "
 			 "0x%" PRIx64 " (FI_MR_PROV_KEY)", r->key);
+}
+
+/* MSG_RESIZE: target_resize, answered by RESIZED. */
+static void target_on_resize(const struct resize_req *req)
+{
+	struct status_rsp rsp;
+
+	target_resize(req, &rsp);
 	ctl_send(MSG_RESIZED, &rsp, sizeof(rsp));
 }
 
@@ -1873,6 +1893,10 @@ static void target_on_finish(const struct finish_req *req)
 static void target_on_flood_check(const struct flood_req *req);
 static void target_on_cntr_watch(const struct cntr_watch_req *req);
 static void target_on_wait(const struct idle_req *req);
+struct overtake_req;
+struct late_req;
+static void target_on_overtake(const struct overtake_req *req);
+static void target_on_late(const struct late_req *req);
 
 /* Handles the oldest control message, if any; true if there was one. */
 static bool target_handle_message(void)
@@ -1894,6 +1918,8 @@ static bool target_handle_message(void)
 	case MSG_FLOOD_CHECK: target_on_flood_check(p); break;
 	case MSG_CNTR_WATCH: target_on_cntr_watch(p); break;
 	case MSG_WAIT: target_on_wait(p); break;
+	case MSG_OVERTAKE: target_on_overtake(p); break;
+	case MSG_LATE: target_on_late(p); break;
 	default: die("unexpected control message %u", h->type);
 	}
 	if (g_t.finished)
@@ -6571,6 +6597,10 @@ static void sc_wait_modes(void)
 	sc_verdict_durable("wait-modes/durable", &m);
 }
 
+/* Scenarios overtake and late-serve (issue 24, scenarios 1 and 2). */
+#include "pmv_sc_rereg.c"
+#include "pmv_sc_rereg_late.c"
+
 /* ---- running a scenario ---- */
 
 struct scenario {
@@ -6592,6 +6622,8 @@ static const struct scenario k_scenarios[] = {
 	{ "reopen", sc_reopen },
 	{ "rereg", sc_rereg },
 	{ "move", sc_move },
+	{ "overtake", sc_overtake },
+	{ "late-serve", sc_late_serve },
 	{ "many-64x32", sc_many_64 },
 	{ "many-128x32", sc_many_128 },
 	{ "immed-flood", sc_immed_flood },

@@ -355,6 +355,15 @@ PUSH=0 CASE=rereg run scenario-rereg-byte-no-table scenario byte lines yes
 # write was placed: the commit that covers it fails (FI_EIO), never succeeds
 CASE=move run scenario-move-byte scenario byte lines yes
 METHOD=read_flush CASE=move run scenario-move-byte-read_flush scenario byte lines yes
+# issue 24, scenario 1: the target's new table queued behind its writes
+# back; a commit to the key must be durable or fail (FI_EIO), never
+# complete on the old profile (the agent by default; read-flush forced)
+CASE=overtake run scenario-overtake-byte scenario byte lines yes
+METHOD=read_flush CASE=overtake run scenario-overtake-byte-read_flush scenario byte lines yes
+# issue 24, scenario 2: a request served by the target's CQ read after its
+# key was registered on other memory fails (FI_EIO), raises no FI_IMMED
+CASE=late-serve run scenario-late-serve-page scenario page lines yes
+JOIN=0 CASE=late-serve run scenario-late-serve-page-two-writes scenario page lines yes
 for gran in page cache_line byte; do
 	CASE=many-64x32 run "scenario-many-64x32-$gran" scenario "$gran" lines yes
 done

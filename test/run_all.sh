@@ -209,15 +209,15 @@ run_pingpong() {
 
 # fi_pmem_probe reports the profile each forced granularity gives a file,
 # and the method the provider's selection gives it over the tcp core
-# (joined agent requests: the agent for every profile; with
-# FI_PMEMVERBS_JOIN_REQUEST=0, read_flush for MHP); it opens the file
+# (by default read_flush for MHP; with FI_PMEMVERBS_JOIN_REQUEST=1, joined
+# agent requests, the agent for every profile); it opens the file
 # read-only (a file its user cannot write, as nobody when run as root).
 run_probe() {
 	local file case gran want method env got
 	file=$(mktemp)
 	truncate -s 1M "$file"
-	for case in page:PAGE:agent: cache_line:DMP:agent: byte:MHP:agent: \
-		    byte:MHP:read_flush:FI_PMEMVERBS_JOIN_REQUEST=0; do
+	for case in page:PAGE:agent: cache_line:DMP:agent: byte:MHP:read_flush: \
+		    byte:MHP:agent:FI_PMEMVERBS_JOIN_REQUEST=1; do
 		IFS=: read -r gran want method env <<<"$case"
 		got=$(env FI_PMEMVERBS_CORE_PROV=tcp PMEM2_FORCE_GRANULARITY=$gran $env \
 		      "$BUILD/util/fi_pmem_probe" "$file" |
@@ -502,7 +502,7 @@ run_advertisement() {
 
 # The fabtests functional test of commit, fence, FI_IMMED and flush, on a
 # target of granularity GRAN, with the initiator's FI_PMEMVERBS_METHOD
-# METHOD (default auto: over tcp the agent for every profile).
+# METHOD (default auto: read_flush for MHP, the agent for the others).
 run_fabtest_commit() {
 	local port=$1 gran=$2 method=${3:-auto}
 	local bin=$BUILD/fabtests/functional/fi_pmem_commit

@@ -16,9 +16,9 @@
 #
 # Each pmemverbs configuration is a granularity, optionally with the method
 # forced on the initiator (FI_PMEMVERBS_METHOD): "byte" takes the default
-# method for MHP (over tcp the agent, joined; read_flush over RDMA
-# cores), "byte:agent" the agent forced, so the default and the forced
-# method are measured side by side.
+# method for MHP (read_flush; the agent over tcp with
+# FI_PMEMVERBS_JOIN_REQUEST=1), "byte:agent" the agent forced, so the
+# default and the forced method are measured side by side.
 #
 # Writes OUT/commit_latency.csv (every fi_pmem_lat row, prefixed with its
 # round and configuration), OUT/commit_latency_summary.csv and prints the

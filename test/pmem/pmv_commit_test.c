@@ -2214,9 +2214,11 @@ static bool param_on(const char *var)
 		       !strcasecmp(v, "false") || !strcasecmp(v, "off"));
 }
 
+/* FI_PMEMVERBS_JOIN_REQUEST: off unless set. */
 static bool join_request_on(void)
 {
-	return param_on("FI_PMEMVERBS_JOIN_REQUEST");
+	return getenv("FI_PMEMVERBS_JOIN_REQUEST") &&
+	       param_on("FI_PMEMVERBS_JOIN_REQUEST");
 }
 
 /* The initiator reads the profile table the target pushes. */
@@ -5289,7 +5291,7 @@ static void ro_endpoint_a(unsigned r, struct fid_cq *tx, struct fid_cq *rx,
 /*
  * Endpoint B, on the same CQs: two batches of commits (the first before
  * B knows the profile, the second after: read_flush on MHP where that is
- * the method: verbs, or tcp with FI_PMEMVERBS_JOIN_REQUEST=0), the CQ read
+ * the method: verbs, or tcp without FI_PMEMVERBS_JOIN_REQUEST), the CQ read
  * only after each batch is posted.
  */
 static void ro_endpoint_b(unsigned r, struct fid_cq *tx, struct fid_cq *rx,

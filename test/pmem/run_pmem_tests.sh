@@ -198,8 +198,8 @@ judge_exit() {
 
 # run NAME TEST GRANULARITY JUDGE ORACLE(yes|no) [FAULT_EXTENT]
 # With METHOD set (METHOD=agent run ...), the initiator's provider gets
-# FI_PMEMVERBS_METHOD=$METHOD, and the initiator expects it; with JOIN=0
-# the initiator sends data and request as two writes; with PUSH=0 it reads
+# FI_PMEMVERBS_METHOD=$METHOD, and the initiator expects it; with JOIN=1
+# the initiator sends data and request as one write; with PUSH=0 it reads
 # no profile table of the target (a key's first commit goes to the agent);
 # with CASE set,
 # badinput runs only that case (scenario: runs that case); with
@@ -278,18 +278,18 @@ fi
 for gran in page cache_line byte; do
 	run "oracle-$gran" oracle "$gran" lines yes
 done
-# byte (MHP): over tcp the agent is the default (one joined write per
-# commit); the agent forced; read-flush forced (the write, then the read of
-# the generation word: RDMA cores' way); no table (a key's first commit to
-# the agent, then the agent); two writes (read-flush, as over RDMA)
+# byte (MHP): read-flush by default (the write, then the read of the
+# generation word, as over RDMA); the agent forced; read-flush forced; no
+# table (a key's first commit to the agent, then read-flush); joined
+# (FI_PMEMVERBS_JOIN_REQUEST=1: the agent, one write per commit)
 METHOD=agent run oracle-byte-agent oracle byte lines yes
 METHOD=read_flush run oracle-byte-read_flush oracle byte lines yes
 PUSH=0 run oracle-byte-no-table oracle byte lines yes
-JOIN=0 run oracle-byte-two-writes oracle byte lines yes
-# over tcp an agent commit's data and request go as one write; the two-write
-# path (RDMA cores, FI_PMEMVERBS_JOIN_REQUEST=0) is checked here too
-JOIN=0 run oracle-page-two-writes oracle page lines yes
-JOIN=0 run contents-cache_line-two-writes contents cache_line lines no
+JOIN=1 run oracle-byte-joined oracle byte lines yes
+# an agent commit's data and request go as two writes (FI_ORDER_WAW); the
+# joined path (one write, FI_PMEMVERBS_JOIN_REQUEST=1) is checked here too
+JOIN=1 run oracle-page-joined oracle page lines yes
+JOIN=1 run contents-cache_line-joined contents cache_line lines no
 # send for every commit that fits a request, fenced or not
 METHOD=send run oracle-cache_line-send oracle cache_line lines yes
 for gran in page cache_line byte; do
@@ -344,12 +344,12 @@ done
 for gran in page cache_line byte; do
 	CASE=reopen run "scenario-reopen-$gran" scenario "$gran" lines yes
 done
-# MHP keys take read-flush with two writes per agent commit (JOIN=0)
-JOIN=0 CASE=reopen run scenario-reopen-byte-read_flush scenario byte lines yes
+# joined (JOIN=1), MHP keys take the agent, one write per commit
+JOIN=1 CASE=reopen run scenario-reopen-byte-joined scenario byte lines yes
 # re-registration: the agent checks the generation of the request's oldest
 # write; read-flush's read brings the target's
 CASE=rereg run scenario-rereg-byte scenario byte lines yes
-JOIN=0 CASE=rereg run scenario-rereg-byte-read_flush scenario byte lines yes
+JOIN=1 CASE=rereg run scenario-rereg-byte-joined scenario byte lines yes
 PUSH=0 CASE=rereg run scenario-rereg-byte-no-table scenario byte lines yes
 # a key registered again on other memory (another file or offset) after a
 # write was placed: the commit that covers it fails (FI_EIO), never succeeds

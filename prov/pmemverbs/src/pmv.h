@@ -92,6 +92,14 @@ struct pmv_params {
 };
 extern struct pmv_params pmv_params;
 
+/*
+ * FI_PMEMVERBS_JOIN_REQUEST's default: off.  Joined, an agent commit's
+ * request is the last segment of its data's write, and no libfabric rule
+ * orders one write's segments (fi_pmemverbs(7), Orderings); two writes
+ * are ordered by FI_ORDER_WAW.
+ */
+#define PMV_JOIN_REQUEST_DEFAULT 0
+
 /* The smaller of pmemverbs's limit and the core's (0: the core says none). */
 static inline size_t pmv_limit(size_t own, size_t core)
 {

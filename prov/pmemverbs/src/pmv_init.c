@@ -88,12 +88,14 @@ static void pmv_define_params(void)
 			"wakes slower). 0: never. Default 50.");
 	fi_param_define(&pmv_prov, "join_request", FI_PARAM_BOOL,
 			"Over the tcp core, send an agent commit's data and its "
-			"commit request as one write (one message per commit; "
-			"the tcp core places a write's segments in order). "
-			"0 sends them as two writes, as over RDMA cores. "
-			"Joined, the agent is the fastest method over tcp for "
-			"every profile; with 0, MHP, WSP and VOLATILE keys "
-			"take read_flush, as over RDMA cores. Default: yes.");
+			"commit request as one write (one message per commit). "
+			"It relies on the tcp core placing a write's segments "
+			"in order, which no libfabric rule gives; the default "
+			"sends them as two writes, ordered by FI_ORDER_WAW, as "
+			"over RDMA cores. Joined, the agent is the method over "
+			"tcp for every profile; by default MHP, WSP and "
+			"VOLATILE keys take read_flush, as over RDMA cores. "
+			"Default: no.");
 	fi_param_define(&pmv_prov, "push_profiles", FI_PARAM_BOOL,
 			"Push this side's profile table (the profile of each "
 			"region a commit can name) into the peer's inbox when "
@@ -160,7 +162,7 @@ static void pmv_read_params(void)
 	pmv_params.peer_timeout_ms = 10000;
 	pmv_params.peer_probe_ms = 100;
 	pmv_params.bad_request_ms = 100;
-	pmv_params.join_request = 1;
+	pmv_params.join_request = PMV_JOIN_REQUEST_DEFAULT;
 	pmv_params.fill_holes = 1;
 	pmv_params.push_profiles = 1;
 	fi_param_get_bool(&pmv_prov, "wsp", &pmv_params.wsp);

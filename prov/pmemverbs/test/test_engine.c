@@ -31,6 +31,7 @@ struct post {
 	uint8_t bytes[256];
 	size_t iov_count, rma_iov_count;
 	struct fi_rma_iov last_rma; /* its last remote segment */
+	struct fi_rma_iov rma[8];   /* its remote segments (8 at most) */
 	uint8_t last_bytes[256];    /* and the bytes it carries */
 };
 static struct post g_posts[MAX_POSTS];
@@ -58,6 +59,8 @@ static ssize_t fake_post(const struct fi_msg_rma *msg, uint64_t flags,
 	p->iov_count = msg->iov_count;
 	p->rma_iov_count = msg->rma_iov_count;
 	p->last_rma = msg->rma_iov[msg->rma_iov_count - 1];
+	cr_assert_leq(msg->rma_iov_count, 8);
+	memcpy(p->rma, msg->rma_iov, msg->rma_iov_count * sizeof(p->rma[0]));
 	if (!read && msg->iov_count &&
 	    msg->msg_iov[msg->iov_count - 1].iov_len <= sizeof(p->last_bytes))
 		memcpy(p->last_bytes, msg->msg_iov[msg->iov_count - 1].iov_base,
@@ -1300,6 +1303,75 @@ Test(engine, joined_agent_commit_is_one_write_with_the_request_last,
 	complete_post(0, 0);
 	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx);
 	cr_assert(!pop(&e, &err), "reported twice");
+}
+
+/*
+ * The weakest placement libfabric's rules allow a core: writes placed in
+ * the order they were posted (FI_ORDER_WAW), the segments of one write in
+ * any order ("RMA ordering applies between two operations, and not
+ * within a single data transfer", fi_endpoint(3)).  g_placed marks the
+ * region's bytes placed so far; a request that lands could be served at
+ * once, so every byte it names must be placed by then.
+ */
+static uint8_t g_placed[16384];
+static unsigned g_requests_landed;
+
+/* The request slot seq that the inbox address addr names (0: none). */
+static uint64_t slot_seq(uint64_t addr)
+{
+	for (uint64_t seq = 1; seq <= PMV_SLOTS; seq++)
+		if (pmv_peer_req_addr(&g_ep->peer, seq) == addr)
+			return seq;
+	return 0;
+}
+
+/* Request post p carries in its last segment lands: its ranges placed? */
+static void request_lands(const struct post *p)
+{
+	uint64_t buf[32], seq = slot_seq(p->last_rma.addr);
+	struct pmv_req *req = request_of(p, seq, buf);
+	const struct pmv_extent *e;
+
+	for (unsigned i = 0; i < req->nextents; i++) {
+		e = &req->ext[i];
+		cr_assert_leq(e->addr + e->len, sizeof(g_placed));
+		for (uint64_t b = e->addr; b < e->addr + e->len; b++)
+			cr_assert(g_placed[b], "request %llu landed (and could "
+				  "be served) before byte %llu of the data it "
+				  "names was placed",
+				  (unsigned long long) seq,
+				  (unsigned long long) b);
+	}
+	g_requests_landed++;
+}
+
+/* Places post i's remote segments last first. */
+static void place_last_first(unsigned i)
+{
+	const struct post *p = &g_posts[i];
+	const struct fi_rma_iov *r;
+
+	for (size_t s = p->rma_iov_count; s-- > 0;) {
+		r = &p->rma[s];
+		if (r->key == INBOX_KEY && s + 1 == p->rma_iov_count)
+			request_lands(p);
+		else if (r->key == REGION_KEY)
+			memset(g_placed + r->addr, 1, r->len);
+	}
+}
+
+Test(engine, default_agent_commits_requests_land_after_their_data_in_any_segment_order,
+     .init = setup)
+{
+	pmv_params.join_request = PMV_JOIN_REQUEST_DEFAULT;
+	memset(g_placed, 0, sizeof(g_placed));
+	g_requests_landed = 0;
+	cr_assert_eq(commit(g_ep, 0, 1000, 0, NULL), 0);
+	cr_assert_eq(commit(g_ep, 8192, 200, 0, NULL), 0);
+	for (unsigned i = 0; i < g_nposts; i++)
+		place_last_first(i);
+	cr_assert_eq(g_requests_landed, 2, "two agent requests, %u landed",
+		     g_requests_landed);
 }
 
 Test(engine, a_joined_write_the_core_refuses_sends_nothing_and_loses_no_range,

@@ -27,16 +27,19 @@
  *
  * Read-flush also needs the core to order reads after writes (FI_ORDER_RAW).
  *
- * Over tcp, with requests joined to their data (FI_PMEMVERBS_JOIN_REQUEST,
- * the default), an agent commit is one message each way, and the
- * target's own CQ reads serve it: the target's CPU handles every message
+ * Over tcp, with requests joined to their data
+ * (FI_PMEMVERBS_JOIN_REQUEST=1; off by default: no libfabric rule orders
+ * one write's segments, fi_pmemverbs(7) Orderings), an agent commit is
+ * one message each way, and the target's own CQ reads serve it: the
+ * target's CPU handles every message
  * anyway, so there is no one-sided operation to save.  Read-flush is two
  * operations the target handles in turn (the write, then the read of the
  * generation word that proves which registration the write landed in;
  * measured, ./run bench of f50b99e, MHP, 64 B-4 KiB, commit / 8-byte
  * read: agent 0.96-1.08, read-flush 1.21-1.46), so the agent is the
- * fastest everywhere over tcp.  Without joining, an agent commit is two
- * writes as well, and read-flush stays the choice, as over RDMA.
+ * fastest everywhere over tcp.  Without joining (the default), an agent
+ * commit is two writes as well, and read-flush stays the choice, as over
+ * RDMA.
  * Read-flush can always be forced.
  */
 #include "pmv.h"

@@ -175,11 +175,12 @@ bool pmv_req_can_join(const struct pmv_ini *ini, const struct pmv_commit *c,
 /*
  * Sends msg's data and commit c's request as one core write whose last
  * segment is the request slot: one message per commit instead of two.
- * The tcp core receives a write's segments from one byte stream, in
- * order, so the request is placed after the data, as it is behind a
- * separate write (FI_ORDER_WAW); RDMA cores carry one remote segment
- * per write and keep two.  0, or the core's error with nothing sent
- * (msg's ranges are then in the key's scope: a later commit persists
+ * Only with FI_PMEMVERBS_JOIN_REQUEST=1: it relies on the tcp core
+ * placing a write's segments in order, from its byte stream, which no
+ * libfabric rule gives ("RMA ordering applies between two operations,
+ * and not within a single data transfer", fi_endpoint(3)); the default
+ * sends two writes (FI_ORDER_WAW).  0, or the core's error with nothing
+ * sent (msg's ranges are then in the key's scope: a later commit persists
  * them, which costs time, never durability).
  */
 static int pmv_req_post_joined(struct pmv_ini *ini, struct pmv_commit *c,

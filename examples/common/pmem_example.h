@@ -104,7 +104,8 @@ static inline struct fi_info *ex_getinfo(const char *addr, const char *port,
 	fi_freeinfo(hints);
 	if (ret) {
 		fprintf(stderr, "no pmemverbs endpoint (is the plugin installed, "
-			"or FI_PROVIDER_PATH set? FI_LOG_LEVEL=warn says why)\n");
+			"or FI_PROVIDER_PATH set? set FI_LOG_LEVEL=warn to see "
+			"why)\n");
 		ex_die("fi_getinfo", ret);
 	}
 	return info;

@@ -89,6 +89,7 @@ struct pmv_params {
 	int peer_probe_ms;    /* FI_PMEMVERBS_PEER_PROBE_MS */
 	int join_request;     /* FI_PMEMVERBS_JOIN_REQUEST */
 	int push_profiles;    /* FI_PMEMVERBS_PUSH_PROFILES */
+	int config_error;     /* -FI_EINVAL: a value above is invalid */
 };
 extern struct pmv_params pmv_params;
 

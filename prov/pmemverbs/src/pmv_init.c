@@ -151,22 +151,24 @@ static enum fi_pmem_method pmv_parse_method(const char *name)
 }
 
 /* Reads a boolean parameter; a value that is not one is a configuration
- * error (libfabric would keep the default silently). */
+ * error (libfabric would keep the default silently), an empty one the
+ * default. */
 static void pmv_get_bool(const char *name, int *value)
 {
 	char env[64] = "FI_PMEMVERBS_";
 	const char *raw;
 	size_t i, n = strlen(env);
 
-	if (fi_param_get_bool(&pmv_prov, name, value) != -FI_EINVAL)
-		return;
 	for (i = 0; name[i] && n + i < sizeof(env) - 1; i++)
 		env[n + i] = (char) toupper((unsigned char) name[i]);
 	env[n + i] = '\0';
 	raw = getenv(env);
+	if (!raw || !*raw || /* set but empty: the default, as when unset */
+	    fi_param_get_bool(&pmv_prov, name, value) != -FI_EINVAL)
+		return;
 	PMV_WARN(FI_LOG_CORE, "%s=%s is not a boolean: pmemverbs offers no "
 		 "endpoint (fi_getinfo finds none) until it is 0, 1, yes, no, "
-		 "true, false, on or off\n", env, raw ? raw : "");
+		 "true, false, on or off\n", env, raw);
 	pmv_params.config_error = -FI_EINVAL;
 }
 

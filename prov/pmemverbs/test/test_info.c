@@ -131,6 +131,8 @@ Test(config, valid_values_offer_endpoints)
 	cr_assert_eq(getinfo_with("FI_PMEMVERBS_METHOD", "read_flush"), 0);
 	cr_assert_eq(getinfo_with("FI_PMEMVERBS_WSP", "no"), 0);
 	cr_assert_eq(getinfo_with("FI_PMEMVERBS_SCOPE_GAP", "4096"), 0);
+	cr_assert_eq(getinfo_with("FI_PMEMVERBS_DDIO", ""), 0,
+		     "an empty value is the default");
 }
 
 /* Without the parameter, verbs is chosen exactly when it offers MSG here. */

@@ -152,7 +152,8 @@ static void complain(const char *fmt, ...)
 static int check(ssize_t ret, const char *what)
 {
 	if (ret < 0)
-		complain("%s: %s", what, fi_strerror((int) -ret));
+		complain("%s: %s (set FI_LOG_LEVEL=warn to see why)", what,
+			 fi_strerror((int) -ret));
 	return (int) (ret < 0 ? ret : 0);
 }
 

@@ -62,8 +62,8 @@ struct ex_region {
 /* Prints what failed and exits: examples keep error handling short. */
 static inline void ex_die(const char *what, long ret)
 {
-	fprintf(stderr, "error: %s: %s (%ld)\n", what, fi_strerror((int) -ret),
-		ret);
+	fprintf(stderr, "error: %s: %s (%ld); set FI_LOG_LEVEL=warn to see "
+		"why\n", what, fi_strerror((int) -ret), ret);
 	exit(1);
 }
 

@@ -395,7 +395,9 @@ fi
 # The source layout (DESIGN.md section 3): no call cycle between files,
 # initiator/ and target/ never call each other (from the build's objects);
 # every file names its licence (SPDX); the man pages match the code
-# (parameters, error codes, extension functions, tools: check_man.py).
+# (parameters, error codes, extension functions, tools: check_man.py);
+# the README's install table names every installed file
+# (check_install_table.sh).
 run_layout() {
 	local out
 	out=$(python3 "$ROOT/test/layout/check_cycles.py" "$BUILD" 2>&1)
@@ -405,6 +407,9 @@ run_layout() {
 	echo "$out"
 	if [[ $out == PASS* ]]; then add 1 0; else add 0 1; fi
 	out=$(python3 "$ROOT/test/layout/check_man.py" "$ROOT" 2>&1)
+	echo "$out"
+	if [[ $out == PASS* ]]; then add 1 0; else add 0 1; fi
+	out=$(bash "$ROOT/test/layout/check_install_table.sh" "$BUILD" "$ROOT" 2>&1)
 	echo "$out"
 	if [[ $out == PASS* ]]; then add 1 0; else add 0 1; fi
 }

@@ -152,7 +152,8 @@ static void complain(const char *fmt, ...)
 static int check(ssize_t ret, const char *what)
 {
 	if (ret < 0)
-		complain("%s: %s", what, fi_strerror((int) -ret));
+		complain("%s: %s (set FI_LOG_LEVEL=warn to see why)", what,
+			 fi_strerror((int) -ret));
 	return (int) (ret < 0 ? ret : 0);
 }
 
@@ -248,7 +249,8 @@ static int find_provider(const struct options *opts, struct fi_info **info)
 		complain("fi_getinfo found no %s FI_EP_MSG endpoint with "
 			 "FI_MSG|FI_RMA for %s port %s: %s (is "
 			 "FI_PROVIDER_PATH the directory holding "
-			 "libpmemverbs-fi.so?)",
+			 "libpmemverbs-fi.so? set FI_LOG_LEVEL=warn to see "
+			 "why)",
 			 PROVIDER_NAME, opts->addr, opts->port,
 			 fi_strerror(-ret));
 	return ret;

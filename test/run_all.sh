@@ -267,6 +267,25 @@ run_probe_remote() {
 	fi
 }
 
+# An invalid FI_PMEMVERBS_* value: no pmemverbs endpoint, a warning at
+# FI_LOG_LEVEL=warn, and the shipped tools say to set it
+# (test/failure/run_config_errors.sh; nothing listens on the port).
+run_config_errors() {
+	local out
+	out=$(bash "$ROOT/test/failure/run_config_errors.sh" "$BUILD" "$1" 2>&1)
+	printf '%s\n' "$out" | grep -E '^FAIL|passed'
+	count_result "$out"
+}
+
+# The examples as make built them in the build tree (the package test
+# builds them again from copies, with their pkg-config Makefiles).
+run_examples_built() {
+	local out
+	out=$(FI_PROVIDER_PATH=$BUILD/.libs bash "$ROOT/examples/run_examples.sh" "$1" "$BUILD" 2>&1)
+	printf '%s\n' "$out"
+	count_result "$out"
+}
+
 # Installs what the guest needs (vm.sh --install: qemu, Debian's kernel,
 # busybox, rdma-core, ndctl), once, before anything looks for it.
 prepare_guest() {
@@ -376,7 +395,9 @@ fi
 # The source layout (DESIGN.md section 3): no call cycle between files,
 # initiator/ and target/ never call each other (from the build's objects);
 # every file names its licence (SPDX); the man pages match the code
-# (parameters, error codes, extension functions, tools: check_man.py).
+# (parameters, error codes, extension functions, tools: check_man.py);
+# the README's install table names every installed file
+# (check_install_table.sh).
 run_layout() {
 	local out
 	out=$(python3 "$ROOT/test/layout/check_cycles.py" "$BUILD" 2>&1)
@@ -386,6 +407,9 @@ run_layout() {
 	echo "$out"
 	if [[ $out == PASS* ]]; then add 1 0; else add 0 1; fi
 	out=$(python3 "$ROOT/test/layout/check_man.py" "$ROOT" 2>&1)
+	echo "$out"
+	if [[ $out == PASS* ]]; then add 1 0; else add 0 1; fi
+	out=$(bash "$ROOT/test/layout/check_install_table.sh" "$BUILD" "$ROOT" 2>&1)
 	echo "$out"
 	if [[ $out == PASS* ]]; then add 1 0; else add 0 1; fi
 }
@@ -556,6 +580,8 @@ run_fuzz
 echo "== fi_info and fi_pmem_probe"
 run_advertisement
 run_probe
+run_config_errors 9476
+run_examples_built 9477
 echo "== fabtests"
 run_fabtest_commit 9360 cache_line
 run_fabtest_commit 9361 byte

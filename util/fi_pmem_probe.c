@@ -122,6 +122,13 @@ int main(int argc, char **argv)
 	int ret;
 
 	fi_prov_ini(); /* reads FI_PMEMVERBS_* parameters */
+	if (pmv_params.config_error || !pmv_core_name()) {
+		fprintf(stderr, "%s: pmemverbs cannot run with this environment "
+			"(an FI_PMEMVERBS_* value is invalid, or "
+			"FI_PMEMVERBS_CORE_PROV names no usable core): set "
+			"FI_LOG_LEVEL=warn to see why\n", argv[0]);
+		return 1;
+	}
 	if (argc == 4 && !strcmp(argv[1], "-r"))
 		return pmv_probe_remote(argv[2], argv[3]);
 	if ((argc != 2 && sync) || !strcmp(path, "-h")) {

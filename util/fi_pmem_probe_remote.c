@@ -119,7 +119,8 @@ int pmv_probe_remote(const char *addr, const char *port)
 	if (ret) {
 		fprintf(stderr, "connecting to %s:%s through pmemverbs: %s "
 			"(a target listening with FI_RMA_PMEM? FI_PROVIDER_PATH "
-			"naming this build's plugin?)\n", addr, port,
+			"naming this build's plugin? set FI_LOG_LEVEL=warn to "
+			"see why)\n", addr, port,
 			fi_strerror(-ret));
 		probe_close(&c);
 		return 1;

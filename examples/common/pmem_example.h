@@ -62,8 +62,8 @@ struct ex_region {
 /* Prints what failed and exits: examples keep error handling short. */
 static inline void ex_die(const char *what, long ret)
 {
-	fprintf(stderr, "error: %s: %s (%ld)\n", what, fi_strerror((int) -ret),
-		ret);
+	fprintf(stderr, "error: %s: %s (%ld); set FI_LOG_LEVEL=warn to see "
+		"why\n", what, fi_strerror((int) -ret), ret);
 	exit(1);
 }
 
@@ -104,7 +104,8 @@ static inline struct fi_info *ex_getinfo(const char *addr, const char *port,
 	fi_freeinfo(hints);
 	if (ret) {
 		fprintf(stderr, "no pmemverbs endpoint (is the plugin installed, "
-			"or FI_PROVIDER_PATH set? FI_LOG_LEVEL=warn says why)\n");
+			"or FI_PROVIDER_PATH set? set FI_LOG_LEVEL=warn to see "
+			"why)\n");
 		ex_die("fi_getinfo", ret);
 	}
 	return info;

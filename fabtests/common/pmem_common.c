@@ -207,7 +207,8 @@ static int pm_find_provider(const char *prov, const char *server,
 	if (ret)
 		pm_complain("fi_getinfo found no %s FI_EP_MSG endpoint with RMA "
 			    "for %s port %s: %s (for pmemverbs, does "
-			    "FI_PROVIDER_PATH hold libpmemverbs-fi.so?)",
+			    "FI_PROVIDER_PATH hold libpmemverbs-fi.so? set "
+			    "FI_LOG_LEVEL=warn to see why)",
 			    prov, node, port, fi_strerror(-ret));
 	return ret;
 }

@@ -89,6 +89,7 @@ struct pmv_params {
 	int peer_probe_ms;    /* FI_PMEMVERBS_PEER_PROBE_MS */
 	int join_request;     /* FI_PMEMVERBS_JOIN_REQUEST */
 	int push_profiles;    /* FI_PMEMVERBS_PUSH_PROFILES */
+	int config_error;     /* -FI_EINVAL: a value above is invalid */
 };
 extern struct pmv_params pmv_params;
 
@@ -342,7 +343,20 @@ struct pmv_ep {
 	struct pmv_hook hook;      /* engine progress, run by the tx CQ */
 	struct fi_pmem_ep_counters counters;
 	bool unusable_warned;      /* "endpoint unusable" logged (atomic) */
+	uint32_t warned;           /* PMV_WARNED_* bits logged (atomic) */
 };
+
+/* Warnings of failures an application may retry, logged once per endpoint:
+ * a refused commit's PMV_ERR_* code each has a bit of its own. */
+#define PMV_WARNED_NOT_CONNECTED 1u
+#define PMV_WARNED_ACK           2u
+#define PMV_WARNED_ERR(code)     (1u << (8 + ((code) - PMV_ERR_BASE) % 24))
+
+/* True the first time the bit is set on ep: that warning is logged once. */
+static inline bool pmv_ep_first_warning(struct pmv_ep *ep, uint32_t bit)
+{
+	return !(__atomic_fetch_or(&ep->warned, bit, __ATOMIC_RELAXED) & bit);
+}
 
 /* An entry in pmemverbs's own queue (commit, FI_IMMED, error). */
 struct pmv_cq_aux {

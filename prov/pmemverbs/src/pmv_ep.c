@@ -520,8 +520,10 @@ int pmv_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
 		goto err;
 	ret = fi_passive_ep(fab->core, core_info, &pep->core, pep);
 	if (ret) {
-		PMV_WARN(FI_LOG_EP_CTRL, "opening core passive endpoint: %s\n",
-			 fi_strerror(-ret));
+		PMV_WARN(FI_LOG_EP_CTRL, "the core could not open a passive "
+			 "endpoint: %s (%d). Check the fi_info (from fi_getinfo "
+			 "for pmemverbs, with the address to listen on) and the "
+			 "core's own warning\n", fi_strerror(-ret), ret);
 		goto err;
 	}
 	fi_freeinfo(core_info);

@@ -79,9 +79,11 @@ int pmv_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 		return -FI_ENOMEM;
 	ret = pmv_open_core_fabric(fab, attr);
 	if (ret) {
-		PMV_WARN(FI_LOG_FABRIC, "opening core fabric %s on %s: %s\n",
-			 attr->name, fab->core_name ? fab->core_name : "?",
-			 fi_strerror(-ret));
+		PMV_WARN(FI_LOG_FABRIC, "the %s core could not open fabric "
+			 "%s: %s (%d). Pass a fabric_attr from fi_getinfo for "
+			 "pmemverbs; the core's own warning says more\n",
+			 fab->core_name ? fab->core_name : "?", attr->name,
+			 fi_strerror(-ret), ret);
 		free(fab->core_name);
 		free(fab);
 		return ret;

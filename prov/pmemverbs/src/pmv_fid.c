@@ -76,8 +76,9 @@ int pmv_close_core(struct fid *core_fid, const char *what)
 	int ret = fi_close(core_fid);
 
 	if (ret)
-		PMV_WARN(FI_LOG_CORE, "closing the core %s failed: %s\n", what,
-			 fi_strerror(-ret));
+		PMV_WARN(FI_LOG_CORE, "closing the core %s failed: %s (%d); "
+			 "close what was opened on it or bound to it first, "
+			 "then close it again\n", what, fi_strerror(-ret), ret);
 	return ret;
 }
 

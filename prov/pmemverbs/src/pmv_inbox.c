@@ -77,7 +77,8 @@ int pmv_inbox_open(struct pmv_ep *ep)
 	inbox->slot_size = pmv_slot_size(dom->inject_size);
 	if (!pmv_req_max_extents(inbox->slot_size)) {
 		PMV_WARN(FI_LOG_EP_CTRL, "core inject size %zu is too small "
-			 "for commit requests; FI_RMA_PMEM is unavailable\n",
+			 "for commit requests; FI_RMA_PMEM is unavailable: "
+			 "use the tcp or verbs core\n",
 			 dom->inject_size);
 		return -FI_EOPNOTSUPP;
 	}

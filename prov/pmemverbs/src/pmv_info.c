@@ -267,7 +267,9 @@ int pmv_getinfo(uint32_t version, const char *node, const char *service,
 	int ret;
 
 	*info = NULL;
-	if (!core_name || !pmv_hints_want_msg(hints))
+	if (pmv_params.config_error || !core_name)
+		return -FI_EINVAL; /* a bad FI_PMEMVERBS_*, warned at load */
+	if (!pmv_hints_want_msg(hints))
 		return -FI_ENODATA;
 
 	core_hints = pmv_hints_to_core(hints, core_name);

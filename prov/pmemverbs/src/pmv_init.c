@@ -2,7 +2,9 @@
 /*
  * pmemverbs: provider entry point and parameters.
  */
+#include <ctype.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 #include "pmv.h"
@@ -143,9 +145,33 @@ static enum fi_pmem_method pmv_parse_method(const char *name)
 	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
 		if (!strcasecmp(name, fi_pmem_method_str(methods[i])))
 			return methods[i];
-	PMV_WARN(FI_LOG_CORE, "FI_PMEMVERBS_METHOD=%s is not a method; use "
-		 "auto, agent, read_flush, completion or send. Using auto\n", name);
+	PMV_WARN(FI_LOG_CORE, "FI_PMEMVERBS_METHOD=%s is not a method: "
+		 "pmemverbs offers no endpoint (fi_getinfo finds none) until "
+		 "it is auto, agent, read_flush, completion or send\n", name);
+	pmv_params.config_error = -FI_EINVAL;
 	return FI_PMEM_METHOD_NONE;
+}
+
+/* Reads a boolean parameter; a value that is not one is a configuration
+ * error (libfabric would keep the default silently), an empty one the
+ * default. */
+static void pmv_get_bool(const char *name, int *value)
+{
+	char env[64] = "FI_PMEMVERBS_";
+	const char *raw;
+	size_t i, n = strlen(env);
+
+	for (i = 0; name[i] && n + i < sizeof(env) - 1; i++)
+		env[n + i] = (char) toupper((unsigned char) name[i]);
+	env[n + i] = '\0';
+	raw = getenv(env);
+	if (!raw || !*raw || /* set but empty: the default, as when unset */
+	    fi_param_get_bool(&pmv_prov, name, value) != -FI_EINVAL)
+		return;
+	PMV_WARN(FI_LOG_CORE, "%s=%s is not a boolean: pmemverbs offers no "
+		 "endpoint (fi_getinfo finds none) until it is 0, 1, yes, no, "
+		 "true, false, on or off\n", env, raw);
+	pmv_params.config_error = -FI_EINVAL;
 }
 
 /* Reads the parameters once; later getinfo calls use the cached values. */
@@ -153,6 +179,7 @@ static void pmv_read_params(void)
 {
 	char *core = NULL, *method = NULL;
 
+	pmv_params.config_error = 0;
 	if (!fi_param_get_str(&pmv_prov, "core_prov", &core) && core && *core)
 		pmv_params.core_prov = core;
 	pmv_params.extent_limit = 4;
@@ -165,26 +192,26 @@ static void pmv_read_params(void)
 	pmv_params.join_request = PMV_JOIN_REQUEST_DEFAULT;
 	pmv_params.fill_holes = 1;
 	pmv_params.push_profiles = 1;
-	fi_param_get_bool(&pmv_prov, "wsp", &pmv_params.wsp);
-	fi_param_get_bool(&pmv_prov, "ddio", &pmv_params.ddio);
+	pmv_get_bool("wsp", &pmv_params.wsp);
+	pmv_get_bool("ddio", &pmv_params.ddio);
 	fi_param_get_str(&pmv_prov, "method", &method);
 	pmv_params.method = pmv_parse_method(method);
 	fi_param_get_int(&pmv_prov, "extent_limit", &pmv_params.extent_limit);
 	fi_param_get_int(&pmv_prov, "scope_gap", &pmv_params.scope_gap);
-	fi_param_get_bool(&pmv_prov, "fill_holes", &pmv_params.fill_holes);
+	pmv_get_bool("fill_holes", &pmv_params.fill_holes);
 	if (pmv_params.scope_gap < 0 || pmv_params.scope_gap > 1048576) {
 		PMV_WARN(FI_LOG_CORE, "FI_PMEMVERBS_SCOPE_GAP=%d is outside 0 "
-			 "to 1048576; using 0\n", pmv_params.scope_gap);
-		pmv_params.scope_gap = 0;
+			 "to 1048576: pmemverbs offers no endpoint (fi_getinfo "
+			 "finds none) until it is inside\n", pmv_params.scope_gap);
+		pmv_params.config_error = -FI_EINVAL;
 	}
 	fi_param_get_int(&pmv_prov, "agent_spin_us", &pmv_params.agent_spin_us);
 	fi_param_get_int(&pmv_prov, "sread_spin_us", &pmv_params.sread_spin_us);
 	fi_param_get_int(&pmv_prov, "peer_timeout_ms",
 			 &pmv_params.peer_timeout_ms);
 	fi_param_get_int(&pmv_prov, "peer_probe_ms", &pmv_params.peer_probe_ms);
-	fi_param_get_bool(&pmv_prov, "join_request", &pmv_params.join_request);
-	fi_param_get_bool(&pmv_prov, "push_profiles",
-			  &pmv_params.push_profiles);
+	pmv_get_bool("join_request", &pmv_params.join_request);
+	pmv_get_bool("push_profiles", &pmv_params.push_profiles);
 	fi_param_get_int(&pmv_prov, "bad_request_ms",
 			 &pmv_params.bad_request_ms);
 	pmv_fault_read_params();

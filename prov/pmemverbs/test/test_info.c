@@ -72,7 +72,7 @@ Test(core, parameter_naming_pmemverbs_itself_is_refused)
 	init_with_core("pmemverbs");
 	cr_assert_null(pmv_core_name());
 	cr_assert_eq(pmv_getinfo(PMV_FI_VERSION, NULL, NULL, 0, NULL, &info),
-		     -FI_ENODATA);
+		     -FI_EINVAL);
 	cr_assert_null(info);
 }
 
@@ -84,8 +84,55 @@ Test(core, parameter_naming_a_utility_stack_is_refused)
 
 Test(core, unknown_core_is_refused)
 {
+	struct fi_info *info = NULL;
+
 	init_with_core("nosuchprov");
 	cr_assert_null(pmv_core_name());
+	cr_assert_eq(pmv_getinfo(PMV_FI_VERSION, NULL, NULL, 0, NULL, &info),
+		     -FI_EINVAL);
+	cr_assert_null(info);
+}
+
+/* pmemverbs's fi_getinfo with param=value set over the tcp core. */
+static int getinfo_with(const char *param, const char *value)
+{
+	struct fi_info *info = NULL;
+	int ret;
+
+	setenv(param, value, 1);
+	init_with_core("tcp");
+	ret = pmv_getinfo(PMV_FI_VERSION, NULL, NULL, 0, NULL, &info);
+	cr_assert(ret || info, "getinfo gave 0 and no entry");
+	cr_assert(!ret || !info, "getinfo gave %d and entries", ret);
+	fi_freeinfo(info);
+	return ret;
+}
+
+/* A configuration error offers nothing rather than run otherwise than set:
+ * libfabric's fi_getinfo then returns -FI_ENODATA and logs our -FI_EINVAL. */
+Test(config, a_method_that_is_not_one_offers_no_endpoint)
+{
+	cr_assert_eq(getinfo_with("FI_PMEMVERBS_METHOD", "read-flush"),
+		     -FI_EINVAL);
+}
+
+Test(config, a_boolean_that_is_not_one_offers_no_endpoint)
+{
+	cr_assert_eq(getinfo_with("FI_PMEMVERBS_WSP", "maybe"), -FI_EINVAL);
+}
+
+Test(config, a_scope_gap_out_of_range_offers_no_endpoint)
+{
+	cr_assert_eq(getinfo_with("FI_PMEMVERBS_SCOPE_GAP", "-1"), -FI_EINVAL);
+}
+
+Test(config, valid_values_offer_endpoints)
+{
+	cr_assert_eq(getinfo_with("FI_PMEMVERBS_METHOD", "read_flush"), 0);
+	cr_assert_eq(getinfo_with("FI_PMEMVERBS_WSP", "no"), 0);
+	cr_assert_eq(getinfo_with("FI_PMEMVERBS_SCOPE_GAP", "4096"), 0);
+	cr_assert_eq(getinfo_with("FI_PMEMVERBS_DDIO", ""), 0,
+		     "an empty value is the default");
 }
 
 /* Without the parameter, verbs is chosen exactly when it offers MSG here. */

@@ -329,7 +329,11 @@ static int pmv_commit_check(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 		return -FI_ENOCQ;
 	}
 	if (!ep->peer.known) {
-		PMV_WARN(FI_LOG_EP_DATA, "commit: endpoint is not connected\n");
+		if (pmv_ep_first_warning(ep, PMV_WARNED_NOT_CONNECTED))
+			PMV_WARN(FI_LOG_EP_DATA, "commit: endpoint is not "
+				 "connected: wait for its FI_CONNECTED event "
+				 "before committing (warned once per "
+				 "endpoint)\n");
 		return -FI_ENOTCONN;
 	}
 	if (!ep->peer.has_inbox) {
@@ -353,7 +357,9 @@ static ssize_t pmv_commit(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 	ret = pmv_commit_post(ep->ini, msg, flags, silent);
 	pthread_mutex_unlock(&ep->ini->lock);
 	if (ret > 0) {
-		PMV_WARN(FI_LOG_EP_DATA, "commit: %s\n", pmv_strerror(ret));
+		if (pmv_ep_first_warning(ep, PMV_WARNED_ERR(ret)))
+			PMV_WARN(FI_LOG_EP_DATA, "commit refused: %s (warned "
+				 "once per endpoint)\n", pmv_strerror(ret));
 		return -pmv_err_to_fi(ret);
 	}
 	return ret;

@@ -250,7 +250,8 @@ void pmv_ini_conn_failed(struct pmv_ini *ini, int err)
 	if (ini->error)
 		return;
 	PMV_WARN(FI_LOG_EP_DATA, "the connection to the target is gone (%s); "
-		 "every commit in flight on this endpoint fails\n",
+		 "every commit in flight on this endpoint fails: close it and "
+		 "connect again\n",
 		 fi_strerror(err));
 	pmv_ini_set_error(ini, -FI_ENOTCONN);
 	pmv_ini_fail_ring(ini, PMV_ERR_PEER_GONE, err);

@@ -32,7 +32,8 @@ static void pmv_oracle_open_once(void)
 	fd = open(pmv_params.oracle, O_RDWR);
 	if (fd < 0 || fstat(fd, &st) || (size_t) st.st_size < sizeof(*pmv_oracle)) {
 		PMV_WARN(FI_LOG_DOMAIN, "FI_PMEMVERBS_ORACLE=%s: cannot open "
-			 "the oracle log\n", pmv_params.oracle);
+			 "the oracle log (%s): name a writable file\n",
+			 pmv_params.oracle, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return;

@@ -260,10 +260,13 @@ static bool pmv_agent_send_ack(struct pmv_ep *ep)
 	ret = pmv_agent_post_ack(ep, first, &ack);
 	if (ret == -FI_EAGAIN)
 		return false;
-	if (ret)
-		PMV_WARN(FI_LOG_DOMAIN, "agent: sending ack %llu: %s\n",
+	if (ret && pmv_ep_first_warning(ep, PMV_WARNED_ACK))
+		PMV_WARN(FI_LOG_DOMAIN, "agent: the core refused to send the "
+			 "ack of request %llu: %s (%d); the peer's commits "
+			 "it covers fail when the peer times out, and it must "
+			 "connect again (warned once per endpoint)\n",
 			 (unsigned long long) ep->agent_unacked,
-			 fi_strerror((int) -ret));
+			 fi_strerror((int) -ret), (int) ret);
 	ep->agent_acked = ep->agent_unacked;
 	__atomic_store_n(&ep->agent_unacked, 0, __ATOMIC_RELAXED);
 	return true;

@@ -109,6 +109,7 @@ static void pmv_cntr_watch_end(struct pmv_cq *cq, struct pmv_ep *ep)
 /* Most fds a counter wait polls itself (else it sleeps in fi_wait). */
 #define PMV_CNTR_FDS 64
 
+#if PMV_HAVE_WAIT_SETS /* libfabric 2.x: no core_wait, no list to poll */
 /* Whether an fd readable before (was, n of them) is readable in now. */
 static bool pmv_cntr_still_readable(const struct pollfd *was,
 				    const struct pollfd *now, int n)
@@ -166,6 +167,7 @@ static bool pmv_cntr_poll_set(struct pmv_cntr *cntr, struct pmv_cq *cq,
 		(void) fi_wait(cq->core_wait, 1);
 	return true;
 }
+#endif
 
 /*
  * Sleeps up to ms on cq's fds, which the bytes of a request make

@@ -14,12 +14,20 @@
  * (with FI_RMA_PMEM on pmemverbs, whose agent thread then serves commits
  * without the application polling), sends its address, key, length and
  * persistence profile to the initiator and waits until the initiator says
- * "done".  The initiator measures, per mode and size, one operation at a
- * time (each waits for its completions before the next starts):
+ * "done".  The initiator measures, per size, the modes interleaved: one
+ * sample of each mode in turn (the order of -m, reversed every other
+ * iteration: A B B A A B ...), so that every mode sees
+ * the same state of the machine and of the target (a loopback that
+ * switches between a fast and a slow mode, the agent's spin, another
+ * process) and a ratio of two modes compares like with like; one
+ * operation at a time (each waits for its completions before the next
+ * starts).  The modes:
  *
  *   write       fi_write of SIZE bytes (no durability)
  *   read        fi_read of SIZE bytes
  *   read8       fi_read of 8 bytes: the floor of a one-round-trip commit
+ *   read8_ctl   the same as read8: with -m read8,read8_ctl, the A/A control
+ *               of the interleaved measurement (its ratio must be ~1.00)
  *   write_read  fi_write of SIZE, then an 8-byte fi_read (the naive recipe)
  *   commit      fi_writemsg(FI_COMMIT_COMPLETE) of SIZE bytes
  *   batch       BATCH fi_writes of SIZE, then one pure-flush commit
@@ -288,6 +296,7 @@ static const struct mode all_modes[] = {
 	{ "write", false, post_write },
 	{ "read", false, post_read },
 	{ "read8", false, post_read8 },
+	{ "read8_ctl", false, post_read8 },
 	{ "write_read", false, post_write_read },
 	{ "commit", false, post_commit_write },
 	{ "batch", true, post_batch },
@@ -322,27 +331,36 @@ static void idle_for(long us)
 }
 
 /*
- * The common timing loop: warmup, then opts->iters recorded samples, each
- * after opts->idle_us of sleep when that is set.
+ * The common timing loop of one size: warmup, then opts->iters recorded
+ * samples of every mode, the modes taking turns sample by sample, in the
+ * order of -m on even iterations and the reverse on odd ones, so that no
+ * mode always follows the same one (each after opts->idle_us of sleep
+ * when that is set); mode m's samples go to samples[m * iters ...].
  */
-static int measure(struct bench *b, const struct mode *mode, size_t size,
-		   int64_t *samples)
+static int measure(struct bench *b, size_t size, int64_t *samples)
 {
-	long total = b->opts->warmup + b->opts->iters, i;
+	const struct options *opts = b->opts;
+	long total = opts->warmup + opts->iters, i;
 	int64_t elapsed;
-	int ret;
+	int k, m, ret;
 
 	for (i = 0; i < total; i++) {
-		if (b->opts->idle_us)
-			idle_for(b->opts->idle_us);
-		ret = time_sample(b, mode, size, (uint64_t) i, &elapsed);
-		if (ret) {
-			pm_complain("%s of %zu bytes failed at iteration %ld",
-				    mode->name, size, i);
-			return ret;
+		for (k = 0; k < opts->nmodes; k++) {
+			m = i % 2 ? opts->nmodes - 1 - k : k;
+			if (opts->idle_us)
+				idle_for(opts->idle_us);
+			ret = time_sample(b, opts->modes[m], size, (uint64_t) i,
+					  &elapsed);
+			if (ret) {
+				pm_complain("%s of %zu bytes failed at "
+					    "iteration %ld",
+					    opts->modes[m]->name, size, i);
+				return ret;
+			}
+			if (i >= opts->warmup)
+				samples[m * opts->iters + i - opts->warmup] =
+					elapsed;
 		}
-		if (i >= b->opts->warmup)
-			samples[i - b->opts->warmup] = elapsed;
 	}
 	return 0;
 }
@@ -374,24 +392,22 @@ static void print_row(const struct bench *b, const struct mode *mode,
 	fflush(stdout);
 }
 
-/* Measures every (mode, size) pair, mode-major, printing as it goes. */
+/* Measures every size, its modes interleaved, printing as it goes. */
 static int measure_all(struct bench *b)
 {
 	const struct options *opts = b->opts;
-	int64_t *samples = calloc((size_t) opts->iters, sizeof(*samples));
+	int64_t *samples = calloc((size_t) (opts->iters * opts->nmodes),
+				  sizeof(*samples));
 	struct pm_stats s;
 	int m, i, ret = 0;
 
 	if (!samples)
 		return pm_check(-FI_ENOMEM, "allocating samples");
 	print_header(opts);
-	for (m = 0; !ret && m < opts->nmodes; m++) {
-		for (i = 0; !ret && i < opts->nsizes; i++) {
-			ret = measure(b, opts->modes[m], opts->sizes[i],
-				      samples);
-			if (ret)
-				break;
-			pm_summarize(samples, opts->iters, &s);
+	for (i = 0; !ret && i < opts->nsizes; i++) {
+		ret = measure(b, opts->sizes[i], samples);
+		for (m = 0; !ret && m < opts->nmodes; m++) {
+			pm_summarize(samples + m * opts->iters, opts->iters, &s);
 			print_row(b, opts->modes[m], opts->sizes[i], &s);
 		}
 	}
@@ -479,9 +495,9 @@ static void usage(const char *prog)
 		"  -p  provider (%s); -B port (%s); -S sizes (%s)\n"
 		"  -I  iterations (%d); -W warmup iterations (%d); "
 		"-b writes per batch (%d)\n"
-		"  -m  modes among write,read,read8,write_read,commit,batch,"
-		"scatter "
-		"(%s)\n"
+		"  -m  modes among write,read,read8,read8_ctl,write_read,"
+		"commit,batch,\n"
+		"      scatter (%s), measured interleaved\n"
 		"  -i  initiator: sleep IDLE_US microseconds before each "
 		"iteration, untimed (0)\n"
 		"  -f  target's file (default: a temporary file)\n"

@@ -6,7 +6,9 @@
 #
 # Latency (fi_pmem_lat -m read8,commit): the commit's p50 divided by the
 # p50 of an 8-byte fi_read (one round trip) measured in the same process
-# pair, for each target mode:
+# pair, the two interleaved (read8 commit commit read8 ...: both see the
+# same state of the machine, neither always follows the other), for each
+# target mode:
 #   busy     the target application busy-polls its CQ (fi_pmem_lat -y)
 #   passive  the target application waits in fi_cq_sread
 #   idle     passive target; the initiator sleeps IDLE_US (2000) before
@@ -17,13 +19,19 @@
 #            on it (fi_cntr_wait) instead of its CQ (fi_pmem_lat -K)
 #   w_WAIT, w_WAIT_idle  the wait-mode cells (PMV_CM_WAIT_TARGETS, run on
 #            PMV_CM_WAIT_CONFIGS at PMV_CM_WAIT_SIZES in the first
-#            PMV_CM_WAIT_ROUNDS rounds): a passive target waiting as
+#            PMV_CM_WAIT_ROUNDS rounds, every round by default): a
+#            passive target waiting as
 #            fi_pmem_lat -w WAIT says (fi_cq_sread on a CQ of wait object
 #            none, unspec, fd, pollfd; epoll on FI_GETWAIT's fd with
 #            fi_trywait; fi_cntr_wait; fi_eq_sread; noread: no wait),
 #            back to back or (_idle) after IDLE_US; their table gives the
-#            commit's p50 and p99 over the read8 p50.  Goal: p50 at most
-#            1.25, p99 at most PMV_GOAL_WAIT_P99 (20) read round trips.
+#            commit's p50 and p99 over the read8 p50 (medians of the
+#            per-round ratios).  Goal: p50 at most 1.25, p99 at most
+#            PMV_GOAL_WAIT_P99 (20) read round trips.
+#   aa_TARGET  the A/A control (PMV_CM_AA_TARGETS, page, PMV_CM_WAIT_SIZES):
+#            fi_pmem_lat -m read8,read8_ctl, two identical 8-byte reads
+#            interleaved; read8_ctl p50 / read8 p50 must be about 1.00, or
+#            the interleaving favours one of the two modes.
 # The target is pinned to CPU 0 and the initiator to CPU 1 in every mode
 # (taskset, when there are two CPUs; see pmv_commit_lat.sh for why).
 # The targets' files are in /dev/shm, where PAGE's msync costs nothing;
@@ -73,12 +81,14 @@
 #        PMV_CM_TARGETS ("busy passive idle"),
 #        PMV_CM_WAIT_TARGETS (w_WAIT and w_WAIT_idle for every WAIT),
 #        PMV_CM_WAIT_CONFIGS ("page cache_line"), PMV_CM_WAIT_SIZES
-#        ("64 4096"), PMV_CM_WAIT_ROUNDS (1), PMV_GOAL_WAIT_P99 (20),
+#        ("64 4096"), PMV_CM_WAIT_ROUNDS (PMV_CM_ROUNDS), PMV_GOAL_WAIT_P99
+#        (20), PMV_CM_AA_TARGETS ("busy passive idle"; "" for none),
 #        PMV_CM_BW_SIZE (4096), PMV_CM_BW_DEPTH (16), PMV_CM_BW_BATCH (16),
 #        PMV_CM_BW_MS (250): fi_pmem_bw -T, per measurement,
 #        PMV_CM_DIR (/dev/shm): where the targets create their files,
 #        PMV_CM_PORT (13500): the runs take the ports after it, one each
-#          (at most ROUNDS x (CONFIGS x (TARGETS + 1) + 1)),
+#          (at most ROUNDS x (CONFIGS x (TARGETS + 1) + 1 + AA_TARGETS
+#          + WAIT_CONFIGS x WAIT_TARGETS)),
 #        PMV_CM_BUDGET (300): seconds; runs that would start later are
 #          skipped (their cells say n/a),
 #        PMV_GOAL_READ8_FLUSH (1.10), PMV_GOAL_READ8_AGENT (1.25),
@@ -117,7 +127,8 @@ WAIT_TARGETS=${PMV_CM_WAIT_TARGETS:-$(for w in $WAIT_MODES; do
 	printf 'w_%s w_%s_idle ' "$w" "$w"; done)}
 WAIT_CONFIGS=${PMV_CM_WAIT_CONFIGS:-"page cache_line"}
 WAIT_SIZES=${PMV_CM_WAIT_SIZES:-"64 4096"}
-WAIT_ROUNDS=${PMV_CM_WAIT_ROUNDS:-1}
+WAIT_ROUNDS=${PMV_CM_WAIT_ROUNDS:-$ROUNDS}
+AA_TARGETS=${PMV_CM_AA_TARGETS-"busy passive idle"}
 GOAL_WAIT_P99=${PMV_GOAL_WAIT_P99:-20}
 BW_SIZE=${PMV_CM_BW_SIZE:-4096}
 BW_DEPTH=${PMV_CM_BW_DEPTH:-16}
@@ -247,18 +258,20 @@ count() {
 lat_run() {
 	local round=$1 config=$2 mode=$3 sizes name rows status=0 w
 	local targs=("$PMV_LAT_BIN") iargs=(-I "$ITERS" -W "$WARMUP")
+	local modes=read8,commit
 	sizes=$(sizes_for "$config")
-	[[ $mode == w_* ]] && sizes=$(echo $WAIT_SIZES | tr ' ' ,)
+	[[ $mode == w_* || $mode == aa_* ]] && sizes=$(echo $WAIT_SIZES | tr ' ' ,)
 	[ -n "$sizes" ] || return 0
-	case $mode in busy | cntr_busy) targs+=(-y) ;; esac
+	[[ $mode == aa_* ]] && modes=read8,read8_ctl
+	case ${mode#aa_} in busy | cntr_busy) targs+=(-y) ;; esac
 	case $mode in cntr_*) targs+=(-K) ;; esac
 	case $mode in w_*) w=${mode#w_}; targs+=(-w "${w%_idle}") ;; esac
-	[[ $mode == idle || $mode == w_*_idle ]] &&
+	[[ $mode == idle || $mode == aa_idle || $mode == w_*_idle ]] &&
 		iargs=(-I "$IDLE_ITERS" -W "$IDLE_WARMUP" -i "$IDLE_US")
 	name=lat-r$round-${config//:/-}-$mode
 	rows=$LOGS/$name.csv
 	pair "$name" "$config" "$rows" "${targs[@]}" -S "$sizes" -- \
-		"$PMV_LAT_BIN" -S "$sizes" "${iargs[@]}" -m read8,commit --csv ||
+		"$PMV_LAT_BIN" -S "$sizes" "${iargs[@]}" -m "$modes" --csv ||
 		status=$?
 	count "$status" && tail -n +2 "$rows" |
 		sed "s|^|$round,$config,$mode,|" >>"$CSV"
@@ -307,6 +320,9 @@ measure() {
 				bw_run "$round" "$config"
 		done
 		bw_run "$round" tcp
+		for mode in $AA_TARGETS; do
+			lat_run "$round" page "aa_$mode"
+		done
 		[ "$round" -le "$WAIT_ROUNDS" ] && for config in $WAIT_CONFIGS; do
 			for mode in $WAIT_TARGETS; do
 				lat_run "$round" "$config" "$mode"
@@ -414,6 +430,38 @@ wait_table() {
 			echo "$line"
 		done
 	done
+}
+
+# The A/A control: per aa_ target, the medians over rounds and sizes of
+# read8_ctl / read8, p50 over p50 and p99 over p99.
+aa_table() {
+	[ -n "$AA_TARGETS" ] || return 0
+	echo
+	echo "# A/A control: fi_pmem_lat -m read8,read8_ctl, two identical 8-byte"
+	echo "# reads interleaved (PAGE target; busy, passive, idle as above):"
+	echo "# read8_ctl / read8, medians over rounds and sizes; a fair"
+	echo "# interleaving gives about 1.00."
+	awk -F, "$AWK_MEDIAN"'
+	function show(x) { return x == "n/a" ? x : sprintf("%.2f", x) }
+	NR > 1 && $3 ~ /^aa_/ && ($6 == "read8" || $6 == "read8_ctl") {
+		k = $3 SUBSEP $1 SUBSEP $7
+		keys[k] = $3
+		p50[k, $6] = $9
+		p99[k, $6] = $10
+	}
+	END {
+		for (k in keys) {
+			t = keys[k]
+			seen[t] = 1
+			if (p50[k, "read8"] > 0 && (k, "read8_ctl") in p50)
+				a[t] = a[t] " " p50[k, "read8_ctl"] / p50[k, "read8"]
+			if (p99[k, "read8"] > 0 && (k, "read8_ctl") in p99)
+				b[t] = b[t] " " p99[k, "read8_ctl"] / p99[k, "read8"]
+		}
+		for (t in seen)
+			printf "A/A %-8s p50 %s  p99 %s\n", substr(t, 4),
+			       show(median(a[t])), show(median(b[t]))
+	}' "$CSV" | sort
 }
 
 # Per throughput row, one line "config mode ops per_write": the median of
@@ -580,6 +628,7 @@ echo "# pmv_commit_modes.sh: ${ROUNDS} rounds of $CONFIGS x $TARGETS," \
 {
 	latency_table
 	wait_table
+	aa_table
 	throughput_table
 } | tee "$TABLE"
 echo "# $SECONDS s; $failures failed runs, $skipped skipped for the budget" \

@@ -34,8 +34,8 @@
 #          fi_pmem_remotelog are (also looked for in its functional/ and
 #          benchmarks/ subdirectories); default: $PATH
 #        PMV_FT_PORT (12000): first TCP port; each run takes the next one
-#        PMV_FT_BUDGET (530): seconds the whole run may take
-#        PMV_FT_CM_ROUNDS (3), PMV_FT_CM_BUDGET (280): pmv_commit_modes.sh's
+#        PMV_FT_BUDGET (640): seconds the whole run may take
+#        PMV_FT_CM_ROUNDS (3), PMV_FT_CM_BUDGET (330): pmv_commit_modes.sh's
 #          rounds and seconds (its other PMV_CM_* settings pass through)
 #        PMV_FT_LAT_ROUNDS (3), PMV_FT_LAT_ITERS (1500),
 #        PMV_FT_LAT_SIZES ("64 256 1024 4096 16384 65536")
@@ -70,9 +70,9 @@ OUT=$1
 LOGS=$OUT/logs
 SCRIPTS=$(cd "$(dirname "$0")" && pwd)
 port=${PMV_FT_PORT:-12000}
-BUDGET=${PMV_FT_BUDGET:-530}
+BUDGET=${PMV_FT_BUDGET:-640}
 CM_ROUNDS=${PMV_FT_CM_ROUNDS:-3}
-CM_BUDGET=${PMV_FT_CM_BUDGET:-280}
+CM_BUDGET=${PMV_FT_CM_BUDGET:-330}
 # pmv_commit_modes.sh's configurations (GRANULARITY[:METHOD]) and targets
 CM_CONFIGS="page cache_line byte byte:agent cache_line:send"
 CM_TARGETS="busy passive idle cntr_busy cntr_passive"
@@ -269,8 +269,8 @@ commit_modes() {
 		>"$LOGS/pmv_commit_modes.out" 2>"$LOGS/pmv_commit_modes.log" ||
 		status=$?
 	# its runs took ports from $port on, one each: leave them behind (and
-	# those of its wait-mode cells: 32 by default, at most 64 here)
-	port=$((port + CM_ROUNDS * (ncfg * (ntgt + 1) + 1) + 1 + 64))
+	# per round those of its A/A control, 3, and wait-mode cells, 32)
+	port=$((port + CM_ROUNDS * (ncfg * (ntgt + 1) + 1 + 3 + 32) + 1))
 	tail -n 1 "$LOGS/pmv_commit_modes.out"
 	if [ "$status" -ne 0 ]; then
 		echo "pmv_commit_modes.sh failed ($status); see $LOGS/pmv_commit_modes.log" >&2

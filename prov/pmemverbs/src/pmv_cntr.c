@@ -7,6 +7,7 @@
  */
 #include <poll.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pmv.h"
 
@@ -52,15 +53,22 @@ static int pmv_cntr_set(struct fid_cntr *cntr, uint64_t value)
  * The CQ a counter wait sleeps on: the receive CQ (else the transmit CQ)
  * of the first endpoint served through cntr, held (serve_holds: its close
  * waits) and marked as waited on by this thread, so that the agent leaves
- * that endpoint's progress to it; NULL if none has a wait object.
+ * that endpoint's progress to it; NULL if none has a wait object.  *alone:
+ * that endpoint is the only one served through cntr.
  */
 static struct pmv_cq *pmv_cntr_watch_begin(struct pmv_cntr *cntr,
-					   struct pmv_ep **ep)
+					   struct pmv_ep **ep, bool *alone)
 {
+	struct pmv_ep *eps[2];
+	unsigned n = pmv_hooks_hold_eps(&cntr->hooks, eps, 2);
 	struct pmv_cq *cq;
 
-	if (!pmv_hooks_hold_eps(&cntr->hooks, ep, 1))
+	if (!n)
 		return NULL;
+	if (n > 1)
+		__atomic_sub_fetch(&eps[1]->serve_holds, 1, __ATOMIC_ACQ_REL);
+	*ep = eps[0];
+	*alone = n == 1;
 	cq = __atomic_load_n(&(*ep)->rx_cq, __ATOMIC_ACQUIRE);
 	if (!cq || (cq->wait_fd < 0 && !cq->core_wait))
 		cq = __atomic_load_n(&(*ep)->tx_cq, __ATOMIC_ACQUIRE);
@@ -72,6 +80,25 @@ static struct pmv_cq *pmv_cntr_watch_begin(struct pmv_cntr *cntr,
 	return cq;
 }
 
+/*
+ * Serves the counter's endpoints between two sleeps.  When the wait
+ * sleeps on the CQ of the only endpoint served through it (alone), whose
+ * bytes wake it, the endpoint stays this thread's, as in fi_cq_sread (the
+ * progress hooks: the agent leaves it alone); otherwise (another
+ * endpoint's requests would not wake this thread) it is handed to the
+ * agent (before_wait).  An agent handed the endpoint on every pass of a
+ * wait that also served it served a quarter of the requests and spun on
+ * the waiting thread's core for FI_PMEMVERBS_AGENT_SPIN_US after each:
+ * the counter wait's p99 was 17-19 read round trips back to back.
+ */
+static void pmv_cntr_serve(struct pmv_cntr *cntr, bool alone)
+{
+	if (alone)
+		pmv_hooks_run(&cntr->hooks);
+	else
+		pmv_hooks_run_before_wait(&cntr->hooks);
+}
+
 /* Undoes pmv_cntr_watch_begin. */
 static void pmv_cntr_watch_end(struct pmv_cq *cq, struct pmv_ep *ep)
 {
@@ -79,33 +106,102 @@ static void pmv_cntr_watch_end(struct pmv_cq *cq, struct pmv_ep *ep)
 	__atomic_sub_fetch(&ep->serve_holds, 1, __ATOMIC_ACQ_REL);
 }
 
+/* Most fds a counter wait polls itself (else it sleeps in fi_wait). */
+#define PMV_CNTR_FDS 64
+
+#if PMV_HAVE_WAIT_SETS /* libfabric 2.x: no core_wait, no list to poll */
+/* Whether an fd readable before (was, n of them) is readable in now. */
+static bool pmv_cntr_still_readable(const struct pollfd *was,
+				    const struct pollfd *now, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (was[i].revents && now[i].revents)
+			return true;
+	return false;
+}
+
+/* Whether an fd of fds (n of them) that woke a poll is readable now. */
+static bool pmv_cntr_readable_again(const struct pollfd *fds, int n)
+{
+	struct pollfd again[PMV_CNTR_FDS];
+
+	memcpy(again, fds, (size_t) n * sizeof(*fds));
+	return poll(again, (nfds_t) n, 0) > 0 &&
+	       pmv_cntr_still_readable(fds, again, n);
+}
+
 /*
- * Sleeps up to ms in cq's core wait object, which the bytes of a request
- * end: its fd (FI_GETWAIT), or the wait set of ours it is on (fi_wait,
- * which also drains the set's own signals); first, what the core CQ
- * holds is taken (fi_cq_read of no entries), else fi_trywait refuses.
- * True if something ended it (or it did not sleep): work may follow.
+ * After a wake on a wait set's list (fds, n) whose bytes were placed and
+ * served: whether an fd that woke it stays readable through fi_trywait
+ * (which resets the set's signal, its progress taking what came; what it
+ * placed is served) too: the list's own signal (the fd list changed),
+ * which only a wait in the set drains.
+ */
+static bool pmv_cntr_list_signalled(struct pmv_cntr *cntr, struct pmv_cq *cq,
+				    const struct pollfd *fds, int n, bool alone)
+{
+	struct fid *fid = &cq->core->fid;
+
+	if (!pmv_cntr_readable_again(fds, n) ||
+	    fi_trywait(cntr->domain->fabric->core, &fid, 1) != FI_SUCCESS)
+		return false;
+	pmv_cntr_serve(cntr, alone);
+	return pmv_cntr_readable_again(fds, n);
+}
+
+/*
+ * Polls the list of cq's wait set (fds, n of them) up to ms; true if
+ * woken.  After a wake: places what came (the core's progress) and
+ * serves it; if the list's own signal woke it (pmv_cntr_list_signalled),
+ * a wait in the set drains it, once the requests are served (its
+ * progress before it sleeps may place one).
+ */
+static bool pmv_cntr_poll_set(struct pmv_cntr *cntr, struct pmv_cq *cq,
+			      struct pollfd *fds, int n, int ms, bool alone)
+{
+	if (poll(fds, (nfds_t) n, ms) <= 0)
+		return false;
+	(void) fi_cq_read(cq->core, NULL, 0);
+	pmv_cntr_serve(cntr, alone);
+	if (pmv_cntr_list_signalled(cntr, cq, fds, n, alone))
+		(void) fi_wait(cq->core_wait, 1);
+	return true;
+}
+#endif
+
+/*
+ * Sleeps up to ms on cq's fds, which the bytes of a request make
+ * readable: its fd, or the list of its wait set (pmv_cntr_poll_set),
+ * polled here rather than in fi_wait, whose progress before it sleeps may
+ * place a request that then waits in the inbox (the agent leaves the
+ * endpoint to this thread).  First, what the core CQ holds is taken
+ * (fi_cq_read of no entries), else fi_trywait refuses.  True if something
+ * ended it (or it did not sleep): work may follow.
  */
 static bool pmv_cntr_sleep_on(struct pmv_cntr *cntr, struct pmv_cq *cq,
-			      uint64_t threshold, int ms)
+			      uint64_t threshold, int ms, bool alone)
 {
-	struct pollfd pfd = { .fd = cq->wait_fd, .events = POLLIN };
+	struct pollfd fds[PMV_CNTR_FDS];
 	struct fid *fid = &cq->core->fid;
+	int n;
 
 	if (fi_trywait(cntr->domain->fabric->core, &fid, 1) != FI_SUCCESS) {
 		(void) fi_cq_read(&cq->cq_fid, NULL, 0);
 		return true;
 	}
-	pmv_hooks_run_before_wait(&cntr->hooks);
+	/* the counter's read progresses the core, which may place a
+	 * request: serve after it, so that none sleeps in an inbox */
 	if (fi_cntr_read(cntr->core) >= threshold)
 		return true;
-	if (cq->wait_fd >= 0)
-		return poll(&pfd, 1, ms) > 0;
+	pmv_cntr_serve(cntr, alone);
+	n = pmv_cq_wait_fds(cq, fds, PMV_CNTR_FDS);
 #if PMV_HAVE_WAIT_SETS /* libfabric 2.x: no core_wait (pmv_cq_open_wait_set) */
-	return fi_wait(cq->core_wait, ms) == FI_SUCCESS;
-#else
-	return true; /* not reached: the caller needs a wait_fd or core_wait */
+	if (cq->core_wait && n <= 0)
+		return fi_wait(cq->core_wait, ms) == FI_SUCCESS;
+	if (cq->core_wait)
+		return pmv_cntr_poll_set(cntr, cq, fds, n, ms, alone);
 #endif
+	return n <= 0 || poll(fds, (nfds_t) n, ms) > 0;
 }
 
 /*
@@ -115,17 +211,19 @@ static bool pmv_cntr_sleep_on(struct pmv_cntr *cntr, struct pmv_cq *cq,
  * them), completed nothing and slept on, while the agent, which the
  * bytes woke too, found them gone: a commit to a target waiting on a
  * counter waited for the wait's timeout.  -1 if there is no such CQ, 1
- * if woken (or not slept), 0 if it slept the whole time.
+ * if woken (or not slept), 0 if it slept the whole time; *alone as
+ * pmv_cntr_watch_begin's.
  */
-static int pmv_cntr_sleep(struct pmv_cntr *cntr, uint64_t threshold, int ms)
+static int pmv_cntr_sleep(struct pmv_cntr *cntr, uint64_t threshold, int ms,
+			  bool *alone)
 {
 	struct pmv_ep *ep = NULL;
-	struct pmv_cq *cq = pmv_cntr_watch_begin(cntr, &ep);
+	struct pmv_cq *cq = pmv_cntr_watch_begin(cntr, &ep, alone);
 	bool woken;
 
 	if (!cq)
 		return -1;
-	woken = pmv_cntr_sleep_on(cntr, cq, threshold, ms);
+	woken = pmv_cntr_sleep_on(cntr, cq, threshold, ms, *alone);
 	pmv_cntr_watch_end(cq, ep);
 	return woken;
 }
@@ -149,7 +247,8 @@ static int pmv_cntr_left(uint64_t deadline)
 
 /*
  * fi_cntr_wait.  With pmem endpoints bound, the wait is pmemverbs's own:
- * serve (handing the endpoints to the agent), check, sleep
+ * serve (pmv_cntr_serve: handing the endpoints to the agent unless the
+ * wait sleeps on the only one's CQ), check, sleep
  * (pmv_cntr_sleep; 1 ms while commits are in flight: an ack lands in
  * memory and wakes no fd; not at all for FI_PMEMVERBS_SREAD_SPIN_US
  * after a wake), again; -FI_EAVAIL when the error count moves,
@@ -162,6 +261,7 @@ static int pmv_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 	struct pmv_cntr *cntr = pmv_cntr(cntr_fid);
 	uint64_t errs, woke = 0, deadline = pmv_ms_now() + (uint64_t) timeout;
 	int left, step, slept;
+	bool alone = false;
 
 	pmv_hooks_run_before_wait(&cntr->hooks);
 	if (!__atomic_load_n(&cntr->hooks.head, __ATOMIC_ACQUIRE) ||
@@ -180,12 +280,12 @@ static int pmv_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 		       left >= 0 && left < PMV_CNTR_SLEEP_MS ? left :
 		       PMV_CNTR_SLEEP_MS;
 		if (!pmv_cntr_spins(woke)) {
-			slept = pmv_cntr_sleep(cntr, threshold, step);
+			slept = pmv_cntr_sleep(cntr, threshold, step, &alone);
 			if (slept < 0)
 				return fi_cntr_wait(cntr->core, threshold, left);
 			woke = slept ? pmv_us_now() : 0;
 		}
-		pmv_hooks_run_before_wait(&cntr->hooks);
+		pmv_cntr_serve(cntr, alone);
 	}
 }
 

@@ -605,3 +605,58 @@ Test(serve, an_object_bound_twice_serves_through_one_hook,
 	cr_assert_null(g_rx->hooks.head);
 	cr_assert_null(g_ep.eq->hooks.head);
 }
+
+/* ------------------------------------------------------------------ *
+ * A counter wait over tcp that sleeps on its only endpoint's CQ fd
+ * serves that endpoint itself, as fi_cq_sread does: the agent is never
+ * handed the endpoint in the middle of it (it served a quarter of the
+ * requests and spun on the waiting thread's core: p99 17-19 read round
+ * trips back to back).
+ */
+
+static int g_trywaits;        /* the fake fabric's fi_trywait calls */
+static int g_handed;          /* of them, found the endpoint the agent's */
+
+/* fi_trywait of the fake tcp fabric: a request's bytes come during the
+ * wait (placed by this "progress"); notes whether the agent would take the
+ * endpoint (pmv_serve_by_app false) while the wait serves it. */
+static int fake_trywait(struct fid_fabric *fabric, struct fid **fids,
+			int count)
+{
+	(void) fabric; (void) fids; (void) count;
+	if (g_trywaits++ == 1)
+		put_req(2, KEY, BASE, 64, 0);
+	if (g_trywaits > 1 && !pmv_serve_by_app(&g_ep, pmv_ms_now()))
+		g_handed++;
+	return FI_SUCCESS;
+}
+
+static struct fid_cq g_core_rx = { .fid.ops = &g_fake_fi_ops };
+
+Test(serve, a_counter_wait_on_its_endpoints_cq_keeps_serving_it,
+     .init = setup_bound, .fini = teardown_bound)
+{
+	int fd = eventfd(1, EFD_NONBLOCK); /* readable: bytes keep coming */
+
+	cr_assert_geq(fd, 0);
+	g_fake_fab_ops.trywait = fake_trywait;
+	g_dom.fabric = &g_fab;
+	g_dom.transport = PMV_TRANSPORT_TCP;
+	g_rx->core = &g_core_rx;
+	g_rx->wait_fd = fd;
+	(void) agent_wakes();
+	put_req(1, KEY, BASE + 64, 64, 0);
+	cr_assert_eq(fi_cntr_wait(g_cntr, 8, 30), -FI_ETIMEDOUT);
+	cr_assert_eq(g_waits, 0, "the wait fell back to the core's");
+	cr_assert_gt(g_trywaits, 2, "the wait slept %d times", g_trywaits);
+	cr_assert_eq(ack_status(1), 0, "the wait did not serve first");
+	cr_assert_eq(ack_status(2), 0, "a request that came in the wait "
+		     "was not served");
+	cr_assert_eq(g_handed, 0, "the endpoint was the agent's in %d of %d "
+		     "sleeps of a wait that served it", g_handed, g_trywaits - 1);
+	cr_assert_eq(agent_wakes(), 0, "the agent was woken to serve it");
+	g_rx->wait_fd = -1;
+	g_dom.transport = 0;
+	g_fake_fab_ops.trywait = NULL;
+	close(fd);
+}

@@ -214,6 +214,13 @@ static int pmv_cntr_close(struct fid *fid)
 {
 	struct pmv_cntr *cntr = pmv_container_of(fid, struct pmv_cntr, cntr_fid.fid);
 
+	if (__atomic_load_n(&cntr->refs, __ATOMIC_ACQUIRE)) {
+		PMV_WARN(FI_LOG_CNTR, "fi_close: the counter is bound to an "
+			 "FI_RMA_PMEM endpoint, or its operations are still "
+			 "in flight; close the endpoint and read its CQ "
+			 "first\n");
+		return -FI_EBUSY;
+	}
 	return pmv_hooks_close_wrapper(&cntr->core->fid, "counter",
 				       &cntr->hooks, cntr);
 }

@@ -39,7 +39,8 @@ static void pmv_cntr_count(struct pmv_cntr *cntr, bool err)
 
 void pmv_ep_cntr_count(struct pmv_ep *ep, enum pmv_rma_cntr which, bool err)
 {
-	struct pmv_cntr *cntr = ep ? ep->rma_cntr[which] : NULL;
+	struct pmv_cntr *cntr = ep ? __atomic_load_n(&ep->rma_cntr[which],
+						     __ATOMIC_ACQUIRE) : NULL;
 
 	if (cntr)
 		pmv_cntr_count(cntr, err);
@@ -108,7 +109,8 @@ void pmv_ep_cntr_unbind(struct pmv_ep *ep)
 			continue;
 		pmv_hooks_remove(&ep->rma_cntr[i]->hooks, &ep->cntr_hook[i]);
 		__atomic_sub_fetch(&ep->rma_cntr[i]->refs, 1, __ATOMIC_ACQ_REL);
-		ep->rma_cntr[i] = NULL;
+		/* the agent may be counting an FI_IMMED commit: atomic */
+		__atomic_store_n(&ep->rma_cntr[i], NULL, __ATOMIC_RELEASE);
 	}
 }
 
@@ -134,6 +136,13 @@ static void pmv_counted_done(struct pmv_iop *iop,
 	free(op);
 }
 
+static void pmv_counted_no_memory(void)
+{
+	PMV_WARN(FI_LOG_EP_DATA, "out of memory for a write or read counted "
+		 "by an FI_WRITE or FI_READ counter; the call is refused: "
+		 "retry it once memory is freed\n");
+}
+
 /*
  * The internal context a counted write or read of msg goes with, room
  * for its entry reserved in the transmit CQ: 0, or a negative code with
@@ -154,10 +163,12 @@ static int pmv_counted_begin(struct pmv_ep *ep, enum pmv_rma_cntr which,
 			 "if no entries are wanted)\n");
 		return -FI_ENOCQ;
 	}
-	op = calloc(1, sizeof(*op));
+	op = pmv_fault(PMV_FAULT_ALLOC) ? NULL : calloc(1, sizeof(*op));
 	if (!op || pmv_cq_reserve(cq)) {
+		if (!op)
+			pmv_counted_no_memory();
 		free(op);
-		return -FI_EAGAIN;
+		return -FI_ENOMEM;
 	}
 	*op = (struct pmv_counted_op) {
 		.context = msg->context, .cntr = ep->rma_cntr[which], .cq = cq,
@@ -167,16 +178,17 @@ static int pmv_counted_begin(struct pmv_ep *ep, enum pmv_rma_cntr which,
 		op->len += msg->rma_iov[i].len;
 	*iop = pmv_iop_get(&cq->iops, pmv_counted_done, op, PMV_IOP_DATA, 0);
 	if (!*iop) {
+		pmv_counted_no_memory();
 		pmv_cq_unreserve(cq);
 		free(op);
-		return -FI_EAGAIN;
+		return -FI_ENOMEM;
 	}
 	__atomic_add_fetch(&op->cntr->refs, 1, __ATOMIC_ACQ_REL);
 	return 0;
 }
 
 /* Undoes pmv_counted_begin for an operation the core refused. */
-static void pmv_counted_cancel(struct pmv_ep *ep, struct pmv_iop *iop)
+static void pmv_counted_cancel(struct pmv_iop *iop)
 {
 	struct pmv_counted_op *op = iop->owner;
 
@@ -184,7 +196,6 @@ static void pmv_counted_cancel(struct pmv_ep *ep, struct pmv_iop *iop)
 	pmv_cq_unreserve(op->cq);
 	pmv_iop_put(&op->cq->iops, iop);
 	free(op);
-	(void) ep;
 }
 
 /* True if an operation with flags raises an entry in the application's CQ. */
@@ -212,7 +223,7 @@ static ssize_t pmv_counted_post(struct pmv_ep *ep, enum pmv_rma_cntr which,
 	m.context = iop;
 	ret = post(&ep->ep_fid, &m, flags | FI_COMPLETION);
 	if (ret)
-		pmv_counted_cancel(ep, iop);
+		pmv_counted_cancel(iop);
 	return ret;
 }
 

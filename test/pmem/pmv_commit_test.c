@@ -2485,7 +2485,8 @@ static uint64_t oracle_first_hole(uint64_t key, uint64_t addr, uint64_t len,
 	struct ival *v = oracle_hits(key, addr, addr + len, from, to, &n);
 	uint64_t cur = addr;
 
-	qsort(v, n, sizeof(*v), ival_cmp);
+	if (n) /* v is NULL when no record hits: qsort's is declared nonnull */
+		qsort(v, n, sizeof(*v), ival_cmp);
 	for (size_t i = 0; i < n && cur < addr + len; i++) {
 		if (v[i].lo > cur)
 			break;

@@ -171,12 +171,13 @@ static int pmv_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 	uint64_t errs, woke = 0, deadline = pmv_ms_now() + (uint64_t) timeout;
 	int left, step, slept;
 
+	/* before any progress: an error that progress counts ends the wait */
+	errs = fi_cntr_readerr(cntr->core);
 	pmv_hooks_run_before_wait(&cntr->hooks);
 	if (!__atomic_load_n(&cntr->hooks.head, __ATOMIC_ACQUIRE) ||
 	    (cntr->domain->transport != PMV_TRANSPORT_TCP &&
 	     !pmv_cntr_counted_here(cntr)))
 		return fi_cntr_wait(cntr->core, threshold, timeout);
-	errs = fi_cntr_readerr(cntr->core);
 	for (;;) {
 		if (fi_cntr_read(cntr->core) >= threshold)
 			return 0;

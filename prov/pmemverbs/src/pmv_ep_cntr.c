@@ -67,6 +67,12 @@ static bool pmv_ep_cntr_busy(void *arg)
 		      __atomic_load_n(&cq->iops.outstanding, __ATOMIC_RELAXED));
 }
 
+/*
+ * fi_ep_bind of a counter for RMA events on a pmem endpoint: remembered
+ * (and held) per event, its reads made to progress ep, ep's RMA calls
+ * made counted ones; nothing is bound to the core.  FI_REMOTE_READ and a
+ * second counter of an event are refused, with nothing bound.
+ */
 int pmv_ep_cntr_bind(struct pmv_ep *ep, struct pmv_cntr *cntr, uint64_t flags)
 {
 	static const uint64_t events[PMV_RMA_CNTRS] = {
@@ -83,13 +89,16 @@ int pmv_ep_cntr_bind(struct pmv_ep *ep, struct pmv_cntr *cntr, uint64_t flags)
 		return -FI_EOPNOTSUPP;
 	}
 	for (int i = 0; i < PMV_RMA_CNTRS; i++) {
-		if (!(flags & events[i]))
-			continue;
-		if (ep->rma_cntr[i]) {
+		if ((flags & events[i]) && ep->rma_cntr[i]) {
 			PMV_WARN(FI_LOG_EP_CTRL, "fi_ep_bind: a counter of "
-				 "these events is bound already\n");
+				 "these events is bound already; bind one "
+				 "counter per event\n");
 			return -FI_EINVAL;
 		}
+	}
+	for (int i = 0; i < PMV_RMA_CNTRS; i++) {
+		if (!(flags & events[i]))
+			continue;
 		__atomic_add_fetch(&cntr->refs, 1, __ATOMIC_ACQ_REL);
 		ep->rma_cntr[i] = cntr;
 		ep->cntr_hook[i] = (struct pmv_hook) {
@@ -102,6 +111,7 @@ int pmv_ep_cntr_bind(struct pmv_ep *ep, struct pmv_cntr *cntr, uint64_t flags)
 	return 0;
 }
 
+/* Drops ep's RMA counters and their hooks (ep closes). */
 void pmv_ep_cntr_unbind(struct pmv_ep *ep)
 {
 	for (int i = 0; i < PMV_RMA_CNTRS; i++) {

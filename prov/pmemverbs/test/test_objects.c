@@ -471,6 +471,9 @@ Test(objects, rma_counters_bind_to_a_pmem_endpoint_and_are_counted_here)
 				FI_WRITE | FI_READ | FI_REMOTE_WRITE), 0);
 	cr_assert_eq(fi_ep_bind(ep, &rread->fid, FI_REMOTE_READ),
 		     -FI_EOPNOTSUPP);
+	cr_assert_eq(fi_ep_bind(ep, &rread->fid, FI_SEND | FI_WRITE),
+		     -FI_EINVAL, "a second FI_WRITE counter");
+	cr_assert_eq(fi_close(&rread->fid), 0, "refused binds hold nothing");
 	pep = pmv_container_of(ep, struct pmv_ep, ep_fid);
 	cr_assert_eq(pep->ep_fid.rma, &pmv_rma_pmem_cntr_ops);
 	cr_assert_not_null(pmv_container_of(cntr, struct pmv_cntr,
@@ -480,7 +483,6 @@ Test(objects, rma_counters_bind_to_a_pmem_endpoint_and_are_counted_here)
 	cr_assert_null(pmv_container_of(cntr, struct pmv_cntr,
 					cntr_fid)->hooks.head);
 	cr_assert_eq(fi_close(&cntr->fid), 0);
-	cr_assert_eq(fi_close(&rread->fid), 0);
 	cr_assert_eq(fi_close(&cq->fid), 0);
 }
 

@@ -1586,9 +1586,10 @@ static void target_open_cntr(struct conn *c, struct fi_info *info)
 	/* remote RMA events are counted only with FI_RMA_EVENT */
 	info->caps |= FI_RMA_EVENT;
 	info->rx_attr->caps |= FI_RMA_EVENT;
-	conn_open_on(c, info, g_t.eq, open_cq(), open_cq());
+	/* opened first, so closed after the endpoint (close_all_fids) */
 	CHECK(fi_cntr_open(g_net.domain, &attr, &g_t.rw_cntr, NULL));
 	track_fid(&g_t.rw_cntr->fid);
+	conn_open_on(c, info, g_t.eq, open_cq(), open_cq());
 	g_t.rw_tried = true;
 	g_t.rw_bind_ret = fi_ep_bind(c->ep, &g_t.rw_cntr->fid,
 				     FI_REMOTE_WRITE);
@@ -2512,7 +2513,8 @@ static uint64_t oracle_first_hole(uint64_t key, uint64_t addr, uint64_t len,
 	struct ival *v = oracle_hits(key, addr, addr + len, from, to, &n);
 	uint64_t cur = addr;
 
-	qsort(v, n, sizeof(*v), ival_cmp);
+	if (n) /* v is NULL when no record hits: qsort's is declared nonnull */
+		qsort(v, n, sizeof(*v), ival_cmp);
 	for (size_t i = 0; i < n && cur < addr + len; i++) {
 		if (v[i].lo > cur)
 			break;
@@ -6015,15 +6017,17 @@ static void cn_sample(struct fid_cntr *cntr)
 	}
 }
 
-/* Commits CN_LEN bytes on c and waits, sampling the counter (if any). */
-static void cn_commit(struct conn *c, unsigned i, struct fid_cntr *cntr)
+/* Commits CN_LEN bytes on c (with flags) and waits, sampling the counter
+ * (if any). */
+static void cn_commit(struct conn *c, unsigned i, struct fid_cntr *cntr,
+		      uint64_t flags)
 {
 	struct sop *s = sop_new(SOP_COMMIT, 0, REG_A, i * (CN_LEN + 4096) + 9,
 				CN_LEN, sc_bytes(CN_LEN));
 	int64_t deadline = deadline_in(STEP_MS);
 
 	s->oracle = true;
-	sop_post_retry(c->ep, s, 0, 0, NULL);
+	sop_post_retry(c->ep, s, flags, i, NULL);
 	while (!s->ncomp && before(deadline)) {
 		if (cntr)
 			cn_sample(cntr);
@@ -6032,22 +6036,19 @@ static void cn_commit(struct conn *c, unsigned i, struct fid_cntr *cntr)
 	}
 }
 
-/* Verdict on a counter: refused with -FI_EOPNOTSUPP, or (bound) exact and
- * never ahead of durability. */
+/* Verdict on a counter: bound (fi_ep_bind 0), exact and never ahead of
+ * durability. */
 static void cn_verdict(const char *check, int bind_ret, bool bound_ok,
 		       const char *detail)
 {
-	if (bind_ret == -FI_EOPNOTSUPP)
-		verdict(true, check_name(check), "fi_ep_bind refused it with "
-			"-FI_EOPNOTSUPP");
-	else if (bind_ret)
-		verdict(false, check_name(check), "expected -FI_EOPNOTSUPP (or "
-			"a counter that never counts a commit before it is "
-			"durable) got fi_ep_bind %s", errname(bind_ret));
+	if (bind_ret)
+		verdict(false, check_name(check), "expected fi_ep_bind to "
+			"accept the counter (it counts at durability) got %s",
+			errname(bind_ret));
 	else
 		verdict(bound_ok, check_name(check), "%sfi_ep_bind accepted "
-			"it: %s", bound_ok ? "" : "expected -FI_EOPNOTSUPP or "
-			"a counter never ahead of durability, got ", detail);
+			"it: %s", bound_ok ? "" : "expected a counter exact and "
+			"never ahead of durability, got ", detail);
 }
 
 /* The initiator's FI_WRITE counter over CN_COMMITS commits. */
@@ -6069,11 +6070,105 @@ static void cn_write_verdict(int bind_ret, struct fid_cntr *cntr)
 	cn_verdict("counters/write", bind_ret, ok, detail);
 }
 
-/* The target's FI_REMOTE_WRITE counter, as the target saw it. */
+#define CN_WAITS 6
+
+/* Posts commit i of CN_LEN bytes on c. */
+static void cn_post(struct conn *c, unsigned i)
+{
+	struct sop *s = sop_new(SOP_COMMIT, 0, REG_A, i * (CN_LEN + 4096) + 9,
+				CN_LEN, sc_bytes(CN_LEN));
+
+	s->oracle = true;
+	sop_post_retry(c->ep, s, 0, 0, NULL);
+}
+
+/* Commits of ops [from, nops) durable now by the oracle's evidence. */
+static unsigned cn_durable_since(size_t from)
+{
+	unsigned n = 0;
+
+	for (size_t i = from; i < g_sc.nops; i++)
+		n += g_sc.ops[i].posted && sop_covered(&g_sc.ops[i], NULL);
+	return n;
+}
+
+/*
+ * fi_cntr_wait on the FI_WRITE counter, with nothing else read: commit k
+ * posted, the wait for base + k must return with the oracle already
+ * showing k of these commits durable.  Returns how many returns came early (or not
+ * at all); *detail says the first.
+ */
+static unsigned cn_wait_batch(struct conn *c, struct fid_cntr *cntr,
+			      char *detail, size_t size)
+{
+	uint64_t base = fi_cntr_read(cntr);
+	size_t from = g_sc.nops;
+	unsigned bad = 0, durable;
+	int ret;
+
+	for (unsigned k = 1; k <= CN_WAITS; k++) {
+		cn_post(c, CN_COMMITS + k - 1);
+		ret = fi_cntr_wait(cntr, base + k, STEP_MS);
+		durable = cn_durable_since(from);
+		if ((ret || durable < k) && !bad++)
+			snprintf(detail, size, "fi_cntr_wait(%" PRIu64 ") "
+				 "returned %s with %u of the commits durable",
+				 base + k, errname(ret), durable);
+	}
+	return bad;
+}
+
+/*
+ * The FI_WRITE counter's other events: a plain write counts once the
+ * core completes it, a refused commit only in the error count (and ends
+ * a wait with -FI_EAVAIL), and the count stays exact: pmemverbs's own
+ * writes and reads (data, requests, acks, read-flushes) never move it.
+ */
+static void cn_wait_verdict(struct conn *c, struct fid_cntr *cntr)
+{
+	char detail[300] = "every return came with its commits durable";
+	unsigned bad = cn_wait_batch(c, cntr, detail, sizeof(detail));
+	uint64_t v, errs = fi_cntr_readerr(cntr);
+	struct sop *w = sop_new(SOP_WRITE, 0, REG_B, 9, 4096, sc_bytes(4096));
+	struct cmsg m;
+	struct outcome o = { 0 };
+	struct op *op;
+	ssize_t pret;
+	int wret;
+
+	verdict(!bad, check_name("counters/wait-durable"), "%u of %d returns "
+		"early: %s", bad, CN_WAITS, detail);
+	v = fi_cntr_read(cntr);
+	sop_post_retry(c->ep, w, 0, 0, NULL);
+	wret = fi_cntr_wait(cntr, v + 1, STEP_MS);
+	expect_ret("counters/plain-write-counts", wret, 0);
+	v = fi_cntr_read(cntr);
+	/* the wait is in progress when the refusal comes */
+	op = post_commit(c, cmsg_flush(&m, REG_A, UNKNOWN_KEY),
+			 FI_COMMIT_COMPLETE, &pret);
+	wret = op ? fi_cntr_wait(cntr, v + 1, STEP_MS) : (int)pret;
+	if (op)
+		o = commit_outcome(op);
+	verdict(o.completed && o.err && fi_cntr_readerr(cntr) == errs + 1 &&
+		fi_cntr_read(cntr) == v && wret == -FI_EAVAIL,
+		check_name("counters/error-count"), "a refused commit (%s): "
+		"error count +%" PRIu64 ", count +%" PRIu64 ", a wait for one "
+		"more returned %s (expected +1, +0, -FI_EAVAIL)",
+		o.completed ? fi_strerror(o.err) : "not completed",
+		fi_cntr_readerr(cntr) - errs, fi_cntr_read(cntr) - v,
+		errname(wret));
+	sc_drain(NULL);
+	expect_u64("counters/exact", fi_cntr_read(cntr),
+		   CN_COMMITS + CN_WAITS + 1, "count after the commits and the "
+		   "plain write (pmemverbs's own operations never count)");
+}
+
+/* The target's FI_REMOTE_WRITE counter, as the target saw it: one
+ * FI_IMMED commit, counted once, at durability. */
 static void cn_remote_verdict(const struct cntr_rsp *r)
 {
 	char detail[300];
-	bool ok = r->watched && !r->early && r->covered;
+	bool ok = r->watched && !r->early && r->covered && r->value == 1;
 
 	snprintf(detail, sizeof(detail), "%s; it read %" PRIu64 " once the "
 		 "commit's range was persisted (%s), %" PRIu64 " samples "
@@ -6084,20 +6179,24 @@ static void cn_remote_verdict(const struct cntr_rsp *r)
 
 /*
  * counters: FI_WRITE (initiator) and FI_REMOTE_WRITE (target) counters on
- * FI_RMA_PMEM endpoints must be refused with -FI_EOPNOTSUPP, or count no
- * commit before it is durable; FI_SEND counters bind as usual.
+ * FI_RMA_PMEM endpoints bind and count no commit before it is durable
+ * (sampled, and at each return of fi_cntr_wait), exactly (pmemverbs's own
+ * operations never count), a plain write at its completion, a refused
+ * commit in the error count; the target's counts its FI_IMMED commit
+ * only; FI_SEND counters bind as usual.
  */
 static void sc_counters(void)
 {
 	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP,
-				     .wait_obj = FI_WAIT_NONE };
+				     .wait_obj = FI_WAIT_UNSPEC };
 	struct cntr_watch_req wr = { .region = REG_A, .off = 9, .len = CN_LEN };
 	struct fid_cntr *cntr;
 	struct cntr_rsp rr;
 	struct conn c = { 0 };
 	int wret;
 
-	sc_setup(CN_COMMITS, CN_COMMITS * (CN_LEN + 4096));
+	sc_setup(CN_COMMITS + CN_WAITS + 1,
+		 (CN_COMMITS + CN_WAITS + 1) * (CN_LEN + 4096));
 	expect_ret("counters/send-counter-binds", cn_try_bind(FI_SEND), 0);
 	CHECK(fi_cntr_open(g_net.domain, &attr, &cntr, NULL));
 	track_fid(&cntr->fid);
@@ -6110,7 +6209,7 @@ static void sc_counters(void)
 	memcpy(&rr, ctl_expect(MSG_CNTR_READY, sizeof(rr), NULL), sizeof(rr));
 	ctl_release();
 	for (unsigned i = 0; i < CN_COMMITS; i++) {
-		cn_commit(&c, i, wret ? NULL : cntr);
+		cn_commit(&c, i, wret ? NULL : cntr, i ? 0 : FI_IMMED);
 		if (!i && rr.watched) {
 			memcpy(&rr, ctl_expect(MSG_CNTR_RESULT, sizeof(rr),
 					       NULL), sizeof(rr));
@@ -6118,6 +6217,8 @@ static void sc_counters(void)
 		}
 	}
 	cn_write_verdict(wret, wret ? NULL : cntr);
+	if (!wret)
+		cn_wait_verdict(&c, cntr);
 	cn_remote_verdict(&rr);
 	initiator_close_conn(&c);
 }

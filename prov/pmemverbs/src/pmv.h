@@ -290,6 +290,10 @@ ssize_t pmv_cq_sread(struct fid_cq *cq, void *buf, size_t count,
 		     const void *cond, int timeout);
 int pmv_cq_signal(struct fid_cq *cq_fid);
 
+/* The RMA counters of a pmem endpoint pmemverbs counts itself (pmv_ep_cntr.c). */
+enum pmv_rma_cntr { PMV_CNTR_WRITE, PMV_CNTR_READ, PMV_CNTR_REMOTE_WRITE,
+		    PMV_RMA_CNTRS };
+
 /* Objects whose reads serve a pmem endpoint's commit requests: its receive
  * and transmit CQs, its EQ, its FI_SEND and FI_RECV counters. */
 enum { PMV_SERVE_RX_CQ, PMV_SERVE_TX_CQ, PMV_SERVE_EQ, PMV_SERVE_SEND_CNTR,
@@ -336,6 +340,9 @@ struct pmv_ep {
 	int serve_holds;           /* agent passes that may serve it (atomic) */
 	struct pmv_eq *eq;         /* bound EQ, for serving from its reads */
 	struct pmv_cntr *cntr[2];  /* bound FI_SEND and FI_RECV counters */
+	struct pmv_cntr *rma_cntr[PMV_RMA_CNTRS]; /* counted here, not bound
+				    * to the core (pmv_ep_cntr.c) */
+	struct pmv_hook cntr_hook[PMV_RMA_CNTRS]; /* their reads progress it */
 	struct pmv_hook serve_hook[PMV_SERVE_OBJS]; /* inline serving, run
 				    * by reads of its CQs, EQ and counters */
 	struct pmv_hooks *serve_on[PMV_SERVE_OBJS]; /* lists running them */
@@ -404,6 +411,8 @@ struct pmv_cntr {
 	struct fid_cntr *core;
 	struct pmv_hooks hooks;     /* serving of pmem endpoints bound to it */
 	struct pmv_domain *domain;
+	int refs;                   /* pmem endpoints and operations counting
+				     * into it (pmv_ep_cntr.c; atomic) */
 };
 
 struct pmv_av {
@@ -690,6 +699,16 @@ extern struct fi_ops_msg pmv_msg_ops;
 extern struct fi_ops_tagged pmv_tagged_ops;
 extern struct fi_ops_rma pmv_rma_ops;
 extern struct fi_ops_rma pmv_rma_pmem_ops;
+/* pmv_ep_cntr.c: FI_WRITE, FI_READ, FI_REMOTE_WRITE counters of pmem eps */
+extern struct fi_ops_rma pmv_rma_pmem_cntr_ops;
+int pmv_ep_cntr_bind(struct pmv_ep *ep, struct pmv_cntr *cntr, uint64_t flags);
+void pmv_ep_cntr_unbind(struct pmv_ep *ep);
+/* Counts one success (or, err, one error) in ep's counter of which, if any. */
+void pmv_ep_cntr_count(struct pmv_ep *ep, enum pmv_rma_cntr which, bool err);
+ssize_t pmv_counted_writemsg(struct pmv_ep *ep, const struct fi_msg_rma *msg,
+			     uint64_t flags);
+ssize_t pmv_counted_readmsg(struct pmv_ep *ep, const struct fi_msg_rma *msg,
+			    uint64_t flags);
 extern struct fi_ops_atomic pmv_atomic_ops;
 
 #endif /* PMV_H */

@@ -237,6 +237,13 @@ static bool pmv_cntr_spins(uint64_t woke)
 	       pmv_us_now() - woke < (uint64_t) pmv_params.sread_spin_us;
 }
 
+/* True if pmemverbs counts into cntr itself (pmv_ep_cntr.c): the core's
+ * wait would progress no endpoint that moves it. */
+static bool pmv_cntr_counted_here(struct pmv_cntr *cntr)
+{
+	return __atomic_load_n(&cntr->refs, __ATOMIC_ACQUIRE) != 0;
+}
+
 /* Milliseconds left before deadline (pmv_ms_now's clock), at least 0. */
 static int pmv_cntr_left(uint64_t deadline)
 {
@@ -253,7 +260,8 @@ static int pmv_cntr_left(uint64_t deadline)
  * memory and wakes no fd; not at all for FI_PMEMVERBS_SREAD_SPIN_US
  * after a wake), again; -FI_EAVAIL when the error count moves,
  * -FI_ETIMEDOUT at the timeout, as the core's.  Otherwise (not over tcp,
- * or no CQ with a wait object to sleep on) the core's.
+ * or no CQ with a wait object to sleep on) the core's, unless pmemverbs
+ * counts into the counter itself: then 1 ms naps.
  */
 static int pmv_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 			 int timeout)
@@ -263,11 +271,13 @@ static int pmv_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 	int left, step, slept;
 	bool alone = false;
 
+	/* before any progress: an error that progress counts ends the wait */
+	errs = fi_cntr_readerr(cntr->core);
 	pmv_hooks_run_before_wait(&cntr->hooks);
 	if (!__atomic_load_n(&cntr->hooks.head, __ATOMIC_ACQUIRE) ||
-	    cntr->domain->transport != PMV_TRANSPORT_TCP)
+	    (cntr->domain->transport != PMV_TRANSPORT_TCP &&
+	     !pmv_cntr_counted_here(cntr)))
 		return fi_cntr_wait(cntr->core, threshold, timeout);
-	errs = fi_cntr_readerr(cntr->core);
 	for (;;) {
 		if (fi_cntr_read(cntr->core) >= threshold)
 			return 0;
@@ -281,8 +291,12 @@ static int pmv_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 		       PMV_CNTR_SLEEP_MS;
 		if (!pmv_cntr_spins(woke)) {
 			slept = pmv_cntr_sleep(cntr, threshold, step, &alone);
-			if (slept < 0)
+			if (slept < 0 && !pmv_cntr_counted_here(cntr))
 				return fi_cntr_wait(cntr->core, threshold, left);
+			if (slept < 0) { /* nothing to sleep on: a nap */
+				(void) poll(NULL, 0, 1);
+				slept = 0;
+			}
 			woke = slept ? pmv_us_now() : 0;
 		}
 		pmv_cntr_serve(cntr, alone);
@@ -314,6 +328,13 @@ static int pmv_cntr_close(struct fid *fid)
 {
 	struct pmv_cntr *cntr = pmv_container_of(fid, struct pmv_cntr, cntr_fid.fid);
 
+	if (__atomic_load_n(&cntr->refs, __ATOMIC_ACQUIRE)) {
+		PMV_WARN(FI_LOG_CNTR, "fi_close: the counter is bound to an "
+			 "FI_RMA_PMEM endpoint, or its operations are still "
+			 "in flight; close the endpoint and read its CQ "
+			 "first\n");
+		return -FI_EBUSY;
+	}
 	return pmv_hooks_close_wrapper(&cntr->core->fid, "counter",
 				       &cntr->hooks, cntr);
 }

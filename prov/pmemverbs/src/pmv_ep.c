@@ -20,6 +20,7 @@ static int pmv_ep_close(struct fid *fid)
 	int ret;
 
 	if (ep->pmem) {
+		pmv_ep_cntr_unbind(ep); /* first: a counter wait holds ep */
 		pmv_agent_remove(ep->domain, ep);
 		if (ep->tx_cq)
 			pmv_hooks_remove(&ep->tx_cq->hooks, &ep->hook);
@@ -63,8 +64,8 @@ static int pmv_ep_bind_cq(struct pmv_ep *ep, struct fid *bfid, uint64_t flags)
 	return 0;
 }
 
-/* Counter events that would count pmemverbs's own writes and reads. */
-#define PMV_CNTR_INTERNAL (FI_WRITE | FI_READ | FI_REMOTE_WRITE | FI_REMOTE_READ)
+/* Counter events pmemverbs counts itself on a pmem endpoint (pmv_ep_cntr.c). */
+#define PMV_CNTR_OWN (FI_WRITE | FI_READ | FI_REMOTE_WRITE | FI_REMOTE_READ)
 
 /*
  * Remembers the EQ and the FI_SEND and FI_RECV counters of a pmem endpoint:
@@ -93,17 +94,17 @@ static int pmv_ep_bind_serving(struct pmv_ep *ep, struct fid *bfid,
 static int pmv_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct pmv_ep *ep = pmv_container_of(fid, struct pmv_ep, ep_fid.fid);
+	int ret;
 
 	if (!ep->pmem || !bfid)
 		return pmv_bind_core(&ep->core->fid, bfid, flags);
-	if (bfid->fclass == FI_CLASS_CNTR && (flags & PMV_CNTR_INTERNAL)) {
-		PMV_WARN(FI_LOG_EP_CTRL, "fi_ep_bind: a counter of FI_WRITE, "
-			 "FI_READ or remote RMA events on an FI_RMA_PMEM "
-			 "endpoint would count pmemverbs's internal writes and "
-			 "reads, and a commit's data write before it is "
-			 "durable; use the CQ for RMA completions (FI_SEND and "
-			 "FI_RECV counters are fine)\n");
-		return -FI_EOPNOTSUPP;
+	if (bfid->fclass == FI_CLASS_CNTR && (flags & PMV_CNTR_OWN) &&
+	    pmv_core_fid(bfid)) {
+		ret = pmv_ep_cntr_bind(ep, pmv_container_of(bfid,
+				struct pmv_cntr, cntr_fid.fid), flags);
+		if (ret || !(flags & (FI_SEND | FI_RECV)))
+			return ret;
+		flags &= ~PMV_CNTR_OWN; /* the core counts sends, receives */
 	}
 	if (!pmv_core_fid(bfid))
 		return pmv_bind_core(&ep->core->fid, bfid, flags);

@@ -372,6 +372,46 @@ Test(objects, a_connected_endpoint_is_served_by_its_cq_eq_and_counter_reads)
 	cr_assert_eq(fi_close(&cq->fid), 0);
 }
 
+/*
+ * FI_WRITE, FI_READ and FI_REMOTE_WRITE counters bind to a pmem endpoint
+ * and are counted by pmemverbs (its hook on the counter, the counted RMA
+ * calls), never by the core; FI_REMOTE_READ is refused; the counter
+ * cannot close under the endpoint.
+ */
+Test(objects, rma_counters_bind_to_a_pmem_endpoint_and_are_counted_here)
+{
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT };
+	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP };
+	struct fid_cntr *cntr, *rread;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	struct pmv_ep *pep;
+
+	cr_assert(fx.info->caps & FI_RMA_PMEM);
+	cr_assert_eq(fi_cq_open(fx.domain, &cq_attr, &cq, NULL), 0);
+	cr_assert_eq(fi_cntr_open(fx.domain, &cntr_attr, &cntr, NULL), 0);
+	cr_assert_eq(fi_cntr_open(fx.domain, &cntr_attr, &rread, NULL), 0);
+	cr_assert_eq(fi_endpoint(fx.domain, fx.info, &ep, NULL), 0);
+	cr_assert_eq(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV), 0);
+	cr_assert_eq(fi_ep_bind(ep, &cntr->fid,
+				FI_WRITE | FI_READ | FI_REMOTE_WRITE), 0);
+	cr_assert_eq(fi_ep_bind(ep, &rread->fid, FI_REMOTE_READ),
+		     -FI_EOPNOTSUPP);
+	cr_assert_eq(fi_ep_bind(ep, &rread->fid, FI_SEND | FI_WRITE),
+		     -FI_EINVAL, "a second FI_WRITE counter");
+	cr_assert_eq(fi_close(&rread->fid), 0, "refused binds hold nothing");
+	pep = pmv_container_of(ep, struct pmv_ep, ep_fid);
+	cr_assert_eq(pep->ep_fid.rma, &pmv_rma_pmem_cntr_ops);
+	cr_assert_not_null(pmv_container_of(cntr, struct pmv_cntr,
+					    cntr_fid)->hooks.head);
+	cr_assert_eq(fi_close(&cntr->fid), -FI_EBUSY);
+	cr_assert_eq(fi_close(&ep->fid), 0);
+	cr_assert_null(pmv_container_of(cntr, struct pmv_cntr,
+					cntr_fid)->hooks.head);
+	cr_assert_eq(fi_close(&cntr->fid), 0);
+	cr_assert_eq(fi_close(&cq->fid), 0);
+}
+
 /* A plain tcp-core client (no pmemverbs CM header) connecting to pep. */
 struct foreign_client {
 	struct fi_info *info;

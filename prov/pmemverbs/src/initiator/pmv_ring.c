@@ -149,16 +149,18 @@ void pmv_ini_report(struct pmv_ini *ini, struct pmv_commit *c)
 		ep->counters.commit_errors++;
 	else
 		ep->counters.commits++;
-	if (!c->room || (!c->status && pmv_ini_silent(ep, c))) {
-		pmv_ini_release_room(c);
-		return;
+	if (c->room && (c->status || !pmv_ini_silent(ep, c))) {
+		if (c->status) {
+			e.err = c->core_err ? c->core_err :
+				pmv_err_to_fi(c->status);
+			e.prov_errno = c->status;
+		}
+		pmv_cq_push(c->room, &e, c->status != 0);
+		c->room = NULL;
 	}
-	if (c->status) {
-		e.err = c->core_err ? c->core_err : pmv_err_to_fi(c->status);
-		e.prov_errno = c->status;
-	}
-	pmv_cq_push(c->room, &e, c->status != 0);
-	c->room = NULL;
+	pmv_ini_release_room(c);
+	/* where its CQ entry is raised, with or without one */
+	pmv_ep_cntr_count(ep, PMV_CNTR_WRITE, c->status != 0);
 }
 
 /* Completes c when nothing of it is outstanding; lock held. */

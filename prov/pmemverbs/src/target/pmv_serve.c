@@ -341,6 +341,8 @@ static void pmv_agent_serve_req(struct pmv_domain *dom, struct pmv_ep *ep,
 		pmv_agent_immed(rx, req);
 	else if (rx)
 		pmv_cq_unreserve(rx);
+	if ((req->flags & PMV_REQ_IMMED) && !ep->agent_status)
+		pmv_ep_cntr_count(ep, PMV_CNTR_REMOTE_WRITE, false);
 	*h = (struct pmv_agent_hist) { .seq = req->seq, .key = req->key,
 				       .status = ep->agent_status };
 	pmv_agent_advance(ep);

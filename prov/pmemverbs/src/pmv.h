@@ -89,6 +89,7 @@ struct pmv_params {
 	int peer_probe_ms;    /* FI_PMEMVERBS_PEER_PROBE_MS */
 	int join_request;     /* FI_PMEMVERBS_JOIN_REQUEST */
 	int push_profiles;    /* FI_PMEMVERBS_PUSH_PROFILES */
+	int delivery_is_commit; /* FI_PMEMVERBS_DELIVERY_IS_COMMIT */
 };
 extern struct pmv_params pmv_params;
 
@@ -293,6 +294,7 @@ struct pmv_ep {
 	struct pmv_domain *domain;
 	bool pmem;                 /* FI_RMA_PMEM: commits handled here */
 	uint64_t tx_op_flags;      /* default op flags (FI_COMMIT_COMPLETE?) */
+	uint64_t delivery_commit;  /* FI_DELIVERY_COMPLETE if it commits, or 0 */
 	struct pmv_cq *tx_cq, *rx_cq;
 	bool tx_selective;         /* tx CQ bound with FI_SELECTIVE_COMPLETION */
 	struct pmv_inbox inbox;
@@ -668,6 +670,7 @@ extern struct fi_ops_msg pmv_msg_ops;
 extern struct fi_ops_tagged pmv_tagged_ops;
 extern struct fi_ops_rma pmv_rma_ops;
 extern struct fi_ops_rma pmv_rma_pmem_ops;
+void pmv_ep_set_op_flags(struct pmv_ep *ep, uint64_t op_flags);
 extern struct fi_ops_atomic pmv_atomic_ops;
 
 #endif /* PMV_H */

@@ -79,8 +79,25 @@ static ssize_t fake_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 	return fake_post(msg, flags, true);
 }
 
+/* The core's fi_write, recorded as the fi_writemsg it amounts to. */
+static ssize_t fake_write(struct fid_ep *ep, const void *buf, size_t len,
+			  void *desc, fi_addr_t dest_addr, uint64_t addr,
+			  uint64_t key, void *context)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+	struct fi_rma_iov rma = { .addr = addr, .len = len, .key = key };
+	struct fi_msg_rma msg = { .msg_iov = &iov, .desc = &desc,
+				  .iov_count = 1, .addr = dest_addr,
+				  .rma_iov = &rma, .rma_iov_count = 1,
+				  .context = context };
+
+	(void) ep;
+	return fake_post(&msg, 0, false);
+}
+
 static struct fi_ops_rma g_fake_rma = {
 	.size = sizeof(struct fi_ops_rma),
+	.write = fake_write,
 	.writemsg = fake_writemsg,
 	.readmsg = fake_readmsg,
 };
@@ -163,6 +180,7 @@ static void setup_params(void)
 	pmv_params.peer_probe_ms = 100;
 	pmv_params.join_request = 0; /* the two-write path, as over RDMA */
 	pmv_params.push_profiles = 1;
+	pmv_params.delivery_is_commit = 0;
 	g_nposts = g_calls = g_fail_at = 0;
 	g_fail_ret = -FI_EIO;
 }
@@ -1023,6 +1041,108 @@ Test(engine, a_plain_write_over_send_data_in_flight_waits)
 		     "a write beside the send's range need not wait");
 	ack(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 5);
 	cr_assert_eq(plain_write(1024), 0);
+}
+
+/*
+ * FI_PMEMVERBS_DELIVERY_IS_COMMIT (issue 27 item 3): an FI_DELIVERY_COMPLETE
+ * write on a pmem endpoint, by flag or by default op_flags, is a commit.
+ */
+
+/* fi_writemsg of 64 bytes at off with FI_DELIVERY_COMPLETE. */
+static ssize_t delivery_writemsg(uint64_t off, void *ctx)
+{
+	static uint8_t buf[64];
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct fi_rma_iov rma = { .addr = off, .len = sizeof(buf),
+				  .key = REGION_KEY };
+	struct fi_msg_rma msg = { .msg_iov = &iov, .iov_count = 1,
+				  .rma_iov = &rma, .rma_iov_count = 1,
+				  .context = ctx };
+
+	return pmv_rma_pmem_ops.writemsg(&g_ep->ep_fid, &msg,
+					 FI_DELIVERY_COMPLETE | FI_COMPLETION);
+}
+
+/* fi_write of 64 bytes at off (the endpoint's default op_flags apply). */
+static ssize_t default_write(uint64_t off, void *ctx)
+{
+	static uint8_t buf[64];
+
+	return pmv_rma_pmem_ops.write(&g_ep->ep_fid, buf, sizeof(buf), NULL,
+				      0, off, REGION_KEY, ctx);
+}
+
+/* The operation of context ctx went as an agent commit: its data write and
+ * its request, and its completion only at the target's ack. */
+static void assert_agent_commit(void *ctx)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+
+	cr_assert_eq(g_nposts, 2, "expected a data write and a commit "
+		     "request, got %u core posts", g_nposts);
+	cr_assert_neq(g_posts[0].context, ctx, "the write went to the core "
+		      "as the application's own, a plain write");
+	complete_post(0, 0);
+	complete_post(1, 0);
+	g_ep->hook.progress(g_ep->hook.arg);
+	cr_assert(!pop(&e, &err), "completed before the target's ack");
+	ack(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 0);
+	cr_assert(pop(&e, &err), "no completion at the target's ack");
+	cr_assert(!err);
+	cr_assert_eq(e.op_context, ctx);
+}
+
+/* The operation of context ctx went to the core in one call, as it is. */
+static void assert_plain_write(void *ctx)
+{
+	cr_assert_eq(g_nposts, 1, "expected one core write, got %u posts",
+		     g_nposts);
+	cr_assert_eq(g_posts[0].context, ctx);
+}
+
+Test(engine, with_delivery_is_commit_a_delivery_complete_writemsg_commits)
+{
+	int ctx;
+
+	pmv_params.delivery_is_commit = 1;
+	pmv_ep_set_op_flags(g_ep, 0);
+	cr_assert_eq(delivery_writemsg(0, &ctx), 0);
+	assert_agent_commit(&ctx);
+}
+
+Test(engine, with_delivery_is_commit_a_delivery_complete_default_commits)
+{
+	int ctx;
+
+	pmv_params.delivery_is_commit = 1;
+	pmv_ep_set_op_flags(g_ep, FI_DELIVERY_COMPLETE);
+	cr_assert_eq(default_write(0, &ctx), 0);
+	assert_agent_commit(&ctx);
+}
+
+Test(engine, without_delivery_is_commit_delivery_complete_writes_are_plain)
+{
+	int ctx[2];
+
+	pmv_ep_set_op_flags(g_ep, FI_DELIVERY_COMPLETE);
+	cr_assert_eq(delivery_writemsg(0, &ctx[0]), 0);
+	assert_plain_write(&ctx[0]);
+	cr_assert_eq(g_posts[0].flags & FI_DELIVERY_COMPLETE,
+		     FI_DELIVERY_COMPLETE, "the core got the flag");
+	g_nposts = 0;
+	cr_assert_eq(default_write(64, &ctx[1]), 0);
+	assert_plain_write(&ctx[1]);
+}
+
+Test(engine, delivery_is_commit_leaves_endpoints_without_pmem_alone)
+{
+	pmv_params.delivery_is_commit = 1;
+	g_ep->pmem = false;
+	pmv_ep_set_op_flags(g_ep, FI_DELIVERY_COMPLETE);
+	cr_assert_eq(g_ep->tx_op_flags, FI_DELIVERY_COMPLETE,
+		     "an endpoint without FI_RMA_PMEM cannot commit");
+	g_ep->pmem = true;
 }
 
 Test(engine, a_null_msg_iov_is_refused)

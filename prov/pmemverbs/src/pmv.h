@@ -671,6 +671,7 @@ extern struct fi_ops_tagged pmv_tagged_ops;
 extern struct fi_ops_rma pmv_rma_ops;
 extern struct fi_ops_rma pmv_rma_pmem_ops;
 void pmv_ep_set_op_flags(struct pmv_ep *ep, uint64_t op_flags);
+int pmv_ep_setopsflag(struct pmv_ep *ep, uint64_t *flags);
 extern struct fi_ops_atomic pmv_atomic_ops;
 
 #endif /* PMV_H */

@@ -121,6 +121,9 @@ static int pmv_ep_control(struct fid *fid, int command, void *arg)
 			 "second endpoint instead\n");
 		return -FI_ENOSYS;
 	}
+	if (command == FI_SETOPSFLAG && arg)
+		return pmv_ep_setopsflag(pmv_container_of(fid, struct pmv_ep,
+							  ep_fid.fid), arg);
 	return pmv_control_core(fid, command, arg);
 }
 

@@ -569,6 +569,30 @@ void pmv_ep_set_op_flags(struct pmv_ep *ep, uint64_t op_flags)
 	ep->tx_op_flags = op_flags;
 }
 
+/*
+ * fi_control(FI_SETOPSFLAG): the core gets the flags without
+ * FI_COMMIT_COMPLETE (its own knows nothing of the target's persistence);
+ * a transmit default the core took becomes the endpoint's, so commits by
+ * default follow it.  A core that refuses the command changes nothing.
+ */
+int pmv_ep_setopsflag(struct pmv_ep *ep, uint64_t *flags)
+{
+	uint64_t core_flags = *flags & ~FI_COMMIT_COMPLETE;
+	int ret;
+
+	if ((*flags & FI_COMMIT_COMPLETE) && !ep->pmem) {
+		PMV_WARN(FI_LOG_EP_CTRL, "FI_SETOPSFLAG: FI_COMMIT_COMPLETE on "
+			 "an endpoint opened without FI_RMA_PMEM; add "
+			 "FI_RMA_PMEM to the caps\n");
+		return -FI_EOPNOTSUPP;
+	}
+	ret = ep->core->fid.ops->control(&ep->core->fid, FI_SETOPSFLAG,
+					 &core_flags);
+	if (!ret && (*flags & FI_TRANSMIT))
+		pmv_ep_set_op_flags(ep, *flags & ~FI_TRANSMIT);
+	return ret;
+}
+
 static bool pmv_commits_by_default(const struct pmv_ep *ep)
 {
 	return ep->tx_op_flags & FI_COMMIT_COMPLETE;

@@ -105,8 +105,8 @@ static void pmv_define_params(void)
 	fi_param_define(&pmv_prov, "delivery_is_commit", FI_PARAM_BOOL,
 			"On FI_RMA_PMEM endpoints, make a write with "
 			"FI_DELIVERY_COMPLETE (the flag of fi_writemsg, or in "
-			"the endpoint's default op_flags at fi_endpoint) a "
-			"commit: it completes once its data and the earlier "
+			"the endpoint's default op_flags, from fi_endpoint or "
+			"FI_SETOPSFLAG) a commit: it completes once its data and the earlier "
 			"writes to its key are durable, as with "
 			"FI_COMMIT_COMPLETE. 0: such a write is a plain write "
 			"that completes once placed. Default: no.");

@@ -101,7 +101,25 @@ static struct fi_ops_rma g_fake_rma = {
 	.writemsg = fake_writemsg,
 	.readmsg = fake_readmsg,
 };
-static struct fid_ep g_core_ep = { .rma = &g_fake_rma };
+/* The core's fi_control: records FI_SETOPSFLAG's flags, answers
+ * g_control_ret. */
+static uint64_t g_control_flags;
+static int g_control_ret;
+
+static int fake_ep_control(struct fid *fid, int command, void *arg)
+{
+	(void) fid;
+	if (command == FI_SETOPSFLAG)
+		g_control_flags = *(uint64_t *) arg;
+	return g_control_ret;
+}
+
+static struct fi_ops g_fake_ep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.control = fake_ep_control,
+};
+static struct fid_ep g_core_ep = { .fid = { .ops = &g_fake_ep_fi_ops },
+				   .rma = &g_fake_rma };
 static struct fid_mr g_inbox_mr;
 
 /* The pmemverbs objects around it. */
@@ -181,6 +199,8 @@ static void setup_params(void)
 	pmv_params.join_request = 0; /* the two-write path, as over RDMA */
 	pmv_params.push_profiles = 1;
 	pmv_params.delivery_is_commit = 0;
+	g_control_flags = 0;
+	g_control_ret = 0;
 	g_nposts = g_calls = g_fail_at = 0;
 	g_fail_ret = -FI_EIO;
 }
@@ -1133,6 +1153,48 @@ Test(engine, without_delivery_is_commit_delivery_complete_writes_are_plain)
 	g_nposts = 0;
 	cr_assert_eq(default_write(64, &ctx[1]), 0);
 	assert_plain_write(&ctx[1]);
+}
+
+/* fi_control(FI_SETOPSFLAG) sets the default a later fi_write follows. */
+static int setopsflag(uint64_t flags)
+{
+	return pmv_ep_setopsflag(g_ep, &flags);
+}
+
+Test(engine, setopsflag_delivery_complete_makes_fi_write_commit)
+{
+	int ctx;
+
+	pmv_params.delivery_is_commit = 1;
+	pmv_ep_set_op_flags(g_ep, 0);
+	cr_assert_eq(setopsflag(FI_TRANSMIT | FI_DELIVERY_COMPLETE), 0);
+	cr_assert_eq(default_write(0, &ctx), 0);
+	assert_agent_commit(&ctx);
+}
+
+Test(engine, setopsflag_commit_complete_commits_and_never_reaches_the_core)
+{
+	int ctx;
+
+	pmv_ep_set_op_flags(g_ep, 0);
+	cr_assert_eq(setopsflag(FI_TRANSMIT | FI_COMMIT_COMPLETE), 0);
+	cr_assert_eq(g_control_flags & FI_COMMIT_COMPLETE, 0, "the core's own "
+		     "FI_COMMIT_COMPLETE knows nothing of persistence");
+	cr_assert_eq(default_write(0, &ctx), 0);
+	assert_agent_commit(&ctx);
+}
+
+Test(engine, setopsflag_the_core_refuses_leaves_the_default_alone)
+{
+	int ctx;
+
+	pmv_params.delivery_is_commit = 1;
+	pmv_ep_set_op_flags(g_ep, 0);
+	g_control_ret = -FI_ENOSYS;
+	cr_assert_eq(setopsflag(FI_TRANSMIT | FI_DELIVERY_COMPLETE),
+		     -FI_ENOSYS);
+	cr_assert_eq(default_write(0, &ctx), 0);
+	assert_plain_write(&ctx);
 }
 
 Test(engine, delivery_is_commit_leaves_endpoints_without_pmem_alone)

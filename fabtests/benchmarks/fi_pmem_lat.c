@@ -30,6 +30,8 @@
  *               of the interleaved measurement (its ratio must be ~1.00)
  *   write_read  fi_write of SIZE, then an 8-byte fi_read (the naive recipe)
  *   commit      fi_writemsg(FI_COMMIT_COMPLETE) of SIZE bytes
+ *   delivery    fi_writemsg(FI_DELIVERY_COMPLETE) of SIZE bytes (a commit
+ *               under FI_PMEMVERBS_DELIVERY_IS_COMMIT=1)
  *   batch       BATCH fi_writes of SIZE, then one pure-flush commit
  *               (iov_count 0, rma_iov {addr, 0, key}); pmemverbs only
  *   scatter     as batch, the writes spread over the whole region (one
@@ -267,6 +269,14 @@ static int post_commit_write(struct bench *b, size_t size, uint64_t index)
 	return post_rma(b, PM_RMA_COMMIT, size, rotating_offset(b, size, index));
 }
 
+/* fi_writemsg(FI_DELIVERY_COMPLETE): a commit under
+ * FI_PMEMVERBS_DELIVERY_IS_COMMIT=1, a plain placed write otherwise. */
+static int post_delivery_write(struct bench *b, size_t size, uint64_t index)
+{
+	return post_rma(b, PM_RMA_DELIVERY, size,
+			rotating_offset(b, size, index));
+}
+
 /* BATCH plain writes to consecutive slots, then one pure-flush commit. */
 static int post_batch(struct bench *b, size_t size, uint64_t index)
 {
@@ -299,6 +309,7 @@ static const struct mode all_modes[] = {
 	{ "read8_ctl", false, post_read8 },
 	{ "write_read", false, post_write_read },
 	{ "commit", false, post_commit_write },
+	{ "delivery", false, post_delivery_write },
 	{ "batch", true, post_batch },
 	{ "scatter", true, post_scatter },
 };

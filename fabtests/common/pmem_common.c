@@ -868,6 +868,9 @@ ssize_t pm_post_rma(struct pm_conn *conn, const struct pm_region *region,
 	case PM_RMA_FLUSH:
 		return pm_writemsg(conn, NULL, 0, region->addr, region->key, 0,
 				   FI_COMMIT_COMPLETE | FI_COMPLETION, ctx);
+	case PM_RMA_DELIVERY:
+		return pm_writemsg(conn, conn->src, len, addr, region->key, 0,
+				   FI_DELIVERY_COMPLETE | FI_COMPLETION, ctx);
 	}
 	return -FI_EINVAL;
 }

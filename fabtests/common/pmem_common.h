@@ -307,7 +307,8 @@ ssize_t pm_writemsg(struct pm_conn *conn, const void *buf, size_t len,
 		    uint64_t flags, void *ctx);
 
 /* The operations the benchmarks time, on the target's region. */
-enum pm_rma_op { PM_RMA_WRITE, PM_RMA_READ, PM_RMA_COMMIT, PM_RMA_FLUSH };
+enum pm_rma_op { PM_RMA_WRITE, PM_RMA_READ, PM_RMA_COMMIT, PM_RMA_FLUSH,
+		 PM_RMA_DELIVERY /* fi_writemsg(FI_DELIVERY_COMPLETE) */ };
 
 /*
  * Posts one op of len bytes at offset in the region (from src, or into

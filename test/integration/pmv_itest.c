@@ -1494,21 +1494,36 @@ static void rdm_introduce_self(struct ctx *c)
 	ctrl_send(c, &msg);
 }
 
-/* RDM: endpoint on FI_SOURCE addr:port (server) or AV entry for it (client),
- * then the client introduces itself so the server can address it. */
+/*
+ * RDM: endpoint on FI_SOURCE addr:port (server) or AV entry for it (client),
+ * then the client introduces itself so the server can address it, and
+ * waits for GO: the server's fi_av_insert of the client comes before any
+ * message of the test reaches it.  libfabric 2.1's ofi_rxm (without
+ * FI_SOURCE) moves the messages it holds unexpected from a peer into a
+ * queue of that peer at fi_av_insert, while later ones stay in the queue
+ * of unknown sources, which a receive searches first: messages matched out
+ * of order (issue 27: 'completion len 4096, expected 7' through pmemverbs,
+ * 'len 1000, expected 65536' through tcp;ofi_rxm with
+ * FI_OFI_RXM_USE_SRX=0, and a crash in rxm_get_addr within fi_av_insert
+ * with its default shared receive context).
+ */
 static void establish_rdm(struct ctx *c)
 {
+	struct ctrl_msg msg;
+
 	open_domain_res(c, c->info);
 	open_endpoint(c);
 	c->ctrl = mreg_alloc(c, 2 * CTRL_SIZE);
 	if (is_server(c)) {
 		announce_ready();
 		rdm_learn_client(c);
+		ctrl_send_kind(c, CTRL_GO);
 	} else {
 		if (!c->info->dest_addr)
 			die("fi_getinfo(node, service) gave no dest_addr");
 		c->peer = av_insert_one(c, c->info->dest_addr);
 		rdm_introduce_self(c);
+		ctrl_recv(c, CTRL_GO, &msg);
 	}
 }
 
@@ -2540,7 +2555,8 @@ struct test_def {
  * is checked, MSG (flags and length) everywhere else; the verbs core's MSG
  * endpoints have no FI_CQ_FORMAT_TAGGED. */
 static const struct test_def k_tests[] = {
-	{ .name = "sendrecv", .caps = FI_MSG, .cq_format = FI_CQ_FORMAT_DATA,
+	{ .name = "sendrecv", .caps = FI_MSG, .msg_order = FI_ORDER_SAS,
+	  .cq_format = FI_CQ_FORMAT_DATA,
 	  .setup = require_cq_data, .server = sendrecv_run,
 	  .client = sendrecv_run },
 	{ .name = "tagged", .caps = FI_MSG | FI_TAGGED,
@@ -2563,7 +2579,8 @@ static const struct test_def k_tests[] = {
 	{ .name = "badaddr", .caps = FI_MSG, .cq_format = FI_CQ_FORMAT_MSG,
 	  .own_connection = true, .server = no_server_side,
 	  .client = badaddr_client },
-	{ .name = "waitobj", .caps = FI_MSG, .cq_format = FI_CQ_FORMAT_DATA,
+	{ .name = "waitobj", .caps = FI_MSG, .msg_order = FI_ORDER_SAS,
+	  .cq_format = FI_CQ_FORMAT_DATA,
 	  .setup = waitobj_setup, .server = waitobj_run,
 	  .client = waitobj_run },
 	{ .name = "cntr", .caps = FI_MSG | FI_RMA, .msg_order = FI_ORDER_SAW,

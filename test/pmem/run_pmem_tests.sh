@@ -199,7 +199,8 @@ judge_exit() {
 # run NAME TEST GRANULARITY JUDGE ORACLE(yes|no) [FAULT_EXTENT]
 # With METHOD set (METHOD=agent run ...), the initiator's provider gets
 # FI_PMEMVERBS_METHOD=$METHOD, and the initiator expects it; with JOIN=1
-# the initiator sends data and request as one write; with PUSH=0 it reads
+# the initiator sends data and request as one write; with DELIVERY=1 its
+# FI_DELIVERY_COMPLETE writes are commits; with PUSH=0 it reads
 # no profile table of the target (a key's first commit goes to the agent);
 # with CASE set,
 # badinput runs only that case (scenario: runs that case); with
@@ -210,11 +211,14 @@ run() {
 	local name=$1 test=$2 gran=$3 judge=$4 use_oracle=$5 fault=${6:-}
 	local dir=$WORK/$name port=$PORT irc oracle=$SHM/$name.oracle
 	local tenv=(PMEM2_FORCE_GRANULARITY="$gran") iargs=()
-	local ienv=(-u PMEM2_FORCE_GRANULARITY -u FI_PMEMVERBS_METHOD)
+	local ienv=(-u PMEM2_FORCE_GRANULARITY -u FI_PMEMVERBS_METHOD
+		-u FI_PMEMVERBS_DELIVERY_IS_COMMIT)
 	[[ -z $RUNS || " $RUNS " == *" $name "* ]] || return 0
 	[[ -n ${METHOD:-} ]] && ienv+=(FI_PMEMVERBS_METHOD="$METHOD")
 	[[ -n ${JOIN:-} ]] && ienv+=(FI_PMEMVERBS_JOIN_REQUEST="$JOIN")
 	[[ -n ${PUSH:-} ]] && ienv+=(FI_PMEMVERBS_PUSH_PROFILES="$PUSH")
+	[[ -n ${DELIVERY:-} ]] &&
+		ienv+=(FI_PMEMVERBS_DELIVERY_IS_COMMIT="$DELIVERY")
 	[[ -n ${CASE:-} ]] && iargs+=(-c "$CASE")
 	iargs+=(-F "$(region_of "$dir")")
 	PORT=$((PORT + 1))
@@ -376,6 +380,12 @@ CASE=no-pmem-caps run scenario-no-pmem-caps scenario page lines no
 # served at once after 0-1000 ms idle: PAGE and DMP (the agent's profiles)
 for gran in page cache_line; do
 	CASE=wait-modes run "scenario-wait-modes-$gran" scenario "$gran" lines yes
+done
+
+# FI_PMEMVERBS_DELIVERY_IS_COMMIT: FI_DELIVERY_COMPLETE writes (flag and
+# default op_flags) are durable at completion with it, plain writes without
+for dc in 1 0; do
+	DELIVERY=$dc CASE=delivery run "scenario-delivery-page-$dc" scenario page lines yes
 done
 
 echo "$passed passed, $failed failed"

@@ -90,6 +90,7 @@ struct pmv_params {
 	int join_request;     /* FI_PMEMVERBS_JOIN_REQUEST */
 	int push_profiles;    /* FI_PMEMVERBS_PUSH_PROFILES */
 	int config_error;     /* -FI_EINVAL: a value above is invalid */
+	int delivery_is_commit; /* FI_PMEMVERBS_DELIVERY_IS_COMMIT */
 };
 extern struct pmv_params pmv_params;
 
@@ -306,6 +307,7 @@ struct pmv_ep {
 	struct pmv_domain *domain;
 	bool pmem;                 /* FI_RMA_PMEM: commits handled here */
 	uint64_t tx_op_flags;      /* default op flags (FI_COMMIT_COMPLETE?) */
+	uint64_t delivery_commit;  /* FI_DELIVERY_COMPLETE if it commits, or 0 */
 	struct pmv_cq *tx_cq, *rx_cq;
 	bool tx_selective;         /* tx CQ bound with FI_SELECTIVE_COMPLETION */
 	struct pmv_inbox inbox;
@@ -709,6 +711,8 @@ ssize_t pmv_counted_writemsg(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 			     uint64_t flags);
 ssize_t pmv_counted_readmsg(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 			    uint64_t flags);
+void pmv_ep_set_op_flags(struct pmv_ep *ep, uint64_t op_flags);
+int pmv_ep_setopsflag(struct pmv_ep *ep, uint64_t *flags);
 extern struct fi_ops_atomic pmv_atomic_ops;
 
 #endif /* PMV_H */

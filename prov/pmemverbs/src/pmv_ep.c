@@ -122,6 +122,9 @@ static int pmv_ep_control(struct fid *fid, int command, void *arg)
 			 "second endpoint instead\n");
 		return -FI_ENOSYS;
 	}
+	if (command == FI_SETOPSFLAG && arg)
+		return pmv_ep_setopsflag(pmv_container_of(fid, struct pmv_ep,
+							  ep_fid.fid), arg);
 	return pmv_control_core(fid, command, arg);
 }
 
@@ -361,7 +364,7 @@ static int pmv_ep_pmem_init(struct pmv_ep *ep, const struct fi_info *info,
 	pthread_mutex_init(&ep->lock, NULL);
 	pthread_mutex_init(&ep->serve_lock, NULL);
 	ep->pmem = info->caps & FI_RMA_PMEM;
-	ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+	pmv_ep_set_op_flags(ep, info->tx_attr ? info->tx_attr->op_flags : 0);
 	if (!ep->pmem && (ep->tx_op_flags & FI_COMMIT_COMPLETE)) {
 		PMV_WARN(FI_LOG_EP_CTRL, "FI_COMMIT_COMPLETE in op_flags of an "
 			 "endpoint opened without FI_RMA_PMEM: pmemverbs makes "

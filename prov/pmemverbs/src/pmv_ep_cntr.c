@@ -237,12 +237,15 @@ static ssize_t pmv_counted_post(struct pmv_ep *ep, enum pmv_rma_cntr which,
 	return ret;
 }
 
-/* A write counted: a commit goes its own way (pmv_ini_report counts it). */
+/* A write counted: a commit (FI_DELIVERY_COMPLETE too, under
+ * FI_PMEMVERBS_DELIVERY_IS_COMMIT) goes its own way (pmv_ini_report
+ * counts it). */
 ssize_t pmv_counted_writemsg(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 			     uint64_t flags)
 {
 	if (!ep->rma_cntr[PMV_CNTR_WRITE] ||
-	    (flags & (PMV_COMMIT_FLAGS | PMV_UNKNOWN_PROV_BITS)))
+	    (flags & (PMV_COMMIT_FLAGS | PMV_UNKNOWN_PROV_BITS |
+		      ep->delivery_commit)))
 		return pmv_rma_pmem_ops.writemsg(&ep->ep_fid, msg, flags);
 	return pmv_counted_post(ep, PMV_CNTR_WRITE, msg, flags,
 				pmv_rma_pmem_ops.writemsg);

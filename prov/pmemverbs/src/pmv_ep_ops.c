@@ -460,7 +460,8 @@ struct fi_ops_atomic pmv_atomic_ops = {
  * RMA on an endpoint opened with FI_RMA_PMEM: every successful write joins
  * its key's commit scope, fi_writemsg with FI_COMMIT_COMPLETE or FI_IMMED is
  * a commit, and with FI_COMMIT_COMPLETE in the endpoint's default op_flags
- * every write is one.
+ * every write is one (so is FI_DELIVERY_COMPLETE, as a flag or a default,
+ * under FI_PMEMVERBS_DELIVERY_IS_COMMIT).
  */
 
 static size_t pmv_iov_len(const struct iovec *iov, size_t count)
@@ -554,6 +555,44 @@ static ssize_t pmv_write_as_commit(struct pmv_ep *ep, const struct iovec *iov,
 			pmv_commit_writemsg(ep, &msg, ep->tx_op_flags);
 }
 
+/*
+ * Takes an endpoint's default op_flags.  With FI_PMEMVERBS_DELIVERY_IS_COMMIT,
+ * FI_DELIVERY_COMPLETE on a pmem endpoint means a commit: by default, and
+ * as a flag of fi_writemsg (ep->delivery_commit).
+ */
+void pmv_ep_set_op_flags(struct pmv_ep *ep, uint64_t op_flags)
+{
+	ep->delivery_commit = (ep->pmem && pmv_params.delivery_is_commit) ?
+			      FI_DELIVERY_COMPLETE : 0;
+	if (op_flags & ep->delivery_commit)
+		op_flags |= FI_COMMIT_COMPLETE;
+	ep->tx_op_flags = op_flags;
+}
+
+/*
+ * fi_control(FI_SETOPSFLAG): the core gets the flags without
+ * FI_COMMIT_COMPLETE (its own knows nothing of the target's persistence);
+ * a transmit default the core took becomes the endpoint's, so commits by
+ * default follow it.  A core that refuses the command changes nothing.
+ */
+int pmv_ep_setopsflag(struct pmv_ep *ep, uint64_t *flags)
+{
+	uint64_t core_flags = *flags & ~FI_COMMIT_COMPLETE;
+	int ret;
+
+	if ((*flags & FI_COMMIT_COMPLETE) && !ep->pmem) {
+		PMV_WARN(FI_LOG_EP_CTRL, "FI_SETOPSFLAG: FI_COMMIT_COMPLETE on "
+			 "an endpoint opened without FI_RMA_PMEM; add "
+			 "FI_RMA_PMEM to the caps\n");
+		return -FI_EOPNOTSUPP;
+	}
+	ret = ep->core->fid.ops->control(&ep->core->fid, FI_SETOPSFLAG,
+					 &core_flags);
+	if (!ret && (*flags & FI_TRANSMIT))
+		pmv_ep_set_op_flags(ep, *flags & ~FI_TRANSMIT);
+	return ret;
+}
+
 static bool pmv_commits_by_default(const struct pmv_ep *ep)
 {
 	return ep->tx_op_flags & FI_COMMIT_COMPLETE;
@@ -598,6 +637,8 @@ static ssize_t pmv_pmem_writemsg(struct fid_ep *ep_fid,
 	ssize_t ret;
 	size_t i;
 
+	if (flags & ep->delivery_commit)
+		flags |= FI_COMMIT_COMPLETE;
 	if (flags & (PMV_COMMIT_FLAGS | PMV_UNKNOWN_PROV_BITS))
 		return pmv_commit_writemsg(ep, msg, flags);
 	if (msg && pmv_msg_waits(ep, msg))

@@ -106,6 +106,14 @@ static void pmv_define_params(void)
 			"from the peer's table: a key's first commit then "
 			"takes its fastest method instead of going to the "
 			"agent to learn the profile. 0: neither. Default: yes.");
+	fi_param_define(&pmv_prov, "delivery_is_commit", FI_PARAM_BOOL,
+			"On FI_RMA_PMEM endpoints, make a write with "
+			"FI_DELIVERY_COMPLETE (the flag of fi_writemsg, or in "
+			"the endpoint's default op_flags, from fi_endpoint or "
+			"FI_SETOPSFLAG) a commit: it completes once its data and the earlier "
+			"writes to its key are durable, as with "
+			"FI_COMMIT_COMPLETE. 0: such a write is a plain write "
+			"that completes once placed. Default: no.");
 	fi_param_define(&pmv_prov, "peer_timeout_ms", FI_PARAM_INT,
 			"Milliseconds an initiator waits for any answer from "
 			"the target while commits are in flight; then every "
@@ -214,6 +222,8 @@ static void pmv_read_params(void)
 	pmv_get_bool("push_profiles", &pmv_params.push_profiles);
 	fi_param_get_int(&pmv_prov, "bad_request_ms",
 			 &pmv_params.bad_request_ms);
+	fi_param_get_bool(&pmv_prov, "delivery_is_commit",
+			  &pmv_params.delivery_is_commit);
 	pmv_fault_read_params();
 }
 

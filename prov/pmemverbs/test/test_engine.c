@@ -83,12 +83,47 @@ static ssize_t fake_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg,
 	return fake_post(msg, flags, true);
 }
 
+/* The core's fi_write, recorded as the fi_writemsg it amounts to. */
+static ssize_t fake_write(struct fid_ep *ep, const void *buf, size_t len,
+			  void *desc, fi_addr_t dest_addr, uint64_t addr,
+			  uint64_t key, void *context)
+{
+	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+	struct fi_rma_iov rma = { .addr = addr, .len = len, .key = key };
+	struct fi_msg_rma msg = { .msg_iov = &iov, .desc = &desc,
+				  .iov_count = 1, .addr = dest_addr,
+				  .rma_iov = &rma, .rma_iov_count = 1,
+				  .context = context };
+
+	(void) ep;
+	return fake_post(&msg, 0, false);
+}
+
 static struct fi_ops_rma g_fake_rma = {
 	.size = sizeof(struct fi_ops_rma),
+	.write = fake_write,
 	.writemsg = fake_writemsg,
 	.readmsg = fake_readmsg,
 };
-static struct fid_ep g_core_ep = { .rma = &g_fake_rma };
+/* The core's fi_control: records FI_SETOPSFLAG's flags, answers
+ * g_control_ret. */
+static uint64_t g_control_flags;
+static int g_control_ret;
+
+static int fake_ep_control(struct fid *fid, int command, void *arg)
+{
+	(void) fid;
+	if (command == FI_SETOPSFLAG)
+		g_control_flags = *(uint64_t *) arg;
+	return g_control_ret;
+}
+
+static struct fi_ops g_fake_ep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.control = fake_ep_control,
+};
+static struct fid_ep g_core_ep = { .fid = { .ops = &g_fake_ep_fi_ops },
+				   .rma = &g_fake_rma };
 static struct fid_mr g_inbox_mr;
 
 /* The pmemverbs objects around it. */
@@ -167,6 +202,9 @@ static void setup_params(void)
 	pmv_params.peer_probe_ms = 100;
 	pmv_params.join_request = 0; /* the two-write path, as over RDMA */
 	pmv_params.push_profiles = 1;
+	pmv_params.delivery_is_commit = 0;
+	g_control_flags = 0;
+	g_control_ret = 0;
 	g_nposts = g_calls = g_fail_at = 0;
 	g_fail_ret = -FI_EIO;
 }
@@ -1027,6 +1065,150 @@ Test(engine, a_plain_write_over_send_data_in_flight_waits)
 		     "a write beside the send's range need not wait");
 	ack(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 5);
 	cr_assert_eq(plain_write(1024), 0);
+}
+
+/*
+ * FI_PMEMVERBS_DELIVERY_IS_COMMIT (issue 27 item 3): an FI_DELIVERY_COMPLETE
+ * write on a pmem endpoint, by flag or by default op_flags, is a commit.
+ */
+
+/* fi_writemsg of 64 bytes at off with FI_DELIVERY_COMPLETE. */
+static ssize_t delivery_writemsg(uint64_t off, void *ctx)
+{
+	static uint8_t buf[64];
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct fi_rma_iov rma = { .addr = off, .len = sizeof(buf),
+				  .key = REGION_KEY };
+	struct fi_msg_rma msg = { .msg_iov = &iov, .iov_count = 1,
+				  .rma_iov = &rma, .rma_iov_count = 1,
+				  .context = ctx };
+
+	return pmv_rma_pmem_ops.writemsg(&g_ep->ep_fid, &msg,
+					 FI_DELIVERY_COMPLETE | FI_COMPLETION);
+}
+
+/* fi_write of 64 bytes at off (the endpoint's default op_flags apply). */
+static ssize_t default_write(uint64_t off, void *ctx)
+{
+	static uint8_t buf[64];
+
+	return pmv_rma_pmem_ops.write(&g_ep->ep_fid, buf, sizeof(buf), NULL,
+				      0, off, REGION_KEY, ctx);
+}
+
+/* The operation of context ctx went as an agent commit: its data write and
+ * its request, and its completion only at the target's ack. */
+static void assert_agent_commit(void *ctx)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+
+	cr_assert_eq(g_nposts, 2, "expected a data write and a commit "
+		     "request, got %u core posts", g_nposts);
+	cr_assert_neq(g_posts[0].context, ctx, "the write went to the core "
+		      "as the application's own, a plain write");
+	complete_post(0, 0);
+	complete_post(1, 0);
+	g_ep->hook.progress(g_ep->hook.arg);
+	cr_assert(!pop(&e, &err), "completed before the target's ack");
+	ack(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 0);
+	cr_assert(pop(&e, &err), "no completion at the target's ack");
+	cr_assert(!err);
+	cr_assert_eq(e.op_context, ctx);
+}
+
+/* The operation of context ctx went to the core in one call, as it is. */
+static void assert_plain_write(void *ctx)
+{
+	cr_assert_eq(g_nposts, 1, "expected one core write, got %u posts",
+		     g_nposts);
+	cr_assert_eq(g_posts[0].context, ctx);
+}
+
+Test(engine, with_delivery_is_commit_a_delivery_complete_writemsg_commits)
+{
+	int ctx;
+
+	pmv_params.delivery_is_commit = 1;
+	pmv_ep_set_op_flags(g_ep, 0);
+	cr_assert_eq(delivery_writemsg(0, &ctx), 0);
+	assert_agent_commit(&ctx);
+}
+
+Test(engine, with_delivery_is_commit_a_delivery_complete_default_commits)
+{
+	int ctx;
+
+	pmv_params.delivery_is_commit = 1;
+	pmv_ep_set_op_flags(g_ep, FI_DELIVERY_COMPLETE);
+	cr_assert_eq(default_write(0, &ctx), 0);
+	assert_agent_commit(&ctx);
+}
+
+Test(engine, without_delivery_is_commit_delivery_complete_writes_are_plain)
+{
+	int ctx[2];
+
+	pmv_ep_set_op_flags(g_ep, FI_DELIVERY_COMPLETE);
+	cr_assert_eq(delivery_writemsg(0, &ctx[0]), 0);
+	assert_plain_write(&ctx[0]);
+	cr_assert_eq(g_posts[0].flags & FI_DELIVERY_COMPLETE,
+		     FI_DELIVERY_COMPLETE, "the core got the flag");
+	g_nposts = 0;
+	cr_assert_eq(default_write(64, &ctx[1]), 0);
+	assert_plain_write(&ctx[1]);
+}
+
+/* fi_control(FI_SETOPSFLAG) sets the default a later fi_write follows. */
+static int setopsflag(uint64_t flags)
+{
+	return pmv_ep_setopsflag(g_ep, &flags);
+}
+
+Test(engine, setopsflag_delivery_complete_makes_fi_write_commit)
+{
+	int ctx;
+
+	pmv_params.delivery_is_commit = 1;
+	pmv_ep_set_op_flags(g_ep, 0);
+	cr_assert_eq(setopsflag(FI_TRANSMIT | FI_DELIVERY_COMPLETE), 0);
+	cr_assert_eq(default_write(0, &ctx), 0);
+	assert_agent_commit(&ctx);
+}
+
+Test(engine, setopsflag_commit_complete_commits_and_never_reaches_the_core)
+{
+	int ctx;
+
+	pmv_ep_set_op_flags(g_ep, 0);
+	cr_assert_eq(setopsflag(FI_TRANSMIT | FI_COMMIT_COMPLETE), 0);
+	cr_assert_eq(g_control_flags & FI_COMMIT_COMPLETE, 0, "the core's own "
+		     "FI_COMMIT_COMPLETE knows nothing of persistence");
+	cr_assert_eq(default_write(0, &ctx), 0);
+	assert_agent_commit(&ctx);
+}
+
+Test(engine, setopsflag_the_core_refuses_leaves_the_default_alone)
+{
+	int ctx;
+
+	pmv_params.delivery_is_commit = 1;
+	pmv_ep_set_op_flags(g_ep, 0);
+	g_control_ret = -FI_ENOSYS;
+	cr_assert_eq(setopsflag(FI_TRANSMIT | FI_DELIVERY_COMPLETE),
+		     -FI_ENOSYS);
+	cr_assert_eq(default_write(0, &ctx), 0);
+	assert_plain_write(&ctx);
+}
+
+Test(engine, delivery_is_commit_leaves_endpoints_without_pmem_alone)
+{
+	pmv_params.delivery_is_commit = 1;
+	g_ep->pmem = false;
+	pmv_ep_set_op_flags(g_ep, FI_DELIVERY_COMPLETE);
+	cr_assert_eq(g_ep->tx_op_flags, FI_DELIVERY_COMPLETE,
+		     "an endpoint without FI_RMA_PMEM cannot commit");
+	g_ep->pmem = true;
 }
 
 Test(engine, a_null_msg_iov_is_refused)
@@ -2055,6 +2237,25 @@ static ssize_t counted(bool read, uint64_t flags, void *ctx)
 
 	return read ? pmv_counted_readmsg(g_ep, &msg, flags) :
 		      pmv_counted_writemsg(g_ep, &msg, flags);
+}
+
+/*
+ * Under FI_PMEMVERBS_DELIVERY_IS_COMMIT an FI_DELIVERY_COMPLETE write on
+ * an endpoint with a write counter is a commit: it goes as one with the
+ * application's context, and counts once, at its ack (not once more as a
+ * plain write of the counted path).
+ */
+Test(engine, a_delivery_complete_commit_on_a_counted_endpoint_counts_once)
+{
+	int ctx;
+
+	pmv_params.delivery_is_commit = 1;
+	pmv_ep_set_op_flags(g_ep, 0);
+	count_in_g_cntr(PMV_CNTR_WRITE);
+	cr_assert_eq(counted(false, FI_DELIVERY_COMPLETE, &ctx), 0);
+	cr_assert_eq(g_cnt, 0, "counted before it was posted");
+	assert_agent_commit(&ctx);
+	cr_assert_eq(g_cnt, 1, "the commit counted %" PRIu64 " times", g_cnt);
 }
 
 Test(engine, a_plain_write_counts_at_its_completion_asked_for_or_not)

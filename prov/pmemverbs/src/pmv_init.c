@@ -222,8 +222,7 @@ static void pmv_read_params(void)
 	pmv_get_bool("push_profiles", &pmv_params.push_profiles);
 	fi_param_get_int(&pmv_prov, "bad_request_ms",
 			 &pmv_params.bad_request_ms);
-	fi_param_get_bool(&pmv_prov, "delivery_is_commit",
-			  &pmv_params.delivery_is_commit);
+	pmv_get_bool("delivery_is_commit", &pmv_params.delivery_is_commit);
 	pmv_fault_read_params();
 }
 

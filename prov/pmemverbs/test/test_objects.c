@@ -11,20 +11,14 @@
 #include <libpmem2.h>
 
 #include "pmv.h"
+#include "test_fixture.h"
 
 struct fi_provider *fi_prov_ini(void);
 
-struct fixture {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_eq *eq;
-};
-
-static struct fixture fx;
+struct fixture fx;
 
 /* Opens a pmemverbs fabric, domain and EQ on the tcp core. */
-static void open_fixture(void)
+void open_fixture(void)
 {
 	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_UNSPEC };
 
@@ -39,7 +33,7 @@ static void open_fixture(void)
 	cr_assert_eq(fi_eq_open(fx.fabric, &eq_attr, &fx.eq, NULL), 0);
 }
 
-static void close_fixture(void)
+void close_fixture(void)
 {
 	cr_assert_eq(fi_close(&fx.eq->fid), 0);
 	cr_assert_eq(fi_close(&fx.domain->fid), 0);

@@ -135,13 +135,12 @@ static ssize_t pmv_cq_poll_core(struct pmv_cq *cq, void *buf, size_t count,
 		return -FI_EAGAIN;
 	/* place what came now: the hooks run before the core's read */
 	(void) fi_cq_read(cq->core, NULL, 0);
-	/* every fd alike: if the core's progress took what made them
-	 * readable, bytes came; what still does, only a wait in the wait
-	 * object ends (pmv_cq_wait_signal) */
-	if (!pmv_fds_readable(fds, (nfds_t) list.nfds)) {
-		__atomic_store_n(&cq->bytes_us, pmv_us_now(), __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->bytes_us, pmv_us_now(), __ATOMIC_RELAXED);
+	/* every fd alike: what the core's progress left readable (the rest
+	 * of a write, or a signal only a wait in the wait object drains)
+	 * goes to that wait, which returns at once for bytes */
+	if (!pmv_fds_readable(fds, (nfds_t) list.nfds))
 		return -FI_EAGAIN;
-	}
 	return pmv_cq_wait_signal(cq, buf, count, src_addr, ms);
 }
 

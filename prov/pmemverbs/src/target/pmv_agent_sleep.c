@@ -172,7 +172,8 @@ static int pmv_agent_sleep_fds(struct pmv_domain *dom)
 	struct pmv_agent_fds *fds = &agent->fds;
 
 	fds->n = 0;
-	if (dom->transport != PMV_TRANSPORT_TCP || !pmv_agent_list_cqs(agent))
+	if (dom->transport != PMV_TRANSPORT_TCP || !pmv_agent_list_cqs(agent) ||
+	    !pmv_agent_fds_room(fds, 1)) /* never an fd array of NULL */
 		return 0;
 	for (size_t i = 0; i < agent->cqs.n; i++)
 		if (!pmv_agent_add_fds(fds, agent->cqs.cq[i]))

@@ -5,7 +5,7 @@
  * after the idle period.
  *
  *   target:    fi_pmem_idle [-p PROV] [-B PORT] [-n CONNS] [-t SECONDS]
- *                           [-m none|sread] [-f FILE]
+ *                           [-m none|sread|unspec] [-f FILE]
  *   initiator: fi_pmem_idle [-p PROV] -s SERVER_ADDR [-B PORT] [-n CONNS]
  *                           [-t SECONDS]
  *
@@ -23,8 +23,9 @@
  *   initiator            one commit on every connection (the first timed)
  *   initiator -> target  DONE    both close everything
  *
- * While idle the initiator sleeps; the target sleeps too (-m none) or
- * waits in fi_cq_sread until the period ends (-m sread).  Each side
+ * While idle the initiator sleeps; the target sleeps too (-m none: its
+ * CQ has no wait object; -m unspec: its CQ has FI_WAIT_UNSPEC) or waits
+ * in fi_cq_sread until the period ends (-m sread).  Each side
  * measures its process CPU time (getrusage(RUSAGE_SELF), user + system)
  * over exactly its idle period and prints on stdout
  *
@@ -70,7 +71,7 @@
 #define SLICE_NS (PM_POLL_INTERVAL_MS * PM_NS_PER_MS)
 #define FD_SLACK 32 /* open files besides one socket per connection */
 
-enum idle_mode { MODE_NONE, MODE_SREAD };
+enum idle_mode { MODE_NONE, MODE_SREAD, MODE_UNSPEC };
 enum msg_type { MSG_REGION = 1, MSG_IDLE, MSG_AWAKE, MSG_DONE };
 
 struct options {
@@ -262,12 +263,14 @@ static int open_domain(struct side *s)
 		.wait_obj = FI_WAIT_UNSPEC,
 	};
 	/* -m none: an application that never waits on its CQ (it polls
-	 * while it has work); -m sread: one that waits in fi_cq_sread */
+	 * while it has work); -m sread: one that waits in fi_cq_sread;
+	 * -m unspec: a CQ with a wait object that the application neither
+	 * waits on nor reads while idle (only the agent works) */
 	struct fi_cq_attr cq_attr = {
 		.size = (size_t) (2 * s->o->conns + 64),
 		.format = FI_CQ_FORMAT_DATA,
-		.wait_obj = s->o->mode == MODE_SREAD ? FI_WAIT_UNSPEC :
-						       FI_WAIT_NONE,
+		.wait_obj = s->o->mode == MODE_NONE ? FI_WAIT_NONE :
+						      FI_WAIT_UNSPEC,
 	};
 	int ret = pm_check(fi_fabric(s->res.info->fabric_attr, &s->res.fabric,
 				     NULL), "fi_fabric");
@@ -588,7 +591,7 @@ static int idle(struct side *s, const char *role)
 	int ret = 0;
 
 	sample_cpu(&a);
-	if (s->o->server || s->o->mode == MODE_NONE)
+	if (s->o->server || s->o->mode != MODE_SREAD)
 		sleep_until(a.wall_ns + s->o->seconds * PM_NS_PER_S);
 	else
 		ret = idle_sread(s, a.wall_ns + s->o->seconds * PM_NS_PER_S);
@@ -912,7 +915,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: fi_pmem_idle [-p PROV] [-B PORT] [-n CONNS] "
-		"[-t SECONDS] [-m none|sread] [-f FILE]\n"
+		"[-t SECONDS] [-m none|sread|unspec] [-f FILE]\n"
 		"       fi_pmem_idle [-p PROV] -s SERVER_ADDR [-B PORT] "
 		"[-n CONNS] [-t SECONDS]\n");
 	exit(PM_EXIT_USAGE);
@@ -924,6 +927,8 @@ static bool parse_mode(const char *text, enum idle_mode *mode)
 		*mode = MODE_NONE;
 	else if (!strcmp(text, "sread"))
 		*mode = MODE_SREAD;
+	else if (!strcmp(text, "unspec"))
+		*mode = MODE_UNSPEC;
 	else
 		return false;
 	return true;

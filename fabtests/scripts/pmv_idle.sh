@@ -10,11 +10,12 @@
 # fails is reported with its reason (the error lines of its logs) and
 # the next one runs.
 #
-# Usage: pmv_idle.sh [-t SECONDS] [-m none|sread] [-n "N..."] [-p PORT]
+# Usage: pmv_idle.sh [-t SECONDS] [-m none|sread|unspec] [-n "N..."] [-p PORT]
 #                    [-o LOG_DIR] BUILD_DIR
 #   -t  idle period of each run (3)
 #   -m  what the target application does while idle (none: never reads
-#       its CQ; sread: waits in fi_cq_sread)
+#       its CQ; unspec: the same with an FI_WAIT_UNSPEC CQ; sread: waits
+#       in fi_cq_sread)
 #   -n  connection counts ("16 64 256 1024")
 #   -p  first port (a random one in 20000-39999; one more per run)
 #   -o  where the logs go (a temporary directory, kept when a run fails)

@@ -455,11 +455,6 @@ struct pmv_connreq {
 	struct pmv_peer peer;
 };
 
-/* pmv_sock.c */
-/* The address family of socket fd (AF_INET, AF_UNIX: a core wait object's
- * signal, ...), or -1 if fd is no socket. */
-int pmv_sock_family(int fd);
-
 /* pmv_fault.c: fault injection at every failure point (test only). */
 enum pmv_fault_point {
 	PMV_FAULT_CORE_OP, /* an operation the engine posts to the core */

@@ -8,7 +8,6 @@
  * agent thread needs of a CQ (its progress, its fds).
  */
 #include <poll.h>
-#include <sys/socket.h>
 #include <time.h>
 
 #include "pmv.h"
@@ -38,16 +37,10 @@ static ssize_t pmv_core_sread(struct pmv_cq *cq, void *buf, size_t count,
 /* Most fds an application thread's fi_cq_sread polls itself. */
 #define PMV_SREAD_FDS 256
 
-/* Whether a readable fd of fds is a TCP/IP socket: bytes arrived. */
-static bool pmv_fds_bytes_came(const struct pollfd *fds, int n)
+/* Whether any of fds is readable now (a poll that does not wait). */
+static bool pmv_fds_readable(struct pollfd *fds, nfds_t n)
 {
-	for (int i = 0; i < n; i++) {
-		int family = fds[i].revents ? pmv_sock_family(fds[i].fd) : -1;
-
-		if (family == AF_INET || family == AF_INET6)
-			return true;
-	}
-	return false;
+	return poll(fds, n, 0) > 0;
 }
 
 /*
@@ -142,10 +135,12 @@ static ssize_t pmv_cq_poll_core(struct pmv_cq *cq, void *buf, size_t count,
 		return -FI_EAGAIN;
 	/* place what came now: the hooks run before the core's read */
 	(void) fi_cq_read(cq->core, NULL, 0);
-	if (pmv_fds_bytes_came(fds, (int) list.nfds)) {
-		__atomic_store_n(&cq->bytes_us, pmv_us_now(), __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->bytes_us, pmv_us_now(), __ATOMIC_RELAXED);
+	/* every fd alike: what the core's progress left readable (the rest
+	 * of a write, or a signal only a wait in the wait object drains)
+	 * goes to that wait, which returns at once for bytes */
+	if (!pmv_fds_readable(fds, (nfds_t) list.nfds))
 		return -FI_EAGAIN;
-	}
 	return pmv_cq_wait_signal(cq, buf, count, src_addr, ms);
 }
 
@@ -240,20 +235,25 @@ void pmv_cq_progress_core(struct pmv_cq *cq)
 }
 
 /*
- * The fds a CQ's core wait object is made of, into fds (room for max):
- * its fd, or its list of sockets (tcp's FI_WAIT_UNSPEC).  Returns how
- * many, or 0 if the agent cannot sleep on it.
+ * The fds a CQ's core wait object is made of (FI_GETWAIT), into fds (room
+ * for max): its fd, or its list.  Returns how many, 0 if the agent cannot
+ * sleep on it, or minus the room it needs if max is too small.
  */
 int pmv_cq_wait_fds(struct pmv_cq *cq, struct pollfd *fds, unsigned max)
 {
 	struct fi_wait_pollfd list = { .nfds = max, .fd = fds };
+	int ret;
 
-	if (cq->wait_fd >= 0 && max) {
+	if (cq->wait_fd >= 0) {
+		if (!max)
+			return -1;
 		fds[0] = (struct pollfd) { .fd = cq->wait_fd, .events = POLLIN };
 		return 1;
 	}
-	if (!cq->wait_pollfd ||
-	    fi_control(&cq->core->fid, FI_GETWAIT, &list) || !list.nfds)
+	if (!cq->wait_pollfd)
 		return 0;
-	return (int) list.nfds;
+	ret = fi_control(&cq->core->fid, FI_GETWAIT, &list);
+	if (ret == -FI_ETOOSMALL && list.nfds > max)
+		return -(int) list.nfds;
+	return ret || !list.nfds ? 0 : (int) list.nfds;
 }

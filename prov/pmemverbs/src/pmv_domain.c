@@ -230,6 +230,7 @@ int pmv_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		goto err;
 	}
 	dom->fabric = fab;
+	dom->agent_wake_fd = -1; /* no agent yet */
 	pmv_domain_init_pmem(dom, info, core_info);
 	fi_freeinfo(core_info);
 	dom->domain_fid.fid.fclass = FI_CLASS_DOMAIN;

@@ -79,8 +79,9 @@ static void pmv_define_params(void)
 			"Default: yes.");
 	fi_param_define(&pmv_prov, "agent_spin_us", FI_PARAM_INT,
 			"Microseconds the target agent keeps polling for "
-			"commit requests after the last one before it backs "
-			"off to sleeping (10 us doubling to 1 ms). Default 200.");
+			"commit requests after the last one before it sleeps "
+			"(over tcp on the core CQs' fds, with no timeout). "
+			"Default 200.");
 	fi_param_define(&pmv_prov, "sread_spin_us", FI_PARAM_INT,
 			"Over tcp, microseconds an fi_cq_sread on a CQ (or an "
 			"fi_cntr_wait on a counter) with FI_RMA_PMEM endpoints "

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * The fixture of the unit tests on pmemverbs objects (test_objects.c,
- * test_warnings.c): a pmemverbs fabric, domain and EQ on the tcp core in
- * one process, and helpers to open, connect and read CM events on them.
+ * test_warnings.c, test_agent.c): a pmemverbs fabric, domain and EQ on
+ * the tcp core in one process, and helpers to open, connect and read CM
+ * events on them.
  */
 #ifndef OBJECTS_FIXTURE_H
 #define OBJECTS_FIXTURE_H
@@ -14,8 +15,6 @@
 
 #include "pmv.h"
 
-struct fi_provider *fi_prov_ini(void);
-
 struct fixture {
 	struct fi_info *info;
 	struct fid_fabric *fabric;
@@ -23,31 +22,12 @@ struct fixture {
 	struct fid_eq *eq;
 };
 
-static struct fixture fx;
+/* Defined in test_objects.c, shared by every suite on real objects. */
+extern struct fixture fx;
 
-/* Opens a pmemverbs fabric, domain and EQ on the tcp core. */
-static inline void open_fixture(void)
-{
-	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_UNSPEC };
-
-	setenv("FI_PMEMVERBS_CORE_PROV", "tcp", 1);
-	fi_prov_ini();
-	cr_assert_eq(pmv_getinfo(PMV_FI_VERSION, "127.0.0.1", NULL, 0, NULL,
-				 &fx.info), 0);
-	/* libfabric names the entries when it calls us; we called directly. */
-	fx.info->fabric_attr->prov_name = strdup(PMV_PROV_NAME);
-	cr_assert_eq(pmv_fabric_open(fx.info->fabric_attr, &fx.fabric, NULL), 0);
-	cr_assert_eq(fi_domain(fx.fabric, fx.info, &fx.domain, NULL), 0);
-	cr_assert_eq(fi_eq_open(fx.fabric, &eq_attr, &fx.eq, NULL), 0);
-}
-
-static inline void close_fixture(void)
-{
-	cr_assert_eq(fi_close(&fx.eq->fid), 0);
-	cr_assert_eq(fi_close(&fx.domain->fid), 0);
-	cr_assert_eq(fi_close(&fx.fabric->fid), 0);
-	fi_freeinfo(fx.info);
-}
+/* Opens a pmemverbs fabric, domain and EQ on the tcp core (fx). */
+void open_fixture(void);
+void close_fixture(void);
 
 /* Opens an endpoint with a CQ and the fixture's EQ bound. */
 static inline struct fid_ep *open_bound_ep(struct fi_info *info, struct fid_cq *cq)

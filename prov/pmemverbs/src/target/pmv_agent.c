@@ -5,53 +5,29 @@
  * One thread per domain that has pmem endpoints.  It serves the commit
  * requests waiting in each endpoint's inbox (pmv_serve.c); the core's
  * progress moves them even when the target application never polls.
- * Idle, it sleeps: on the core CQs' fds where the core gives them (tcp
- * makes them readable when bytes arrive for a bound endpoint) and on an
- * eventfd (an endpoint joined, or stop), else in naps of up to 1 ms.
- * Agents are listed process-wide so that none outlives the plugin's code
- * when libfabric unloads it.
+ * Idle, it sleeps on the core CQs' wait objects and its eventfd with no
+ * timeout (pmv_agent_sleep.c); where it cannot (verbs) or while work is
+ * pending, in naps of up to 1 ms.  Agents are listed process-wide so that
+ * the provider's cleanup stops and joins every one before libfabric
+ * unloads the plugin's code.
  */
+#include <errno.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "pmv.h"
+#include "target/pmv_agent.h"
 #include "target/pmv_target.h"
-
-struct pmv_agent {
-	pthread_t thread;
-	bool stop;
-	struct pmv_ep *eps; /* under domain->lock */
-	struct pmv_domain *domain;
-	struct pmv_agent *next; /* every running agent, for unloading */
-	int wake_fd;            /* eventfd: an endpoint joined, or stop */
-	struct pmv_ep **snap;   /* a pass's endpoints, held; the agent
-				 * thread's alone, read outside the lock */
-	size_t snap_len;        /* room in snap */
-	struct pmv_ep **snap_new; /* a larger array for it (domain lock) */
-	size_t neps, snap_cap;  /* endpoints; room in the larger array */
-	bool app_waits;         /* at its last sleep, an application thread
-				 * waited in a CQ of an endpoint (fi_cq_sread) */
-};
 
 /* Every running agent: libfabric may unload the plugin at exit while
  * domains are still open, and no agent may outlive its code. */
 static struct pmv_agent *pmv_agents;
 static pthread_mutex_t pmv_agents_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* Distinct CQs the agent tracks per pass; past it, it neither dedupes
- * their progress nor sleeps on their fds. */
-#define PMV_AGENT_CQS 64
-
-/* Most fds the agent sleeps on (CQ fds, sockets of list-waiting CQs). */
-#define PMV_AGENT_FDS 4096
-
-/* Longest sleep on fds, in ms (an eventfd ends it sooner). */
-#define PMV_AGENT_SLEEP_MS 1000
 
 static void pmv_sleep_us(long us)
 {
@@ -60,197 +36,40 @@ static void pmv_sleep_us(long us)
 	nanosleep(&ts, NULL);
 }
 
-/* Adds ep's CQs to set (n of them so far) unless there; false if full. */
-static bool pmv_agent_add_cqs(const struct pmv_ep *ep, struct pmv_cq **set,
-			      unsigned *n)
+/* Adds cq to the pass's CQs unless it is NULL or, after a wake by fds,
+ * none of its fds woke the agent; progresses it at once if no memory. */
+static void pmv_agent_progress_add(struct pmv_agent *agent, struct pmv_cq *cq)
 {
-	struct pmv_cq *cq[2] = {
-		__atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE),
-		__atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE),
-	};
-	unsigned i;
-
-	for (int k = 0; k < 2; k++) {
-		for (i = 0; i < *n && cq[k] && set[i] != cq[k]; i++)
-			;
-		if (!cq[k] || i < *n)
-			continue;
-		if (*n == PMV_AGENT_CQS)
-			return false;
-		set[(*n)++] = cq[k];
-	}
-	return true;
-}
-
-/*
- * The distinct CQs the agent's endpoints are bound to, into set; returns
- * how many, or PMV_AGENT_CQS + 1 if there are more; domain lock held.
- */
-static unsigned pmv_agent_cqs(struct pmv_agent *agent, struct pmv_cq **set)
-{
-	unsigned n = 0;
-
-	for (struct pmv_ep *ep = agent->eps; ep; ep = ep->agent_next)
-		if (!pmv_agent_add_cqs(ep, set, &n))
-			return PMV_AGENT_CQS + 1;
-	return n;
-}
-
-/* Whether an application thread waits in rx or tx (fi_cq_sread): that
- * wait takes their endpoint's bytes and serves its requests, and progress
- * through its other CQ would only take the bytes from under it. */
-static bool pmv_agent_cqs_waited(const struct pmv_cq *rx,
-				 const struct pmv_cq *tx)
-{
-	return (rx && __atomic_load_n(&rx->core_waiters, __ATOMIC_ACQUIRE)) ||
-	       (tx && __atomic_load_n(&tx->core_waiters, __ATOMIC_ACQUIRE));
-}
-
-/* pmv_agent_cqs_waited for ep's CQs, read atomically (fi_ep_bind). */
-static bool pmv_agent_app_waits(const struct pmv_ep *ep)
-{
-	return pmv_agent_cqs_waited(
-		__atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE),
-		__atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE));
+	if (!cq || (agent->woken_only && !pmv_agent_cqs_has(&agent->woken, cq)))
+		return;
+	if (!pmv_agent_cqs_add(&agent->cqs, cq))
+		pmv_cq_progress_core(cq);
 }
 
 /*
  * Drives the core's progress once per CQ the pass's endpoints (held, so
  * their CQs stay bound) are bound to, however many endpoints share it (a
  * target that never polls still moves data over tcp), except endpoints an
- * application thread waits for.  No lock held: an application serving its
+ * application thread waits for; after a wake by fds, only the CQs whose
+ * fds woke the agent.  No lock held: an application serving its
  * endpoints from its CQ reads is never kept waiting behind the agent's
  * progress.
  */
 static void pmv_agent_progress(struct pmv_agent *agent, size_t neps)
 {
-	struct pmv_cq *set[PMV_AGENT_CQS];
-	unsigned n = 0, i;
-	size_t k;
-
-	for (k = 0; k < neps; k++)
-		if (!pmv_agent_app_waits(agent->snap[k]) &&
-		    !pmv_agent_add_cqs(agent->snap[k], set, &n))
-			break;
-	for (i = 0; i < n; i++)
-		pmv_cq_progress_core(set[i]);
-	for (; k < neps; k++) { /* past PMV_AGENT_CQS distinct CQs */
+	agent->cqs.n = 0;
+	for (size_t k = 0; k < neps; k++) {
 		struct pmv_ep *ep = agent->snap[k];
 		struct pmv_cq *rx = __atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE);
 		struct pmv_cq *tx = __atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE);
 
 		if (pmv_agent_cqs_waited(rx, tx))
 			continue;
-		if (rx)
-			pmv_cq_progress_core(rx);
-		if (tx && tx != rx)
-			pmv_cq_progress_core(tx);
+		pmv_agent_progress_add(agent, rx);
+		pmv_agent_progress_add(agent, tx);
 	}
-}
-
-/*
- * Fills fds with the CQs' fds and the agent's eventfd if the agent may
- * sleep on them: every CQ has one and the core says nothing is pending
- * (fi_trywait).  Returns how many, 0 if it cannot sleep on fds, -1 if
- * work is pending (the core's, or a request already landed); domain lock
- * held.
- */
-static int pmv_agent_sleep_fds(struct pmv_domain *dom, struct pollfd *fds)
-{
-	struct pmv_cq *set[PMV_AGENT_CQS];
-	struct fid *fids[PMV_AGENT_CQS];
-	unsigned n = pmv_agent_cqs(dom->agent, set), i, nfds = 0;
-	int got;
-
-	/* over verbs an incoming RDMA write (a request) wakes no fd */
-	if (n > PMV_AGENT_CQS || dom->transport != PMV_TRANSPORT_TCP)
-		return 0;
-	for (i = 0; i < n; i++) {
-		got = pmv_cq_wait_fds(set[i], fds + nfds,
-				       PMV_AGENT_FDS - 1 - nfds);
-		if (got <= 0)
-			return 0;
-		nfds += (unsigned) got;
-		fids[i] = &set[i]->core->fid;
-	}
-	/* from here on, the application's CQ reads wake the agent */
-	__atomic_store_n(&dom->agent_sleeping, true, __ATOMIC_SEQ_CST);
-	if (n && fi_trywait(dom->fabric->core, fids, (int) n) != FI_SUCCESS)
-		return -1;
-	/* fi_trywait (or an application's CQ read) may have moved a request
-	 * into an inbox already */
-	dom->agent->app_waits = false;
-	for (struct pmv_ep *ep = dom->agent->eps; ep; ep = ep->agent_next) {
-		if (pmv_serve_pending(ep))
-			return -1;
-		dom->agent->app_waits |= pmv_agent_app_waits(ep);
-	}
-	fds[nfds] = (struct pollfd) { .fd = dom->agent->wake_fd,
-				      .events = POLLIN };
-	return (int) nfds + 1;
-}
-
-enum pmv_agent_rest {
-	PMV_REST_SLEPT,   /* the whole time */
-	PMV_REST_WOKEN,   /* bytes arrived, an endpoint joined, or stop */
-	PMV_REST_CANNOT,  /* no fds to sleep on */
-	PMV_REST_PENDING, /* work was pending: did not sleep */
-};
-
-/*
- * After a wake: takes out of fds (n of them) the readable signals of core
- * wait objects, which only a thread waiting in the core (fi_cq_sread)
- * drains; a CQ nobody waits on (a transmit CQ whose completions signal
- * it) would keep every later sleep from sleeping: the agent spun at 100%
- * of a core after the first commit.  Returns true if those were all that
- * woke it.
- */
-static bool pmv_agent_drop_signals(struct pollfd *fds, int *n)
-{
-	bool other = false;
-	int i = 0;
-
-	while (i < *n) {
-		if (fds[i].revents && pmv_sock_family(fds[i].fd) == AF_UNIX) {
-			fds[i] = fds[--*n];
-			continue;
-		}
-		other |= fds[i].revents != 0;
-		fds[i++].revents = 0;
-	}
-	return !other;
-}
-
-/* Sleeps up to us microseconds on the core's fds and the agent's eventfd,
- * unless it cannot sleep on fds or work is pending. */
-static enum pmv_agent_rest pmv_agent_sleep(struct pmv_domain *dom, long us)
-{
-	struct timespec ts = { .tv_sec = us / 1000000,
-			       .tv_nsec = (us % 1000000) * 1000 };
-	struct pollfd fds[PMV_AGENT_FDS];
-	int n, woke = 0;
-	uint64_t v;
-
-	pthread_mutex_lock(&dom->lock);
-	n = pmv_agent_sleep_fds(dom, fds);
-	pthread_mutex_unlock(&dom->lock);
-	if (n > 0) {
-		woke = ppoll(fds, (nfds_t) n, &ts, NULL);
-		if (woke > 0 && pmv_agent_drop_signals(fds, &n))
-			woke = ppoll(fds, (nfds_t) n, &ts, NULL);
-	}
-	__atomic_store_n(&dom->agent_sleeping, false, __ATOMIC_SEQ_CST);
-	(void) !read(dom->agent->wake_fd, &v, sizeof(v)); /* non-blocking */
-	return n > 0 ? (woke > 0 ? PMV_REST_WOKEN : PMV_REST_SLEPT) :
-	       n < 0 ? PMV_REST_PENDING : PMV_REST_CANNOT;
-}
-
-/* Ends the agent's sleep (an endpoint joined, or stop). */
-static void pmv_agent_wake(struct pmv_agent *agent)
-{
-	uint64_t one = 1;
-
-	(void) !write(agent->wake_fd, &one, sizeof(one));
+	for (size_t i = 0; i < agent->cqs.n; i++)
+		pmv_cq_progress_core(agent->cqs.cq[i]);
 }
 
 /*
@@ -274,6 +93,18 @@ static size_t pmv_agent_hold_eps(struct pmv_agent *agent)
 		agent->snap[n++] = ep;
 	}
 	return n;
+}
+
+/* After a pass that followed a wake by CQ fds: counts such wakes in a row
+ * that served nothing (pmv_agent_sleep.c looks for fds that stay readable
+ * after a few); a wake that served resets the bound of such sleeps. */
+static void pmv_agent_count_wake(struct pmv_agent *agent, int served)
+{
+	if (served > 0)
+		agent->stale_ms = 0;
+	else if (agent->woken_only)
+		agent->idle_wakes++;
+	agent->woken_only = false;
 }
 
 /*
@@ -302,6 +133,7 @@ static int pmv_agent_pass(struct pmv_domain *dom)
 		__atomic_sub_fetch(&agent->snap[i]->serve_holds, 1,
 				   __ATOMIC_ACQ_REL);
 	}
+	pmv_agent_count_wake(agent, served);
 	return n && left_to_app == n ? -1 : served;
 }
 
@@ -329,31 +161,33 @@ static void pmv_agent_spin_pause(void)
 }
 
 /*
- * An idle agent's rest: naps of 10 us doubling to 1 ms, then sleeps of up
- * to PMV_AGENT_SLEEP_MS; each on the core's fds where it can, so that the
- * bytes of a request end it.  Returns true if they did and no
- * application thread waits in fi_cq_sread (it would serve them itself): a
- * request is coming, and the agent spins again, progressing the core
- * (spinning beside a waiting thread on its core made every read of that
- * target 10 us slower).
- * Work found pending instead of sleeping (a request that landed while the
- * agent woke, or the core's) gets one pass at once, not a nap (1 s idle
- * agent commits took 1.4 ms before this).  *retried: that pass was had.
+ * An idle agent's rest: a sleep on the core CQs' wait objects and its
+ * eventfd, with no timeout (pmv_agent_sleep), so that the bytes of a
+ * request end it.  Returns true if they did and no application thread
+ * waits in fi_cq_sread (it would serve them itself): a request is coming,
+ * and the agent spins again, progressing the core (spinning beside a
+ * waiting thread on its core made every read of that target 10 us
+ * slower).  Work found pending instead of sleeping (a request that landed
+ * while the agent woke, or the core's) gets one pass at once (1 s idle
+ * agent commits took 1.4 ms before this), then naps of 10 us doubling to
+ * 1 ms while it stays pending, as where the agent cannot sleep on fds
+ * (verbs).  *retried: that pass was had.
  */
 static bool pmv_agent_rest(struct pmv_domain *dom, long *nap, bool *retried)
 {
-	enum pmv_agent_rest rest;
+	enum pmv_agent_rest rest = pmv_agent_sleep(dom);
 
-	*nap = *nap ? (*nap < 1000 ? *nap * 2 : 1000) : 10;
-	rest = pmv_agent_sleep(dom, *nap < 1000 ? *nap :
-					  PMV_AGENT_SLEEP_MS * 1000L);
 	if (rest == PMV_REST_PENDING && !*retried) {
 		*retried = true;
 		return false;
 	}
 	*retried = false;
-	if (rest == PMV_REST_PENDING || rest == PMV_REST_CANNOT)
+	if (rest == PMV_REST_PENDING || rest == PMV_REST_CANNOT) {
+		*nap = *nap ? (*nap < 1000 ? *nap * 2 : 1000) : 10;
 		pmv_sleep_us(*nap);
+		return false;
+	}
+	*nap = 0;
 	return rest == PMV_REST_WOKEN && !dom->agent->app_waits;
 }
 
@@ -384,8 +218,8 @@ static void pmv_agent_app_nap(struct pmv_agent *agent, long *app_nap)
 
 /*
  * The agent's loop: spin while requests keep coming (or their bytes just
- * woke it), then back off to naps and sleeps (pmv_agent_rest), so that an
- * idle target costs no CPU; while the application serves every endpoint,
+ * woke it), then sleep (pmv_agent_rest), so that an idle target costs no
+ * CPU however many connections it has; while the application serves every endpoint,
  * pmv_agent_app_nap.
  */
 static void *pmv_agent_main(void *arg)
@@ -438,13 +272,20 @@ static int pmv_agent_start(struct pmv_domain *dom)
 	dom->agent = agent;
 	dom->agent_wake_fd = agent->wake_fd;
 	agent->domain = dom;
-	ret = pthread_create(&agent->thread, NULL, pmv_agent_main, dom);
+	/* a thread's resources: the allocation fault point covers them */
+	ret = pmv_fault(PMV_FAULT_ALLOC) ? EAGAIN :
+	      pthread_create(&agent->thread, NULL, pmv_agent_main, dom);
 	if (ret) {
+		PMV_WARN(FI_LOG_DOMAIN, "could not create the agent thread: "
+			 "%s; raise the process's thread limit or free memory\n",
+			 strerror(ret));
 		dom->agent = NULL;
+		dom->agent_wake_fd = -1; /* names no fd, not the closed one */
 		close(agent->wake_fd);
 		free(agent);
-		return -ret;
+		return -FI_EAGAIN;
 	}
+	(void) pthread_setname_np(agent->thread, "pmv_agent");
 	pthread_mutex_lock(&pmv_agents_lock);
 	agent->next = pmv_agents;
 	pmv_agents = agent;
@@ -552,7 +393,9 @@ void pmv_agent_remove(struct pmv_domain *dom, struct pmv_ep *ep)
 	struct pmv_ep **pp;
 
 	pthread_mutex_lock(&dom->lock);
-	if (ep->in_agent) {
+	if (ep->in_agent && !dom->agent) { /* stopped at unload */
+		ep->in_agent = false;
+	} else if (ep->in_agent) {
 		for (pp = &dom->agent->eps; *pp; pp = &(*pp)->agent_next) {
 			if (*pp == ep) {
 				*pp = ep->agent_next;
@@ -589,33 +432,21 @@ static bool pmv_agent_unlist(struct pmv_agent *agent)
 }
 
 /*
- * Stops the domain's agent.  The stop flag needs no lock: at exit the agent
- * may be blocked in the core on a lock the exiting thread holds, so the
- * unload path (wait_ms > 0) gives up waiting after wait_ms and leaves it.
+ * Stops an agent taken off the list of running agents and joins it: its
+ * sleeps end on its eventfd, its naps within 1 ms, and it takes no lock
+ * that a thread stopping it holds; then frees it.
  */
-static void pmv_agent_stop_waiting(struct pmv_domain *dom, int wait_ms)
+static void pmv_agent_halt(struct pmv_agent *agent)
 {
-	struct pmv_agent *agent = dom->agent;
-	struct timespec deadline;
+	struct pmv_domain *dom = agent->domain;
 
-	if (!agent || !pmv_agent_unlist(agent))
-		return;
 	__atomic_store_n(&agent->stop, true, __ATOMIC_RELEASE);
 	pmv_agent_wake(agent);
-	if (wait_ms <= 0) {
-		pthread_join(agent->thread, NULL);
-	} else {
-		clock_gettime(CLOCK_REALTIME, &deadline);
-		deadline.tv_sec += wait_ms / 1000;
-		if (pthread_timedjoin_np(agent->thread, NULL, &deadline)) {
-			PMV_WARN(FI_LOG_DOMAIN, "agent thread did not stop "
-				 "within %d ms at unload; leaving it\n", wait_ms);
-			return;
-		}
-	}
+	pthread_join(agent->thread, NULL);
 	dom->agent = NULL;
 	dom->agent_wake_fd = -1;
 	close(agent->wake_fd);
+	pmv_agent_sleep_free(agent);
 	free(agent->snap);
 	free(agent->snap_new);
 	free(agent);
@@ -623,19 +454,29 @@ static void pmv_agent_stop_waiting(struct pmv_domain *dom, int wait_ms)
 
 void pmv_agent_stop(struct pmv_domain *dom)
 {
-	pmv_agent_stop_waiting(dom, 0);
+	if (dom->agent && pmv_agent_unlist(dom->agent))
+		pmv_agent_halt(dom->agent);
 }
 
+/* Takes the first running agent off the list; NULL if none runs. */
+static struct pmv_agent *pmv_agent_unlist_first(void)
+{
+	struct pmv_agent *agent;
+
+	pthread_mutex_lock(&pmv_agents_lock);
+	agent = pmv_agents;
+	if (agent)
+		pmv_agents = agent->next;
+	pthread_mutex_unlock(&pmv_agents_lock);
+	return agent;
+}
+
+/* libfabric unloads the plugin (the provider's cleanup): every agent is
+ * stopped and joined before its code goes. */
 void pmv_agent_stop_all(void)
 {
 	struct pmv_agent *agent;
 
-	for (;;) {
-		pthread_mutex_lock(&pmv_agents_lock);
-		agent = pmv_agents;
-		pthread_mutex_unlock(&pmv_agents_lock);
-		if (!agent)
-			return;
-		pmv_agent_stop_waiting(agent->domain, 1000);
-	}
+	while ((agent = pmv_agent_unlist_first()))
+		pmv_agent_halt(agent);
 }

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * pmemverbs: the agent thread's state, shared by its loop (pmv_agent.c)
+ * and its sleep (pmv_agent_sleep.c); internal to those two files.
+ */
+#ifndef PMV_AGENT_H
+#define PMV_AGENT_H
+
+#include <poll.h>
+
+#include "pmv.h"
+
+/* A growable list of core CQs; distinct while short (pmv_agent_cqs_add). */
+struct pmv_agent_cqs {
+	struct pmv_cq **cq;
+	size_t n, cap;
+};
+
+/* What the agent sleeps on: fds and the CQ each came from (NULL: its
+ * eventfd). */
+struct pmv_agent_fds {
+	struct pollfd *fd;
+	struct pmv_cq **cq;
+	size_t n, cap;
+};
+
+struct pmv_agent {
+	pthread_t thread;
+	bool stop;
+	struct pmv_ep *eps; /* under domain->lock */
+	struct pmv_domain *domain;
+	struct pmv_agent *next; /* every running agent, for unloading */
+	int wake_fd;            /* eventfd: an endpoint joined, or stop */
+	struct pmv_ep **snap;   /* a pass's endpoints, held; the agent
+				 * thread's alone, read outside the lock */
+	size_t snap_len;        /* room in snap */
+	struct pmv_ep **snap_new; /* a larger array for it (domain lock) */
+	size_t neps, snap_cap;  /* endpoints; room in the larger array */
+	bool app_waits;         /* at its last sleep, an application thread
+				 * waited in a CQ of an endpoint (fi_cq_sread) */
+	/* the agent thread's alone: */
+	struct pmv_agent_cqs cqs;   /* a pass's or a sleep's CQs */
+	struct pmv_agent_fds fds;   /* a sleep's fds */
+	struct pmv_agent_cqs woken; /* CQs whose fds ended the last sleep */
+	bool woken_only;            /* the next pass progresses only those */
+	unsigned idle_wakes;        /* fd wakes in a row that served nothing */
+	long stale_ms;              /* sleep bound while fds stay readable */
+};
+
+enum pmv_agent_rest {
+	PMV_REST_SLEPT,   /* the whole time */
+	PMV_REST_WOKEN,   /* an fd became readable, an endpoint joined, stop */
+	PMV_REST_CANNOT,  /* no fds to sleep on */
+	PMV_REST_PENDING, /* work was pending: did not sleep */
+};
+
+/* pmv_agent_sleep.c */
+bool pmv_agent_cqs_add(struct pmv_agent_cqs *set, struct pmv_cq *cq);
+bool pmv_agent_cqs_has(const struct pmv_agent_cqs *set,
+		       const struct pmv_cq *cq);
+bool pmv_agent_cqs_waited(const struct pmv_cq *rx, const struct pmv_cq *tx);
+bool pmv_agent_app_waits(const struct pmv_ep *ep);
+enum pmv_agent_rest pmv_agent_sleep(struct pmv_domain *dom);
+void pmv_agent_wake(struct pmv_agent *agent);
+void pmv_agent_sleep_free(struct pmv_agent *agent);
+
+#endif /* PMV_AGENT_H */

@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * pmemverbs: the agent thread's sleep.  Idle, the agent sleeps on what
+ * libfabric documents as a CQ's wait object (the fd or list of fds that
+ * FI_GETWAIT returns, after fi_trywait said nothing is pending, as
+ * fi_trywait(3) prescribes) and on its own eventfd, with no timeout: no
+ * periodic pass over the endpoints.  Every fd is treated alike: one that
+ * becomes readable makes the next pass progress its CQ.  A bounded sleep
+ * only while work may be pending: fds that stay readable although the
+ * core's progress ran and fi_trywait said nothing is pending (a core
+ * signal only the core's own wait drains, bytes no receive takes yet) are
+ * left out of the sleep, which then lasts at most PMV_AGENT_STALE_MAX_MS.
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "target/pmv_agent.h"
+#include "target/pmv_target.h"
+
+/* CQs listed distinct up to this many; past it a CQ may be listed twice
+ * (progressed or slept on twice, which is harmless), so that building the
+ * list stays linear in the endpoints. */
+#define PMV_AGENT_DEDUPE 64
+
+/* Fd wakes in a row that served nothing before the agent looks for fds
+ * that stay readable. */
+#define PMV_AGENT_IDLE_WAKES 8
+
+/* Longest sleep while fds stay readable, in ms (doubling from 1). */
+#define PMV_AGENT_STALE_MAX_MS 1000
+
+bool pmv_agent_cqs_has(const struct pmv_agent_cqs *set,
+		       const struct pmv_cq *cq)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (set->cq[i] == cq)
+			return true;
+	return false;
+}
+
+/* Adds cq to set unless there (checked while the set is short); false if
+ * no memory. */
+bool pmv_agent_cqs_add(struct pmv_agent_cqs *set, struct pmv_cq *cq)
+{
+	struct pmv_cq **grown;
+	size_t cap;
+
+	if (set->n <= PMV_AGENT_DEDUPE && pmv_agent_cqs_has(set, cq))
+		return true;
+	if (set->n == set->cap) {
+		cap = set->cap ? set->cap * 2 : 16;
+		grown = realloc(set->cq, cap * sizeof(*grown));
+		if (!grown)
+			return false;
+		set->cq = grown;
+		set->cap = cap;
+	}
+	set->cq[set->n++] = cq;
+	return true;
+}
+
+/* Room in fds for need entries; false if no memory. */
+static bool pmv_agent_fds_room(struct pmv_agent_fds *fds, size_t need)
+{
+	size_t cap = fds->cap ? fds->cap : 64;
+	struct pollfd *fd;
+	struct pmv_cq **cq;
+
+	if (need <= fds->cap)
+		return true;
+	while (cap < need)
+		cap *= 2;
+	fd = realloc(fds->fd, cap * sizeof(*fd));
+	if (!fd)
+		return false;
+	fds->fd = fd;
+	cq = realloc(fds->cq, cap * sizeof(*cq));
+	if (!cq)
+		return false;
+	fds->cq = cq;
+	fds->cap = cap;
+	return true;
+}
+
+/* Appends cq's wait object (FI_GETWAIT: one fd or a list) to fds; false
+ * if the agent cannot sleep on it. */
+static bool pmv_agent_add_fds(struct pmv_agent_fds *fds, struct pmv_cq *cq)
+{
+	int got;
+
+	for (;;) {
+		got = pmv_cq_wait_fds(cq, fds->fd + fds->n,
+				      (unsigned) (fds->cap - fds->n));
+		if (got > 0)
+			break;
+		if (!got || !pmv_agent_fds_room(fds, fds->n + (size_t) -got))
+			return false;
+	}
+	for (int i = 0; i < got; i++)
+		fds->cq[fds->n + (size_t) i] = cq;
+	fds->n += (size_t) got;
+	return true;
+}
+
+/* Whether an application thread waits in rx or tx (fi_cq_sread): that
+ * wait takes their endpoint's bytes and serves its requests, and progress
+ * through its other CQ would only take the bytes from under it. */
+bool pmv_agent_cqs_waited(const struct pmv_cq *rx, const struct pmv_cq *tx)
+{
+	return (rx && __atomic_load_n(&rx->core_waiters, __ATOMIC_ACQUIRE)) ||
+	       (tx && __atomic_load_n(&tx->core_waiters, __ATOMIC_ACQUIRE));
+}
+
+/* pmv_agent_cqs_waited for ep's CQs, read atomically (fi_ep_bind). */
+bool pmv_agent_app_waits(const struct pmv_ep *ep)
+{
+	return pmv_agent_cqs_waited(
+		__atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE),
+		__atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE));
+}
+
+/* The distinct CQs of the agent's endpoints into agent->cqs; false if no
+ * memory; domain lock held. */
+static bool pmv_agent_list_cqs(struct pmv_agent *agent)
+{
+	agent->cqs.n = 0;
+	for (struct pmv_ep *ep = agent->eps; ep; ep = ep->agent_next) {
+		struct pmv_cq *rx = __atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE);
+		struct pmv_cq *tx = __atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE);
+
+		if ((rx && !pmv_agent_cqs_add(&agent->cqs, rx)) ||
+		    (tx && !pmv_agent_cqs_add(&agent->cqs, tx)))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Nothing is pending: the core says so for every CQ (fi_trywait, one call
+ * per CQ as their wait objects may differ) and no request waits in an
+ * inbox (fi_trywait's progress may have moved one there); notes whether
+ * an application thread waits in a CQ; domain lock held.
+ */
+static bool pmv_agent_nothing_pending(struct pmv_domain *dom)
+{
+	struct pmv_agent *agent = dom->agent;
+	struct fid *fid;
+
+	for (size_t i = 0; i < agent->cqs.n; i++) {
+		fid = &agent->cqs.cq[i]->core->fid;
+		if (fi_trywait(dom->fabric->core, &fid, 1) != FI_SUCCESS)
+			return false;
+	}
+	agent->app_waits = false;
+	for (struct pmv_ep *ep = agent->eps; ep; ep = ep->agent_next) {
+		if (pmv_serve_pending(ep))
+			return false;
+		agent->app_waits |= pmv_agent_app_waits(ep);
+	}
+	return true;
+}
+
+/*
+ * Fills agent->fds with every CQ's wait object and, last, the agent's
+ * eventfd.  Returns how many, 0 if it cannot sleep on fds (over verbs an
+ * incoming RDMA write, a request, makes no fd readable), -1 if work is
+ * pending; domain lock held.
+ */
+static int pmv_agent_sleep_fds(struct pmv_domain *dom)
+{
+	struct pmv_agent *agent = dom->agent;
+	struct pmv_agent_fds *fds = &agent->fds;
+
+	fds->n = 0;
+	if (dom->transport != PMV_TRANSPORT_TCP || !pmv_agent_list_cqs(agent) ||
+	    !pmv_agent_fds_room(fds, 1)) /* never an fd array of NULL */
+		return 0;
+	for (size_t i = 0; i < agent->cqs.n; i++)
+		if (!pmv_agent_add_fds(fds, agent->cqs.cq[i]))
+			return 0;
+	if (!pmv_agent_fds_room(fds, fds->n + 1))
+		return 0;
+	/* from here on, the application's CQ reads wake the agent */
+	__atomic_store_n(&dom->agent_sleeping, true, __ATOMIC_SEQ_CST);
+	if (!pmv_agent_nothing_pending(dom))
+		return -1;
+	fds->fd[fds->n] = (struct pollfd) { .fd = agent->wake_fd,
+					    .events = POLLIN };
+	fds->cq[fds->n++] = NULL;
+	return (int) fds->n;
+}
+
+/*
+ * After PMV_AGENT_IDLE_WAKES fd wakes that served nothing: takes out of
+ * this sleep the CQ fds readable now, which the core's progress and
+ * fi_trywait left readable (nothing the agent can take), and bounds the
+ * sleep instead.  Returns the sleep's bound in ms, -1 for none.
+ */
+static int pmv_agent_leave_stale(struct pmv_agent *agent)
+{
+	struct pmv_agent_fds *fds = &agent->fds;
+	bool stale = false;
+	size_t i = 0;
+
+	if (agent->idle_wakes < PMV_AGENT_IDLE_WAKES)
+		return -1;
+	if (poll(fds->fd, (nfds_t) fds->n, 0) <= 0) {
+		agent->idle_wakes = 0; /* none is: sleep as usual */
+		agent->stale_ms = 0;
+		return -1;
+	}
+	while (i < fds->n) {
+		if (fds->cq[i] && fds->fd[i].revents) {
+			fds->n--;
+			fds->fd[i] = fds->fd[fds->n];
+			fds->cq[i] = fds->cq[fds->n];
+			stale = true;
+			continue;
+		}
+		fds->fd[i++].revents = 0;
+	}
+	if (!stale)
+		return -1;
+	agent->stale_ms = agent->stale_ms ?
+			  (agent->stale_ms < PMV_AGENT_STALE_MAX_MS ?
+			   agent->stale_ms * 2 : PMV_AGENT_STALE_MAX_MS) : 1;
+	return (int) agent->stale_ms;
+}
+
+/* Notes the CQs whose fds ended the sleep: the next pass progresses only
+ * those (all of them if the eventfd ended it). */
+static void pmv_agent_note_woken(struct pmv_agent *agent)
+{
+	struct pmv_agent_fds *fds = &agent->fds;
+
+	agent->woken.n = 0;
+	agent->woken_only = true;
+	for (size_t i = 0; i < fds->n; i++) {
+		if (!fds->fd[i].revents)
+			continue;
+		if (!fds->cq[i] || !pmv_agent_cqs_add(&agent->woken, fds->cq[i]))
+			agent->woken_only = false;
+	}
+}
+
+/* Sleeps on the CQs' wait objects and the agent's eventfd, with no
+ * timeout unless fds stay readable, if nothing is pending. */
+enum pmv_agent_rest pmv_agent_sleep(struct pmv_domain *dom)
+{
+	struct pmv_agent *agent = dom->agent;
+	int n, woke = 0;
+	uint64_t v;
+
+	agent->woken_only = false;
+	pthread_mutex_lock(&dom->lock);
+	n = pmv_agent_sleep_fds(dom);
+	pthread_mutex_unlock(&dom->lock);
+	if (n > 0) {
+		int ms = pmv_agent_leave_stale(agent);
+
+		woke = poll(agent->fds.fd, (nfds_t) agent->fds.n, ms);
+		if (woke > 0)
+			pmv_agent_note_woken(agent);
+	}
+	__atomic_store_n(&dom->agent_sleeping, false, __ATOMIC_SEQ_CST);
+	(void) !read(agent->wake_fd, &v, sizeof(v)); /* non-blocking */
+	return n > 0 ? (woke > 0 ? PMV_REST_WOKEN : PMV_REST_SLEPT) :
+	       n < 0 ? PMV_REST_PENDING : PMV_REST_CANNOT;
+}
+
+/* Ends the agent's sleep (an endpoint joined, or stop). */
+void pmv_agent_wake(struct pmv_agent *agent)
+{
+	uint64_t one = 1;
+
+	(void) !write(agent->wake_fd, &one, sizeof(one));
+}
+
+void pmv_agent_sleep_free(struct pmv_agent *agent)
+{
+	free(agent->cqs.cq);
+	free(agent->woken.cq);
+	free(agent->fds.fd);
+	free(agent->fds.cq);
+}

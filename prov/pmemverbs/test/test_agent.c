@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * Unit tests: the agent thread's start and its stop at unload, on a real
+ * pmemverbs domain over tcp on 127.0.0.1 (the objects fixture).
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "pmv.h"
+#include "objects_fixture.h"
+
+TestSuite(agent, .init = open_fixture, .fini = close_fixture);
+
+static struct pmv_domain *fixture_domain(void)
+{
+	return pmv_container_of(fx.domain, struct pmv_domain, domain_fid);
+}
+
+/* An FI_RMA_PMEM endpoint of the fixture's domain (not connected). */
+static struct pmv_ep *open_pmem_ep(struct fid_ep **ep)
+{
+	cr_assert(fx.info->caps & FI_RMA_PMEM, "the fixture needs FI_RMA_PMEM");
+	cr_assert_eq(fi_endpoint(fx.domain, fx.info, ep, NULL), 0);
+	return pmv_container_of(*ep, struct pmv_ep, ep_fid);
+}
+
+/* The threads of this process now (/proc/self/task). */
+static int thread_count(void)
+{
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *entry;
+	int n = 0;
+
+	cr_assert_not_null(dir);
+	while ((entry = readdir(dir)))
+		n += entry->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000,
+			       .tv_nsec = (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * A failed agent start (its allocation, then its thread, failed through
+ * the allocation fault point) fails the call and leaves the domain naming
+ * no agent and no closed fd as the agent's eventfd (which the application's
+ * waits write to); the next start works.
+ */
+Test(agent, a_failed_start_leaves_no_closed_wake_fd)
+{
+	struct pmv_domain *dom = fixture_domain();
+	struct fid_ep *fid;
+	struct pmv_ep *ep = open_pmem_ep(&fid);
+	int nth, ret;
+
+	for (nth = 1; nth <= 2; nth++) { /* the agent, its thread */
+		pmv_fault_reset();
+		pmv_params.fault_alloc = nth;
+		ret = pmv_agent_add(dom, ep);
+		pmv_params.fault_alloc = 0;
+		cr_assert_lt(ret, 0, "failure %d: the start failed", nth);
+		cr_assert_null(dom->agent, "failure %d: no agent", nth);
+		cr_assert(dom->agent_wake_fd < 0 ||
+			  fcntl(dom->agent_wake_fd, F_GETFD) >= 0,
+			  "failure %d: agent_wake_fd %d names a closed fd", nth,
+			  dom->agent_wake_fd);
+	}
+	cr_assert_eq(pmv_agent_add(dom, ep), 0);
+	cr_assert_not_null(dom->agent);
+	cr_assert_geq(fcntl(dom->agent_wake_fd, F_GETFD), 0);
+	cr_assert_eq(fi_close(&fid->fid), 0);
+}
+
+/* The provider's cleanup (libfabric unloads the plugin), from a thread:
+ * records how many threads the process had when it returned. */
+static void *run_cleanup(void *threads_at_return)
+{
+	pmv_agent_stop_all();
+	*(int *) threads_at_return = thread_count();
+	return NULL;
+}
+
+/*
+ * The provider's cleanup stops the agent and joins it, even when the agent
+ * is slow to stop: here it is blocked on the domain lock, which the test
+ * holds for 1.5 s.  No agent thread may run the plugin's code once the
+ * cleanup returned (libfabric then unloads it).
+ */
+Test(agent, the_providers_cleanup_stops_and_joins_the_agent)
+{
+	struct pmv_domain *dom = fixture_domain();
+	struct fid_ep *fid;
+	struct pmv_ep *ep = open_pmem_ep(&fid);
+	int with_agent, at_return = 0;
+	uint64_t one = 1;
+	pthread_t cleanup;
+
+	cr_assert_eq(pmv_agent_add(dom, ep), 0);
+	with_agent = thread_count();
+	/* woken, the agent's next pass blocks on the domain lock */
+	pthread_mutex_lock(&dom->lock);
+	cr_assert_eq(write(dom->agent_wake_fd, &one, sizeof(one)), 8);
+	sleep_ms(200);
+	cr_assert_eq(pthread_create(&cleanup, NULL, run_cleanup, &at_return), 0);
+	sleep_ms(1500);
+	pthread_mutex_unlock(&dom->lock);
+	cr_assert_eq(pthread_join(cleanup, NULL), 0);
+	/* the cleanup thread replaced the agent: as many threads as before */
+	cr_assert_eq(at_return, with_agent, "the agent thread still ran when "
+		     "the provider's cleanup returned (%d threads, %d with "
+		     "the agent and without the cleanup's)", at_return,
+		     with_agent);
+	cr_assert_null(dom->agent);
+	cr_assert_eq(fi_close(&fid->fid), 0);
+}
+
+/* The agent thread's voluntary context switches so far (its sleeps), from
+ * /proc/self/task/TID/status of the thread named pmv_agent; -1 if none. */
+static long agent_sleeps(void)
+{
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *entry;
+	char path[300], line[128];
+	long sleeps = -1;
+	FILE *f;
+
+	cr_assert_not_null(dir);
+	while (sleeps < 0 && (entry = readdir(dir))) {
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 entry->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(line, sizeof(line), f) ||
+		    strncmp(line, "pmv_agent", 9)) {
+			fclose(f);
+			continue;
+		}
+		fclose(f);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
+			 entry->d_name);
+		f = fopen(path, "r");
+		cr_assert_not_null(f);
+		while (fgets(line, sizeof(line), f))
+			sscanf(line, "voluntary_ctxt_switches: %ld", &sleeps);
+		fclose(f);
+	}
+	closedir(dir);
+	return sleeps;
+}
+
+/* More CQs than the 64 the agent used to sleep on (past them it napped
+ * 1 ms at a time). */
+#define IDLE_CQS 80
+
+/*
+ * An idle agent sleeps on its endpoints' CQs (each its own here) until
+ * something happens, however many there are: no periodic pass.  Watched
+ * through its sleeps (voluntary context switches) over one second.
+ */
+Test(agent, an_idle_agent_sleeps_however_many_cqs_it_watches, .timeout = 60)
+{
+	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_CONTEXT,
+				   .wait_obj = FI_WAIT_NONE };
+	struct pmv_domain *dom = fixture_domain();
+	struct fid_cq *cq[IDLE_CQS];
+	struct fid_ep *fid[IDLE_CQS];
+	long before, after;
+	int i;
+
+	for (i = 0; i < IDLE_CQS; i++) {
+		cr_assert_eq(fi_cq_open(fx.domain, &attr, &cq[i], NULL), 0);
+		open_pmem_ep(&fid[i]);
+		cr_assert_eq(fi_ep_bind(fid[i], &cq[i]->fid,
+					FI_TRANSMIT | FI_RECV), 0);
+		cr_assert_eq(pmv_agent_add(dom, pmv_container_of(
+				fid[i], struct pmv_ep, ep_fid)), 0);
+	}
+	sleep_ms(300); /* past the agent's spin after the last one joined */
+	before = agent_sleeps();
+	cr_assert_geq(before, 0, "no thread named pmv_agent");
+	sleep_ms(1000);
+	after = agent_sleeps();
+	cr_assert_lt(after - before, 20, "the idle agent slept and woke %ld "
+		     "times in 1 s watching %d CQs", after - before, IDLE_CQS);
+	for (i = 0; i < IDLE_CQS; i++) {
+		cr_assert_eq(fi_close(&fid[i]->fid), 0);
+		cr_assert_eq(fi_close(&cq[i]->fid), 0);
+	}
+}

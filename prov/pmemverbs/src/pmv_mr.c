@@ -47,19 +47,24 @@ static void pmv_mr_gone(struct pmv_domain *dom)
 	pthread_mutex_unlock(&dom->lock);
 }
 
+/*
+ * Closes the core registration first: if that fails, the region is still
+ * registered (writes still land in it) and stays in the agent's table.
+ * Once it is gone, it leaves the table; a request being served on it
+ * finishes first (it persists bytes that landed before the close).
+ */
 static int pmv_mr_close(struct fid *fid)
 {
 	struct pmv_mr *mr = pmv_container_of(fid, struct pmv_mr, mr_fid.fid);
-	int ret;
+	int ret = pmv_close_core(&mr->core->fid, "memory region");
 
-	pmv_mr_unlink(mr);
-	/* a request being served on it finishes first (no lock is held) */
-	while (__atomic_load_n(&mr->refs, __ATOMIC_ACQUIRE))
-		sched_yield();
-	ret = pmv_close_core(&mr->core->fid, "memory region");
-	pmv_mr_gone(mr->domain);
 	if (ret)
 		return ret;
+	pmv_mr_unlink(mr);
+	/* no lock is held while it waits */
+	while (__atomic_load_n(&mr->refs, __ATOMIC_ACQUIRE))
+		sched_yield();
+	pmv_mr_gone(mr->domain);
 	pmv_persistence_release(&mr->persistence);
 	free(mr);
 	return 0;
@@ -149,6 +154,7 @@ static void pmv_mr_describe(struct pmv_mr *mr, const struct fi_mr_attr *attr,
 
 	mr->access = attr->access;
 	mr->flags = flags;
+	mr->iface = attr->iface; /* the agent places data in host memory only */
 	mr->iov_count = attr->iov_count;
 	if (attr->iov_count) {
 		mr->base = attr->mr_iov[0].iov_base;

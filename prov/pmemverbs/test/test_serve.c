@@ -174,6 +174,35 @@ Test(serve, refusals_carry_their_reason_and_touch_nothing)
 	cr_assert_eq(g_ep.counters.bytes_persisted, 0);
 }
 
+/* Writes send request seq: 8 bytes of value for addr, in the request. */
+static void put_send_req(uint64_t seq, uint64_t addr, uint8_t value)
+{
+	struct pmv_req *slot = put_req(seq, KEY, BASE, 0, 0);
+
+	slot->flags = PMV_REQ_INLINE;
+	*pmv_req_inline(slot) = (struct pmv_extent) { .addr = addr, .len = 8 };
+	memset(pmv_req_inline_data(slot), value, 8);
+	cr_assert_gt(pmv_req_encode(slot, SLOT), 0);
+}
+
+/*
+ * A send request's data is placed with CPU stores: into a region of
+ * device memory (FI_HMEM, registered without FI_RMA_PMEM) it is refused,
+ * and the region is not touched.
+ */
+Test(serve, a_send_into_device_memory_is_refused_and_touches_nothing)
+{
+	g_mr.iface = FI_HMEM_ZE;
+	put_send_req(1, BASE + 64, 0xab);
+	cr_assert_eq(serve_and_ack(1), PMV_ERR_METHOD,
+		     "a send into device memory was not refused");
+	cr_assert_eq(g_region[64], 0, "the agent stored into device memory");
+	g_mr.iface = FI_HMEM_SYSTEM;
+	put_send_req(2, BASE + 64, 0xab);
+	cr_assert_eq(serve_and_ack(2), 0);
+	cr_assert_eq(g_region[64], 0xab);
+}
+
 Test(serve, a_torn_request_waits_until_it_is_whole)
 {
 	struct pmv_req *slot = put_req(1, KEY, BASE, 64, 0);

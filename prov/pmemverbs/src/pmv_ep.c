@@ -186,7 +186,7 @@ static ssize_t pmv_ep_cancel(fid_t fid, void *context)
 
 /* FI_OPT_CM_DATA_SIZE is the core's less the pmemverbs CM header. */
 int pmv_ep_getopt(fid_t fid, int level, int optname, void *optval,
-			 size_t *optlen)
+		  size_t *optlen)
 {
 	int ret = fi_getopt(pmv_core_fid(fid), level, optname, optval, optlen);
 	size_t *size = optval;
@@ -198,7 +198,7 @@ int pmv_ep_getopt(fid_t fid, int level, int optname, void *optval,
 }
 
 int pmv_ep_setopt(fid_t fid, int level, int optname, const void *optval,
-			 size_t optlen)
+		  size_t optlen)
 {
 	return fi_setopt(pmv_core_fid(fid), level, optname, optval, optlen);
 }

@@ -405,6 +405,8 @@ static struct {
 	unsigned npollers;             /* started */
 	int stop;                      /* atomic: the pollers end */
 	char cq_error_text[160];       /* the first CQ error (under g_fail) */
+	struct fi_pmem_ep_counters seen[MAX_CONNS]; /* the last read */
+	unsigned counter_reads, counters_back;
 } g_t;
 
 /* Creates the oracle log FI_PMEMVERBS_ORACLE names: empty, with magic. */
@@ -561,6 +563,26 @@ static void target_stop_pollers(void)
 	g_t.npollers = 0;
 }
 
+/*
+ * Reads each accepted endpoint's counters while its agent serves (the
+ * agent updates them on its thread: a racy read shows under
+ * ThreadSanitizer); counts the reads and any counter that went back.
+ */
+static void target_read_counters(void)
+{
+	for (unsigned i = 0; i < g_t.naccepted; i++) {
+		struct fi_pmem_ep_counters c = { 0 };
+
+		if (g_net.pmem->ep_counters(g_t.eps[i], &c))
+			die("ep_counters failed");
+		if (c.requests_served < g_t.seen[i].requests_served ||
+		    c.bytes_persisted < g_t.seen[i].bytes_persisted)
+			g_t.counters_back++;
+		g_t.seen[i] = c;
+		g_t.counter_reads++;
+	}
+}
+
 /* Serves until -n connections were accepted and have all ended. */
 static void target_serve(void)
 {
@@ -573,6 +595,7 @@ static void target_serve(void)
 		bool busy = target_poll_eq();
 
 		busy |= target_read_cq();
+		target_read_counters();
 		if (!before(life)) {
 			fprintf(stderr, "target: %u of %u connections ended "
 				"within %d ms\n", g_t.nshut, g_opt.conns,
@@ -619,6 +642,10 @@ static void target_report(void)
 		"(expected none: the target posts nothing)%s%s",
 		g_opt.pollers, g_t.cq_entries, g_t.cq_errors,
 		g_t.cq_errors ? "; first: " : "", g_t.cq_error_text);
+	verdict(g_t.counter_reads && !g_t.counters_back, "target-counters",
+		"the endpoints' counters read %u times while the agent served, "
+		"%u went back (expected none)", g_t.counter_reads,
+		g_t.counters_back);
 	target_check_guards();
 }
 

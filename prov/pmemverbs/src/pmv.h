@@ -84,6 +84,7 @@ struct pmv_params {
 	int fault_alloc;      /* FI_PMEMVERBS_FAULT_ALLOC (test only) */
 	int fault_mr_reg;     /* FI_PMEMVERBS_FAULT_MR_REG (test only) */
 	int fault_push;       /* FI_PMEMVERBS_FAULT_PUSH (test only) */
+	int fault_close;      /* FI_PMEMVERBS_FAULT_CLOSE (test only) */
 	int peer_timeout_ms;  /* FI_PMEMVERBS_PEER_TIMEOUT_MS */
 	int bad_request_ms;   /* FI_PMEMVERBS_BAD_REQUEST_MS */
 	int peer_probe_ms;    /* FI_PMEMVERBS_PEER_PROBE_MS */
@@ -436,6 +437,7 @@ struct pmv_mr {
 	struct pmv_persistence persistence;
 	int refs;                 /* requests being served on it (atomic) */
 	uint32_t reg_gen;         /* the domain's generation at registration */
+	enum fi_hmem_iface iface; /* FI_HMEM_SYSTEM: host memory */
 };
 
 struct pmv_wait {
@@ -462,6 +464,7 @@ enum pmv_fault_point {
 	PMV_FAULT_ALLOC,   /* an allocation of the commit machinery */
 	PMV_FAULT_MR_REG,  /* a registration with the core (inbox, region) */
 	PMV_FAULT_PUSH,    /* a push of the profile table to a peer */
+	PMV_FAULT_CLOSE,   /* a close of a core object (it stays open) */
 	PMV_FAULT_POINTS,
 };
 bool pmv_fault(enum pmv_fault_point point);
@@ -524,7 +527,7 @@ unsigned pmv_scope_take_all(struct pmv_scope *scope, uint64_t key,
 
 /* pmv_inbox.c: CM header and inbox of a pmem endpoint. */
 int pmv_inbox_open(struct pmv_ep *ep);
-void pmv_inbox_close(struct pmv_ep *ep);
+int pmv_inbox_close(struct pmv_ep *ep);
 bool pmv_cm_hdr_parse(const void *data, size_t len, struct pmv_peer *peer);
 void *pmv_cm_data_with_hdr(struct pmv_ep *ep, const void *param,
 			   size_t paramlen, size_t *total);
@@ -661,6 +664,14 @@ int pmv_no_ops_set(struct fid *fid, const char *name, uint64_t flags,
 extern struct fi_ops pmv_connreq_fi_ops;
 int pmv_core_wait_set(struct fid_wait *wait_set, struct fid_wait **core_set);
 
+/* pmv_ep.c: the endpoint options and names passive endpoints share. */
+int pmv_ep_getopt(fid_t fid, int level, int optname, void *optval,
+		  size_t *optlen);
+int pmv_ep_setopt(fid_t fid, int level, int optname, const void *optval,
+		  size_t optlen);
+int pmv_cm_setname(fid_t fid, void *addr, size_t addrlen);
+int pmv_cm_getname(fid_t fid, void *addr, size_t *addrlen);
+
 /* Object constructors, one file each. */
 int pmv_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 		    void *context);
@@ -700,6 +711,8 @@ extern struct fi_ops_rma pmv_rma_pmem_ops;
 extern struct fi_ops_rma pmv_rma_pmem_cntr_ops;
 int pmv_ep_cntr_bind(struct pmv_ep *ep, struct pmv_cntr *cntr, uint64_t flags);
 void pmv_ep_cntr_unbind(struct pmv_ep *ep);
+void pmv_ep_cntr_pause(struct pmv_ep *ep);
+void pmv_ep_cntr_resume(struct pmv_ep *ep);
 /* Counts one success (or, err, one error) in ep's counter of which, if any. */
 void pmv_ep_cntr_count(struct pmv_ep *ep, enum pmv_rma_cntr which, bool err);
 ssize_t pmv_counted_writemsg(struct pmv_ep *ep, const struct fi_msg_rma *msg,

@@ -469,7 +469,8 @@ const char *pmv_strerror(int prov_errno)
 		[PMV_ERR_METHOD - PMV_ERR_BASE] = "commit refused: "
 			"FI_PMEMVERBS_METHOD names a method that is not "
 			"correct for the profile the target reported for this "
-			"key; use auto",
+			"key (use auto), or the commit carried data (FI_FENCE, "
+			"send) for device memory the target cannot store into",
 		[PMV_ERR_CLOSED - PMV_ERR_BASE] = "commit canceled: its "
 			"endpoint was closed before the target acknowledged "
 			"it; its durability is unknown",

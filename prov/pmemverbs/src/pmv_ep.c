@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * pmemverbs: active endpoints, shared receive contexts, and their control
- * and connection-management operations.
+ * and connection-management operations (passive endpoints: pmv_pep.c).
  */
 #include <stdlib.h>
 
@@ -14,21 +14,69 @@ static struct fid_ep *pmv_core_ep(struct fid_ep *ep)
 
 static void pmv_ep_pmem_fini(struct pmv_ep *ep);
 
+/*
+ * Stops the agent and the CQ's hooks from serving or progressing ep (they
+ * post on its core endpoint); true if the agent served it.
+ */
+static bool pmv_ep_stop_serving(struct pmv_ep *ep)
+{
+	bool in_agent;
+
+	pthread_mutex_lock(&ep->domain->lock);
+	in_agent = ep->in_agent;
+	pthread_mutex_unlock(&ep->domain->lock);
+	pmv_ep_cntr_pause(ep); /* a counter's wait serves ep through it */
+	pmv_agent_remove(ep->domain, ep);
+	if (ep->tx_cq)
+		pmv_hooks_remove(&ep->tx_cq->hooks, &ep->hook);
+	return in_agent;
+}
+
+/*
+ * The core endpoint did not close, so it is still connected: its CQ's
+ * hooks and the agent serve it again, from the request where they
+ * stopped (pmv_agent_add starts a new connection's count; the serve lock
+ * keeps the agent from serving before the count is put back).
+ */
+static void pmv_ep_serve_again(struct pmv_ep *ep, bool in_agent)
+{
+	uint64_t seq = ep->agent_seq, acked = ep->agent_acked;
+	int ret;
+
+	if (ep->tx_cq)
+		pmv_hooks_add(&ep->tx_cq->hooks, &ep->hook);
+	pmv_ep_cntr_resume(ep);
+	if (!in_agent)
+		return;
+	pthread_mutex_lock(&ep->serve_lock);
+	ret = pmv_agent_add(ep->domain, ep);
+	__atomic_store_n(&ep->agent_seq, seq, __ATOMIC_RELAXED);
+	ep->agent_acked = acked;
+	pthread_mutex_unlock(&ep->serve_lock);
+	if (ret)
+		PMV_WARN(FI_LOG_EP_CTRL, "fi_close failed and the endpoint "
+			 "stays open, but its commit agent could not take it "
+			 "back: %s; its peer's commits fail. Close it again\n",
+			 fi_strerror(-ret));
+}
+
+/*
+ * Closes the core endpoint first, with serving stopped (it posts on the
+ * core endpoint); if that fails, everything is as before the call.
+ */
 static int pmv_ep_close(struct fid *fid)
 {
 	struct pmv_ep *ep = pmv_container_of(fid, struct pmv_ep, ep_fid.fid);
-	int ret;
+	bool in_agent = ep->pmem && pmv_ep_stop_serving(ep);
+	int ret = pmv_close_core(&ep->core->fid, "endpoint");
 
-	if (ep->pmem) {
-		pmv_ep_cntr_unbind(ep); /* first: a counter wait holds ep */
-		pmv_agent_remove(ep->domain, ep);
-		if (ep->tx_cq)
-			pmv_hooks_remove(&ep->tx_cq->hooks, &ep->hook);
-	}
-	ret = pmv_close_core(&ep->core->fid, "endpoint");
-	if (ret)
+	if (ret) {
+		if (ep->pmem)
+			pmv_ep_serve_again(ep, in_agent);
 		return ret;
+	}
 	if (ep->pmem) {
+		pmv_ep_cntr_unbind(ep);
 		if (ep->tx_cq)
 			pmv_cq_ref_pmem(ep->tx_cq, -1);
 		if (ep->rx_cq)
@@ -143,8 +191,8 @@ static ssize_t pmv_ep_cancel(fid_t fid, void *context)
 }
 
 /* FI_OPT_CM_DATA_SIZE is the core's less the pmemverbs CM header. */
-static int pmv_ep_getopt(fid_t fid, int level, int optname, void *optval,
-			 size_t *optlen)
+int pmv_ep_getopt(fid_t fid, int level, int optname, void *optval,
+		  size_t *optlen)
 {
 	int ret = fi_getopt(pmv_core_fid(fid), level, optname, optval, optlen);
 	size_t *size = optval;
@@ -155,8 +203,8 @@ static int pmv_ep_getopt(fid_t fid, int level, int optname, void *optval,
 	return ret;
 }
 
-static int pmv_ep_setopt(fid_t fid, int level, int optname, const void *optval,
-			 size_t optlen)
+int pmv_ep_setopt(fid_t fid, int level, int optname, const void *optval,
+		  size_t optlen)
 {
 	return fi_setopt(pmv_core_fid(fid), level, optname, optval, optlen);
 }
@@ -205,12 +253,12 @@ static struct fi_ops_ep pmv_ep_ops = {
 	.tx_size_left = pmv_ep_tx_size_left,
 };
 
-static int pmv_cm_setname(fid_t fid, void *addr, size_t addrlen)
+int pmv_cm_setname(fid_t fid, void *addr, size_t addrlen)
 {
 	return fi_setname(pmv_core_fid(fid), addr, addrlen);
 }
 
-static int pmv_cm_getname(fid_t fid, void *addr, size_t *addrlen)
+int pmv_cm_getname(fid_t fid, void *addr, size_t *addrlen)
 {
 	return fi_getname(pmv_core_fid(fid), addr, addrlen);
 }
@@ -352,7 +400,13 @@ static int pmv_check_core_order(const struct fi_info *core_info)
 static void pmv_ep_pmem_fini(struct pmv_ep *ep)
 {
 	pmv_ini_close(ep);
-	pmv_inbox_close(ep);
+	/* the endpoint is gone either way; memory the core may still write
+	 * into is not freed */
+	if (pmv_inbox_close(ep))
+		PMV_WARN(FI_LOG_EP_CTRL, "the endpoint is closed, but its "
+			 "commit inbox's registration did not close: its %zu "
+			 "bytes stay allocated, and the domain cannot close\n",
+			 ep->inbox.size);
 	pthread_mutex_destroy(&ep->lock);
 	pthread_mutex_destroy(&ep->serve_lock);
 }
@@ -444,103 +498,4 @@ int pmv_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
 	pmv_ep_init_fid(srx, FI_CLASS_SRX_CTX, context);
 	*rx_ep = &srx->ep_fid;
 	return 0;
-}
-
-static int pmv_pep_close(struct fid *fid)
-{
-	struct pmv_pep *pep = pmv_container_of(fid, struct pmv_pep, pep_fid.fid);
-
-	return pmv_close_wrapper(&pep->core->fid, "passive endpoint", pep);
-}
-
-static int pmv_pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
-{
-	struct pmv_pep *pep = pmv_container_of(fid, struct pmv_pep, pep_fid.fid);
-
-	return pmv_bind_core(&pep->core->fid, bfid, flags);
-}
-
-static struct fi_ops pmv_pep_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = pmv_pep_close,
-	.bind = pmv_pep_bind,
-	.control = pmv_control_core,
-	.ops_open = pmv_ops_open_core,
-	.ops_set = pmv_no_ops_set,
-};
-
-static int pmv_pep_listen(struct fid_pep *pep)
-{
-	return fi_listen(pmv_container_of(pep, struct pmv_pep, pep_fid)->core);
-}
-
-static int pmv_pep_reject(struct fid_pep *pep_fid, fid_t handle,
-			  const void *param, size_t paramlen)
-{
-	struct pmv_pep *pep = pmv_container_of(pep_fid, struct pmv_pep, pep_fid);
-	struct fid *core_handle = pmv_core_fid(handle);
-	int ret;
-
-	if (!core_handle || handle->fclass != FI_CLASS_CONNREQ) {
-		PMV_WARN(FI_LOG_EP_CTRL, "fi_reject: handle is not a "
-			 "connection request from a pmemverbs FI_CONNREQ event\n");
-		return -FI_EINVAL;
-	}
-	ret = fi_reject(pep->core, core_handle, param, paramlen);
-	if (!ret)
-		fi_close(handle);
-	return ret;
-}
-
-static struct fi_ops_cm pmv_pep_cm_ops = {
-	.size = sizeof(struct fi_ops_cm),
-	.setname = pmv_cm_setname,
-	.getname = pmv_cm_getname,
-	.getpeer = NULL,
-	.connect = NULL,
-	.listen = pmv_pep_listen,
-	.accept = NULL,
-	.reject = pmv_pep_reject,
-	.shutdown = NULL,
-	.join = NULL,
-};
-
-static struct fi_ops_ep pmv_pep_ops = {
-	.size = sizeof(struct fi_ops_ep),
-	.getopt = pmv_ep_getopt,
-	.setopt = pmv_ep_setopt,
-};
-
-int pmv_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
-		   struct fid_pep **pep_fid, void *context)
-{
-	struct pmv_fabric *fab = pmv_container_of(fabric, struct pmv_fabric,
-						  fabric_fid);
-	struct fi_info *core_info = pmv_info_to_core(info);
-	struct pmv_pep *pep = calloc(1, sizeof(*pep));
-	int ret = -FI_ENOMEM;
-
-	if (!pep || !core_info)
-		goto err;
-	ret = fi_passive_ep(fab->core, core_info, &pep->core, pep);
-	if (ret) {
-		PMV_WARN(FI_LOG_EP_CTRL, "the core could not open a passive "
-			 "endpoint: %s (%d). Check the fi_info (from fi_getinfo "
-			 "for pmemverbs, with the address to listen on) and the "
-			 "core's own warning\n", fi_strerror(-ret), ret);
-		goto err;
-	}
-	fi_freeinfo(core_info);
-	pep->pmem_caps = info->caps & FI_RMA_PMEM;
-	pep->pep_fid.fid.fclass = FI_CLASS_PEP;
-	pep->pep_fid.fid.context = context;
-	pep->pep_fid.fid.ops = &pmv_pep_fi_ops;
-	pep->pep_fid.ops = &pmv_pep_ops;
-	pep->pep_fid.cm = &pmv_pep_cm_ops;
-	*pep_fid = &pep->pep_fid;
-	return 0;
-err:
-	fi_freeinfo(core_info);
-	free(pep);
-	return ret;
 }

@@ -111,6 +111,25 @@ int pmv_ep_cntr_bind(struct pmv_ep *ep, struct pmv_cntr *cntr, uint64_t flags)
 	return 0;
 }
 
+/* Takes ep's hooks off its counters (fi_close, before the core's close):
+ * a counter's read or wait no longer serves it. */
+void pmv_ep_cntr_pause(struct pmv_ep *ep)
+{
+	for (int i = 0; i < PMV_RMA_CNTRS; i++)
+		if (ep->rma_cntr[i])
+			pmv_hooks_remove(&ep->rma_cntr[i]->hooks,
+					 &ep->cntr_hook[i]);
+}
+
+/* Puts them back: the core refused to close ep, which works on. */
+void pmv_ep_cntr_resume(struct pmv_ep *ep)
+{
+	for (int i = 0; i < PMV_RMA_CNTRS; i++)
+		if (ep->rma_cntr[i])
+			pmv_hooks_add(&ep->rma_cntr[i]->hooks,
+				      &ep->cntr_hook[i]);
+}
+
 /* Drops ep's RMA counters and their hooks (ep closes). */
 void pmv_ep_cntr_unbind(struct pmv_ep *ep)
 {

@@ -173,19 +173,28 @@ static ssize_t pmv_eq_fit(uint32_t event, size_t len)
 }
 
 /*
+ * Bytes of an EQ read kept on the stack: a CM entry with the CM data of
+ * any core (tcp and verbs allow at most a few hundred bytes) and our CM
+ * header.  A read for a larger buffer goes straight into it.
+ */
+#define PMV_EQ_STACK_BYTES 2048
+
+/*
  * Reads one event from the core into a buffer with room for the peer's
  * pmemverbs CM header, translates it, and hands it to the application.
+ * No allocation: the room is on the stack, or, for a buffer too large
+ * for it, the application's own buffer (any CM data then fits in it).
  */
 static ssize_t pmv_eq_read_event(struct fid_eq *core, uint32_t *event,
 				 void *buf, size_t len, int timeout,
 				 uint64_t flags)
 {
-	size_t tmp_len = len + PMV_CM_HDR_SIZE;
-	void *tmp = malloc(tmp_len);
+	uint64_t room[PMV_EQ_STACK_BYTES / sizeof(uint64_t)];
+	bool on_stack = len <= sizeof(room) - PMV_CM_HDR_SIZE;
+	size_t tmp_len = on_stack ? len + PMV_CM_HDR_SIZE : len;
+	void *tmp = on_stack ? (void *) room : buf;
 	ssize_t ret;
 
-	if (!tmp)
-		return -FI_ENOMEM;
 	ret = timeout == INT32_MIN ?
 	      fi_eq_read(core, event, tmp, tmp_len, flags) :
 	      fi_eq_sread(core, event, tmp, tmp_len, timeout, flags);
@@ -193,9 +202,8 @@ static ssize_t pmv_eq_read_event(struct fid_eq *core, uint32_t *event,
 		ret = pmv_eq_translate(*event, tmp, ret);
 	if (ret > (ssize_t) len)
 		ret = pmv_eq_fit(*event, len);
-	if (ret > 0)
+	if (ret > 0 && on_stack)
 		memcpy(buf, tmp, ret);
-	free(tmp);
 	return ret;
 }
 

@@ -97,19 +97,22 @@ int pmv_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 	return 0;
 }
 
-/* fi_trywait over pmemverbs objects: asks the core about their core fids. */
-int pmv_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
-{
-	struct pmv_fabric *fab = pmv_container_of(fabric, struct pmv_fabric,
-						  fabric_fid);
-	struct fid *core_fids[count > 0 ? count : 1];
-	int i;
+/* Core fids fi_trywait asks the core about at once (a bounded stack array). */
+#define PMV_TRYWAIT_CHUNK 64
 
-	for (i = 0; i < count; i++) {
+/*
+ * fi_trywait over count pmemverbs objects from fids: the core's fids into
+ * core_fids; -FI_EAGAIN if pmemverbs holds completions for one of them.
+ */
+static int pmv_trywait_core_fids(struct fid **fids, int count,
+				 struct fid **core_fids)
+{
+	for (int i = 0; i < count; i++) {
 		core_fids[i] = pmv_core_fid(fids[i]);
 		if (!core_fids[i]) {
-			PMV_WARN(FI_LOG_FABRIC, "fi_trywait: fid %d was not "
-				 "opened through pmemverbs\n", i);
+			PMV_WARN(FI_LOG_FABRIC, "fi_trywait: a fid was not "
+				 "opened through pmemverbs; pass pmemverbs "
+				 "objects only\n");
 			return -FI_EINVAL;
 		}
 		/* completions pmemverbs holds wake no core wait object */
@@ -118,5 +121,28 @@ int pmv_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 						  cq_fid.fid)))
 			return -FI_EAGAIN;
 	}
-	return fi_trywait(fab->core, core_fids, count);
+	return 0;
+}
+
+/*
+ * fi_trywait over pmemverbs objects: asks the core about their core fids,
+ * PMV_TRYWAIT_CHUNK at a time (any count; all must be ready to wait).
+ */
+int pmv_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
+{
+	struct pmv_fabric *fab = pmv_container_of(fabric, struct pmv_fabric,
+						  fabric_fid);
+	struct fid *core_fids[PMV_TRYWAIT_CHUNK];
+	int i, n, ret = 0;
+
+	if (count <= 0)
+		return fi_trywait(fab->core, core_fids, count);
+	for (i = 0; i < count && !ret; i += n) {
+		n = count - i < PMV_TRYWAIT_CHUNK ? count - i :
+						    PMV_TRYWAIT_CHUNK;
+		ret = pmv_trywait_core_fids(fids + i, n, core_fids);
+		if (!ret)
+			ret = fi_trywait(fab->core, core_fids, n);
+	}
+	return ret;
 }

@@ -46,6 +46,11 @@ void pmv_fault_define_params(void)
 	fi_param_define(&pmv_prov, "fault_push", FI_PARAM_INT,
 			"Test only: the N-th push of a profile table to a peer "
 			"fails as if the core refused it (default: 0, off)");
+	fi_param_define(&pmv_prov, "fault_close", FI_PARAM_INT,
+			"Test only: the N-th close of a core object (endpoint, "
+			"region, inbox region, ...) fails with FI_EBUSY and "
+			"leaves it open; the wrapper must stay usable and "
+			"close again later (default: 0, off)");
 	fi_param_define(&pmv_prov, "fault_skip_extent", FI_PARAM_INT,
 			"Test only: the agent skips persisting its N-th extent "
 			"(0 = never), to show the persistence oracle catches "
@@ -62,6 +67,7 @@ void pmv_fault_read_params(void)
 	fi_param_get_int(&pmv_prov, "fault_alloc", &pmv_params.fault_alloc);
 	fi_param_get_int(&pmv_prov, "fault_mr_reg", &pmv_params.fault_mr_reg);
 	fi_param_get_int(&pmv_prov, "fault_push", &pmv_params.fault_push);
+	fi_param_get_int(&pmv_prov, "fault_close", &pmv_params.fault_close);
 }
 #else
 /* Not a test build: no test-only parameter exists. */
@@ -88,6 +94,8 @@ static int pmv_fault_nth(enum pmv_fault_point point)
 		return pmv_params.fault_mr_reg;
 	case PMV_FAULT_PUSH:
 		return pmv_params.fault_push;
+	case PMV_FAULT_CLOSE:
+		return pmv_params.fault_close;
 	default:
 		return 0;
 	}

@@ -70,10 +70,13 @@ int pmv_bind_core(struct fid *core, struct fid *bfid, uint64_t flags)
 	return core->ops->bind(core, core_bfid, flags);
 }
 
-/* Closes a core object, logging which wrapper it belonged to on failure. */
+/*
+ * Closes a core object, logging which wrapper it belonged to on failure
+ * (a failed close leaves the core object open, fault point included).
+ */
 int pmv_close_core(struct fid *core_fid, const char *what)
 {
-	int ret = fi_close(core_fid);
+	int ret = pmv_fault(PMV_FAULT_CLOSE) ? -FI_EBUSY : fi_close(core_fid);
 
 	if (ret)
 		PMV_WARN(FI_LOG_CORE, "closing the core %s failed: %s (%d); "

@@ -114,13 +114,23 @@ int pmv_inbox_open(struct pmv_ep *ep)
 	return 0;
 }
 
-void pmv_inbox_close(struct pmv_ep *ep)
+/*
+ * Closes the inbox's core registration, then frees its memory; if the
+ * close fails, the memory stays (the core and the peer's writes may still
+ * reach it) and the error is returned.
+ */
+int pmv_inbox_close(struct pmv_ep *ep)
 {
+	int ret;
+
 	if (!ep->inbox.mem)
-		return;
-	pmv_close_core(&ep->inbox.mr->fid, "inbox memory region");
+		return 0;
+	ret = pmv_close_core(&ep->inbox.mr->fid, "inbox memory region");
+	if (ret)
+		return ret;
 	free(ep->inbox.mem);
 	ep->inbox.mem = NULL;
+	return 0;
 }
 
 struct pmv_ack *pmv_inbox_ack(struct pmv_inbox *inbox, uint64_t seq)

@@ -17,8 +17,14 @@
 #define PMV_MR_OWN_FLAGS (FI_RMA_PMEM | FI_UNCACHED)
 #define PMV_MR_UNKNOWN_BITS ((1ULL << 61) | (1ULL << 62) | (1ULL << 63))
 
-/* Takes the region out of the table the agent serves requests from. */
-static void pmv_mr_unlink(struct pmv_mr *mr)
+/*
+ * The core registration is gone: no write can land in the region any
+ * more.  It leaves the table the agent serves requests from, and a region
+ * registered from now on (under the same key, say) gets a newer
+ * generation than any write placed in this one was posted under.  The
+ * peers' read-flushes read it; they get the new table, without it.
+ */
+static void pmv_mr_gone(struct pmv_mr *mr)
 {
 	struct pmv_domain *dom = mr->domain;
 	struct pmv_mr **pp;
@@ -30,36 +36,27 @@ static void pmv_mr_unlink(struct pmv_mr *mr)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&dom->lock);
-}
-
-/*
- * The core registration is gone: no write can land in the region any
- * more, and a region registered from now on (under the same key, say)
- * gets a newer generation than any write placed in this one was posted
- * under.  The peers' read-flushes read it; they get the new table.
- */
-static void pmv_mr_gone(struct pmv_domain *dom)
-{
-	pthread_mutex_lock(&dom->lock);
 	pmv_domain_publish_gen(dom);
 	pmv_domain_publish_profiles(dom);
 	pthread_mutex_unlock(&dom->lock);
 }
 
+/*
+ * Closes the core registration first: if that fails, the region is still
+ * registered (writes still land in it) and stays in the agent's table.
+ * A request being served on it finishes before it is freed (it persists
+ * bytes that landed before the close; no lock is held while it waits).
+ */
 static int pmv_mr_close(struct fid *fid)
 {
 	struct pmv_mr *mr = pmv_container_of(fid, struct pmv_mr, mr_fid.fid);
-	int ret;
+	int ret = pmv_close_core(&mr->core->fid, "memory region");
 
-	pmv_mr_unlink(mr);
-	/* a request being served on it finishes first (no lock is held) */
-	while (__atomic_load_n(&mr->refs, __ATOMIC_ACQUIRE))
-		sched_yield();
-	ret = pmv_close_core(&mr->core->fid, "memory region");
-	pmv_mr_gone(mr->domain);
 	if (ret)
 		return ret;
+	pmv_mr_gone(mr);
+	while (__atomic_load_n(&mr->refs, __ATOMIC_ACQUIRE))
+		sched_yield();
 	pmv_persistence_release(&mr->persistence);
 	free(mr);
 	return 0;
@@ -149,6 +146,7 @@ static void pmv_mr_describe(struct pmv_mr *mr, const struct fi_mr_attr *attr,
 
 	mr->access = attr->access;
 	mr->flags = flags;
+	mr->iface = attr->iface; /* the agent places data in host memory only */
 	mr->iov_count = attr->iov_count;
 	if (attr->iov_count) {
 		mr->base = attr->mr_iov[0].iov_base;

@@ -10,36 +10,7 @@
 #include <criterion/criterion.h>
 #include <libpmem2.h>
 
-#include "pmv.h"
 #include "objects_fixture.h"
-
-struct fi_provider *fi_prov_ini(void);
-
-struct fixture fx;
-
-/* Opens a pmemverbs fabric, domain and EQ on the tcp core. */
-void open_fixture(void)
-{
-	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_UNSPEC };
-
-	setenv("FI_PMEMVERBS_CORE_PROV", "tcp", 1);
-	fi_prov_ini();
-	cr_assert_eq(pmv_getinfo(PMV_FI_VERSION, "127.0.0.1", NULL, 0, NULL,
-				 &fx.info), 0);
-	/* libfabric names the entries when it calls us; we called directly. */
-	fx.info->fabric_attr->prov_name = strdup(PMV_PROV_NAME);
-	cr_assert_eq(pmv_fabric_open(fx.info->fabric_attr, &fx.fabric, NULL), 0);
-	cr_assert_eq(fi_domain(fx.fabric, fx.info, &fx.domain, NULL), 0);
-	cr_assert_eq(fi_eq_open(fx.fabric, &eq_attr, &fx.eq, NULL), 0);
-}
-
-void close_fixture(void)
-{
-	cr_assert_eq(fi_close(&fx.eq->fid), 0);
-	cr_assert_eq(fi_close(&fx.domain->fid), 0);
-	cr_assert_eq(fi_close(&fx.fabric->fid), 0);
-	fi_freeinfo(fx.info);
-}
 
 TestSuite(objects, .init = open_fixture, .fini = close_fixture);
 
@@ -293,6 +264,7 @@ Test(objects, application_events_pass_through_untouched)
 	cr_assert_eq(out.fid, &fx.domain->fid);
 	cr_assert_eq(out.context, &fx);
 }
+
 
 Test(objects, cm_events_name_pmemverbs_fids_and_info)
 {

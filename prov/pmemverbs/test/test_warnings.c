@@ -6,6 +6,9 @@
  * process), on stderr, which Criterion captures.
  */
 #include <stdio.h>
+#include <stdlib.h>
+
+#include <criterion/criterion.h>
 
 #include "objects_fixture.h"
 

@@ -140,11 +140,27 @@ void pmv_ini_fail_all(struct pmv_ep *ep, int err)
 	pthread_mutex_unlock(&ini->lock);
 }
 
+/*
+ * Copies the endpoint's counters: the initiator's under its lock, the
+ * agent's (it updates them atomically on its own thread, without that
+ * lock) each with an atomic load, never by copying the struct.
+ */
 void pmv_ini_counters(struct pmv_ep *ep, struct fi_pmem_ep_counters *out)
 {
+	const struct fi_pmem_ep_counters *c = &ep->counters;
+
+	*out = (struct fi_pmem_ep_counters) { 0 };
 	if (ep->ini)
 		pthread_mutex_lock(&ep->ini->lock);
-	*out = ep->counters;
+	out->commits = c->commits;
+	out->commit_errors = c->commit_errors;
+	out->requests_sent = c->requests_sent;
+	out->flush_ops = c->flush_ops;
+	out->sends = c->sends;
 	if (ep->ini)
 		pthread_mutex_unlock(&ep->ini->lock);
+	out->requests_served = __atomic_load_n(&c->requests_served,
+					       __ATOMIC_RELAXED);
+	out->bytes_persisted = __atomic_load_n(&c->bytes_persisted,
+					       __ATOMIC_RELAXED);
 }

@@ -153,6 +153,17 @@ static int pmv_agent_check(const struct pmv_ep *ep, const struct pmv_mr *mr,
 			 pmv_strerror(status));
 		return status;
 	}
+	if ((req->flags & PMV_REQ_INLINE) && mr->iface != FI_HMEM_SYSTEM) {
+		PMV_WARN(FI_LOG_DOMAIN, "agent: commit request %llu refused: "
+			 "it carries data for key 0x%llx, device memory "
+			 "(FI_HMEM interface %d) the agent cannot store into "
+			 "with the CPU; commit to device memory without "
+			 "FI_FENCE or FI_PMEMVERBS_METHOD=send (they carry the "
+			 "data in the request)\n",
+			 (unsigned long long) req->seq,
+			 (unsigned long long) req->key, (int) mr->iface);
+		return PMV_ERR_METHOD;
+	}
 	if (pmv_agent_reregistered(ep, mr, req)) {
 		PMV_INFO(FI_LOG_DOMAIN, "agent: commit request %llu refused: "
 			 "key 0x%llx was registered again (generation %u) "

@@ -258,11 +258,11 @@ run_probe_remote() {
 	kill "$tpid" 2>/dev/null
 	wait "$tpid" 2>/dev/null
 	rm -f "$file"
-	if [[ $rc -eq 0 ]] && grep -q '^key .*profile MHP *method agent' <<<"$got"; then
+	if [[ $rc -eq 0 ]] && grep -q '^key .*profile MHP *method read_flush' <<<"$got"; then
 		echo "PASS fi_pmem_probe -r: $(grep '^key' <<<"$got" | tr -s ' ' | head -1)"
 		add 1 0
 	else
-		echo "FAIL fi_pmem_probe -r (exit $rc): want a key of profile MHP, method agent: $(tr '\n' ' ' <<<"$got")"
+		echo "FAIL fi_pmem_probe -r (exit $rc): want a key of profile MHP, method read_flush: $(tr '\n' ' ' <<<"$got")"
 		add 0 1
 	fi
 }

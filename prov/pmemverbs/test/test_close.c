@@ -138,6 +138,23 @@ static void teardown(void)
 	close_fixture();
 }
 
+/* A commit, the core refusing to close closing (fi_close gives -FI_EBUSY),
+ * then another commit, which must still succeed. */
+static void commit_after_refused_close(struct pair *p, struct fid_mr *mr,
+				       void *mem, struct fid *closing,
+				       const char *whose)
+{
+	int ret;
+
+	cr_assert_eq(commit_once(p, mr, mem), 0);
+	fail_core_close(1);
+	cr_assert_eq(fi_close(closing), -FI_EBUSY);
+	no_close_fault();
+	ret = commit_once(p, mr, mem);
+	cr_assert_eq(ret, 0, "a commit after %s failed close completed with "
+		     "%d (%s)", whose, ret, fi_strerror(-ret));
+}
+
 TestSuite(close, .init = setup, .fini = teardown);
 
 /*
@@ -151,16 +168,9 @@ Test(close, a_region_whose_core_close_failed_still_takes_commits)
 	void *mem = map_page_region();
 	struct fid_mr *mr = register_region(mem);
 	struct pair p;
-	int ret;
 
 	connect_pair(&p);
-	cr_assert_eq(commit_once(&p, mr, mem), 0);
-	fail_core_close(1);
-	cr_assert_eq(fi_close(&mr->fid), -FI_EBUSY);
-	no_close_fault();
-	ret = commit_once(&p, mr, mem);
-	cr_assert_eq(ret, 0, "a commit after the region's failed close "
-		     "completed with %d (%s)", ret, fi_strerror(-ret));
+	commit_after_refused_close(&p, mr, mem, &mr->fid, "the region's");
 	cr_assert_eq(memcmp(mem, "committed", 9), 0);
 	cr_assert_eq(fi_close(&mr->fid), 0);
 	close_pair(&p);
@@ -177,16 +187,10 @@ Test(close, an_endpoint_whose_core_close_failed_still_serves_its_peer)
 	void *mem = map_page_region();
 	struct fid_mr *mr = register_region(mem);
 	struct pair p;
-	int ret;
 
 	connect_pair(&p);
-	cr_assert_eq(commit_once(&p, mr, mem), 0);
-	fail_core_close(1);
-	cr_assert_eq(fi_close(&p.server->fid), -FI_EBUSY);
-	no_close_fault();
-	ret = commit_once(&p, mr, mem);
-	cr_assert_eq(ret, 0, "a commit to an endpoint after its failed close "
-		     "completed with %d (%s)", ret, fi_strerror(-ret));
+	commit_after_refused_close(&p, mr, mem, &p.server->fid,
+				   "the endpoint's");
 	cr_assert_eq(commit_once(&p, mr, mem), 0);
 	close_pair(&p);
 	cr_assert_eq(fi_close(&mr->fid), 0);

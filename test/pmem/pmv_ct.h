@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmv_ct.h - what the files of pmv_commit_test share: constants, the wire
- * messages of the control channel, the state of each role, and the
- * functions one file calls in another (grouped by the file defining them).
+ * pmv_ct.h - what the files of pmv_commit_test share: constants, options,
+ * the wire messages of the control channel, fabric objects, operations,
+ * and the functions of pmv_ct_main.c, pmv_ct_fabric.c and pmv_ct_ops.c.
+ * The roles' state is in pmv_ct_roles.h, the scenarios' in pmv_ct_sc.h
+ * (both included at the end).  Functions are grouped by defining file.
  * pmv_ct_main.c says what the program does; README.md what each test proves.
  */
 #ifndef PMV_CT_H
@@ -112,14 +114,9 @@ enum conn_kind {
 enum wait_mode { WM_NONE, WM_UNSPEC, WM_FD, WM_POLLFD, WM_EPOLL, WM_CNTR,
 		 WM_EQ, WM_NOREAD, WM_COUNT };
 
-/* Calls that must return 0; anything else ends the run. */
-#define CHECK(call)                                                          \
-	do {                                                                 \
-		ssize_t rc_ = (call);                                        \
-		if (rc_ != 0)                                                \
-			die("%s: %s (%zd)", #call, fi_strerror((int)-rc_),   \
-			    rc_);                                            \
-	} while (0)
+/* The role's name in die()'s messages (pmv_ct_main.c). */
+extern const char *g_role;
+#include "../common/pmv_test_check.h"
 
 /* ------------------------------------------------------------------ */
 /* Closing what was opened                                            */
@@ -382,238 +379,9 @@ struct ctl {
 	void *sdesc, *rdesc;
 };
 
-/* ================================================================== */
-/* Target                                                             */
-/* ================================================================== */
+/* ---- functions and state of the files above ---- */
 
-struct region {
-	size_t file_off;   /* where the region starts in the file */
-	size_t len;        /* registered length (REG_RANGE may shrink) */
-	uint8_t *addr;
-	struct fid_mr *mr;
-	uint64_t key, rma_base;
-	enum fi_pmem_profile profile;
-	int reg_status;
-};
-
-struct target {
-	int fd;
-	bool chardev;      /* the region file is a device (device-DAX) */
-	uint8_t *map;
-	size_t size;       /* mapped: the layout, rounded up to the alignment */
-	struct region reg[REG_COUNT];
-	struct fid_pep *pep;
-	struct fid_eq *eq;
-	struct conn conns[MAX_CONNS];
-	size_t nconns;
-	struct conn *main;
-	bool regions_sent, finished, done;
-	int64_t linger_deadline;
-	struct range_list ranges;
-	struct immed_seen immed[MAX_IMMED];
-	uint32_t nimmed, immed_bad_flags;
-	uint64_t first_bad_flags;
-	struct pmv_oracle_log *log; /* the oracle, to time FI_IMMED entries */
-	uint64_t *immed_all;        /* every FI_IMMED datum, in arrival order */
-	size_t nimmed_all, cap_immed_all;
-	struct fid_cq *many_tx, *many_rx; /* shared by KIND_MANY endpoints */
-	struct fid_cntr *rw_cntr;   /* KIND_CNTR: FI_REMOTE_WRITE counter */
-	int rw_bind_ret;            /* fi_ep_bind's code for it */
-	bool rw_tried;
-	struct conn *wait_conn;     /* KIND_WAIT: the connection waited on */
-	enum wait_mode wait_mode;   /* and how */
-	struct fid_cntr *wait_cntr; /* WM_CNTR: its FI_RECV counter */
-};
-struct overtake_req;
-struct late_req;
-
-/* ================================================================== */
-/* Initiator: session                                                 */
-/* ================================================================== */
-
-/* A range written to a key and not yet covered by a completed commit. */
-struct pend {
-	uint64_t addr, len; /* RMA address as the initiator names it */
-	uint64_t mark;      /* oracle records before it was posted */
-};
-
-struct pend_list {
-	struct pend *v;
-	size_t n, cap;
-};
-
-/* A range an FI_IMMED commit covered: its data must be durable before the
- * target sees the completion. */
-struct immed_scope {
-	size_t index;
-	enum region_id region;
-	struct pend p;
-};
-
-struct session {
-	struct conn main;
-	struct region_desc reg[REG_COUNT];
-	enum fi_pmem_profile want_profile;
-	uint8_t *src;             /* source buffer, LOCAL_SLOTS slots */
-	struct fid_mr *src_mr;
-	void *src_desc;
-	struct pend_list pending[REG_COUNT];
-	struct range_list placed; /* every range the target must hold */
-	uint64_t immed[MAX_IMMED];
-	size_t nimmed;
-	uint64_t writes, immed_seq;
-	/* ranges each FI_IMMED commit made durable, by FI_IMMED index */
-	struct immed_scope *immed_scopes;
-	size_t n_immed_scopes, cap_immed_scopes;
-	/* results */
-	unsigned commits, bad_commit_flags, ranges_checked, fences_checked;
-	unsigned flush_commits, ranges_visible, method_errors;
-	char method_detail[256];
-	unsigned fences_counted, fence_request_errors, sends_counted;
-	uint64_t first_bad_flags;
-	char fence_detail[256];
-};
-
-/* What is being committed, for failure messages. */
-struct commit_rec {
-	enum region_id region;
-	size_t npre;         /* pending ranges of the key before this commit */
-	size_t nown;         /* ranges the commit writes itself */
-	bool fence, immed;
-	size_t immed_index;  /* its place among the FI_IMMED commits */
-	uint64_t requests_before; /* requests_sent before it was posted */
-	uint64_t flush_before;    /* flush_ops before it was posted */
-	uint64_t sends_before;    /* sends before it was posted */
-	size_t len;               /* bytes of its own data (0: pure flush) */
-	enum fi_pmem_method announced; /* method() before it was posted */
-	bool profile_known;       /* peer_profile() known before it was posted */
-	unsigned index;
-	char what[96];
-};
-
-/* How a plain write is posted; the test rotates through all of them. */
-enum method { M_WRITE, M_WRITEV, M_INJECT, M_WRITEMSG, M_COUNT };
-
-/* One planned RMA write: one or two remote segments, data back to back. */
-struct wr {
-	enum region_id region;
-	unsigned nseg;
-	uint64_t off[2];
-	size_t len[2];
-	uint8_t *src;
-	uint64_t seed;
-};
-
-/* The iovs of an fi_msg_rma for w, segment i from source i. */
-struct msg_parts {
-	struct iovec iov[2];
-	void *desc[2];
-	struct fi_rma_iov rma[2];
-};
-
-/* ================================================================== */
-/* Initiator: bad input                                               */
-/* ================================================================== */
-
-/* The outcome of one fi_writemsg: its return, then its completion. */
-struct outcome {
-	ssize_t ret;
-	bool completed;
-	int err;
-	uint64_t flags;
-	char text[200];
-};
-
-/* A commit of len bytes from the source buffer to region at off. */
-struct cmsg {
-	struct iovec iov[8];
-	void *desc[8];
-	struct fi_rma_iov rma[8];
-	struct fi_msg_rma msg;
-};
-
-/* ================================================================== */
-/* Scenarios (-t scenario -c CASE)                                    */
-/* ================================================================== */
-
-/*
- * Ways an application could see a commit complete before it is durable,
- * or lose a completion (README.md, Scenarios).  A scenario posts its
- * operations as struct sop, whose address is the context, and checks every
- * completion the moment it is read: a commit's bytes must be in the
- * target's file (-F) and, where the agent persists (sop.oracle), covered
- * by oracle records appended after the commit was posted.
- */
-
-enum sop_kind { SOP_COMMIT = 1, SOP_READ, SOP_WRITE /* plain, placed */,
-	SOP_DELIVERY, /* fi_writemsg(FI_DELIVERY_COMPLETE) */
-	SOP_DEFAULT   /* fi_write: the endpoint's default op_flags */ };
-
-struct sop {
-	struct fi_context2 fictx; /* first: its address is the context */
-	enum sop_kind kind;
-	unsigned owner;           /* the scenario's name for its endpoint */
-	unsigned round;           /* reopen: the round that posted it */
-	unsigned slot;            /* the scenario's bookkeeping */
-	unsigned ncomp;           /* completions read for it */
-	unsigned bad;             /* BAD_* */
-	bool posted, oracle, late;
-	int err;
-	uint64_t flags;
-	enum region_id region;
-	uint64_t off, mark;       /* mark: oracle records before the post */
-	size_t len;
-	uint8_t *data;            /* commit: its source; read: destination */
-	uint64_t hole;            /* first byte found missing */
-	char errtext[96];
-};
-
-struct sc_state {
-	struct sop *ops;
-	size_t nops, cap;
-	size_t nposted, ndone;    /* posted, and completed at least once */
-	uint8_t *buf;             /* sources and read destinations */
-	size_t buf_len, buf_used;
-	void *desc;
-	struct fid_mr *mr;
-	unsigned eagain;          /* posts refused with -FI_EAGAIN, retried */
-	unsigned round;           /* reopen: the round running */
-	void (*on_done)(struct sop *s);
-	const char *no_immed;     /* check: the target raised no FI_IMMED */
-};
-
-/* What the operations a filter picks showed, and the first of each kind. */
-struct sc_sum {
-	unsigned n, posted, lost, ok, errors, dups, bad_flags, not_posted;
-	unsigned not_visible, not_covered, covered, late;
-	const struct sop *first_bad, *first_err, *first_lost;
-};
-
-/* I->T: the initiator's buffer, and what to do (phase). */
-struct overtake_req {
-	uint64_t addr, key, len;
-	uint32_t nwrites;
-	uint32_t phase;  /* OT_MOVE: write back, then pmem-a's key as PAGE;
-			  * OT_BACK: wait for the writes, then MHP again */
-};
-#define LS_LEN 4096            /* the late commits */
-
-/*
- * I->T.  LS_SERVE: read the late connection's CQs until the next control
- * message.  LS_ARM: answer LATE_ARMED, read them until pmem-a holds data
- * at off, register pmem-a's key on pmem-b's memory (PAGE), read them
- * again (serving the request), register the key back, answer LATE_DONE.
- */
-struct late_req {
-	uint32_t phase, len;
-	uint64_t off;
-	uint8_t data[LS_LEN];
-};
-
-/* ---- functions and state shared between the files ---- */
 /* pmv_ct_main.c */
-extern const char *g_role;
-noreturn void die(const char *fmt, ...) PRINTF_LIKE(1, 2);
 const char *errname(long code);
 bool readable(const char *text);
 void expect_u64(const char *name, uint64_t got, uint64_t want,
@@ -625,91 +393,6 @@ extern const char *const k_test_names[];
 extern struct opts g_opt;
 noreturn void usage(void);
 int main(int argc, char **argv);
-
-/* pmv_ct_badinput.c */
-void run_badinput(void);
-noreturn void run_exit(void);
-
-/* pmv_ct_bi_args.c */
-void case_immed_without_commit(const char *name);
-void case_unknown_flag_bits(const char *name);
-void case_rma_iov_count_zero(const char *name);
-void case_rma_iov_null(const char *name);
-void case_rma_iov_two_keys(const char *name);
-void case_iov_count_over_limit(const char *name);
-void case_rma_iov_count_over_limit(const char *name);
-void case_length_mismatch(const char *name);
-void case_no_iov_remote_len(const char *name);
-void case_desc_other_domain(const char *name);
-void case_inject_too_large(const char *name);
-void case_mr_reg_unknown_flag(const char *name);
-void case_mr_regv_pmem_two_iovs(const char *name);
-void case_unknown_key(const char *name);
-void case_no_remote_write(const char *name);
-void case_send_range_past_end(const char *name);
-void case_send_range_straddling_end(const char *name);
-void case_range_past_end(const char *name);
-void case_range_straddling_end(const char *name);
-void case_range_wraps(const char *name);
-void case_mr_offset_nonzero(const char *name);
-
-/* pmv_ct_bi_commit.c */
-void case_commit_two_segments(const char *name);
-void case_volatile_commit(const char *name);
-void case_flush_nothing_written(const char *name);
-void case_commit_after_errors(const char *name);
-void case_persist_fails(const char *name);
-void case_truncated_region(const char *name);
-void case_peer_profile(const char *name);
-void case_peer_profile_kept(const char *name);
-void case_target_idle(const char *name);
-
-/* pmv_ct_bi_order.c */
-void case_fence_keeps_write_order(const char *name);
-void case_send_keeps_write_order(const char *name);
-void case_send_read_sees_commit(const char *name);
-void case_inject_commit_completes(const char *name);
-void case_inject_commit_no_desc(const char *name);
-void case_atomicity_chunk(const char *name);
-void case_method_agent(const char *name);
-void case_method_after_commit(const char *name);
-void case_peer_profile_before_commit(const char *name);
-void case_plain_endpoint_flags(const char *name);
-void case_never_connected(const char *name);
-void case_peer_without_pmem(const char *name);
-void case_after_peer_shutdown(const char *name);
-void case_ep_counters(const char *name);
-void case_fence_after_many_failures(const char *name);
-void case_send_then_overlapping_commit(const char *name);
-
-/* pmv_ct_bi_util.c */
-struct op *post_commit(struct conn *c, struct fi_msg_rma *msg,
-			      uint64_t flags, ssize_t *ret);
-struct outcome commit_outcome(struct op *op);
-struct outcome try_commit_then(struct conn *c, struct fi_msg_rma *msg,
-				      uint64_t flags, void (*after_post)(void));
-struct outcome try_commit(struct conn *c, struct fi_msg_rma *msg,
-				 uint64_t flags);
-void scribble_source(void);
-void expect_ret(const char *name, ssize_t got, int want);
-void expect_refused(const char *name, const struct outcome *o,
-			   int want);
-void expect_cq_error(const char *name, const struct outcome *o,
-			    int want);
-void expect_success(const char *name, const struct outcome *o);
-struct fi_msg_rma *cmsg_make(struct cmsg *m, enum region_id region,
-				    uint64_t off, size_t len);
-struct fi_msg_rma *cmsg_flush(struct cmsg *m, enum region_id region,
-				     uint64_t key);
-void note_placed(enum region_id region, uint64_t off, size_t len,
-			uint64_t seed);
-void place(enum region_id region, uint64_t off, size_t len,
-		  uint64_t seed);
-int rma_read(enum region_id region, uint64_t off, void *dst,
-		    size_t len);
-int plain_write_wait(enum region_id region, uint64_t off, size_t len,
-			    uint64_t seed);
-void resize_region(enum region_id region, uint64_t len);
 
 /* pmv_ct_fabric.c */
 uint64_t mix64(uint64_t x);
@@ -745,39 +428,6 @@ bool eq_poll(struct fid_eq *eq, struct cm_event *ev);
 void watch_conn(struct conn *c, bool on);
 bool poll_watched_eqs(void);
 
-/* pmv_ct_initiator.c */
-extern struct session g_s;
-struct fi_pmem_ep_counters main_counters(void);
-extern const uint8_t *g_target_map;
-extern uint8_t *g_shadow[REG_COUNT];
-void target_file_map(const char *path);
-extern struct pmv_oracle_log *g_log;
-extern size_t g_log_cap;
-void oracle_map(const char *path);
-uint64_t oracle_count(void);
-const char *profile_name(uint32_t p);
-void expect_profile(const char *name, uint32_t got, uint32_t want,
-			   const char *when);
-bool gran_auto(void);
-uint64_t rma_addr(enum region_id id, uint64_t off);
-const char *check_name(const char *check);
-bool join_request_on(void);
-bool pushes_on(void);
-void conn_connect(struct conn *c, char kind);
-void initiator_open_conn_flags(struct conn *c, bool pmem,
-				      uint64_t op_flags);
-void initiator_open_conn(struct conn *c, bool pmem);
-void initiator_close_conn(struct conn *c);
-void initiator_setup(void);
-void check_profiles(void);
-struct report *initiator_finish(bool check_contents);
-void check_report_file(const struct report *rep);
-void check_report_immed(const struct report *rep);
-void initiator_close(void);
-
-/* pmv_ct_matrix.c */
-void run_workload(void);
-
 /* pmv_ct_ops.c */
 extern struct op g_ops[MAX_OPS];
 extern unsigned g_unexpected;
@@ -803,101 +453,7 @@ void ctl_release(void);
 void ctl_release_last(void);
 const void *ctl_expect(uint32_t type, size_t min_len, size_t *len);
 
-/* pmv_ct_oracle.c */
-uint64_t oracle_first_hole(uint64_t key, uint64_t addr, uint64_t len,
-				  uint64_t from, uint64_t to);
-extern struct commit_rec g_commit;
-enum fi_pmem_method expected_method(uint32_t profile, bool known,
-					   bool immed);
-bool expected_send(enum fi_pmem_method m, bool fence, size_t len,
-			  bool scoped);
-void check_commit_durable(void);
-
-/* pmv_ct_sc.c */
-extern struct sc_state g_sc;
-struct sop *sop_of(void *context);
-void sc_setup(size_t nops, size_t buf_len);
-uint8_t *sc_bytes(size_t len);
-struct sop *sop_new(enum sop_kind kind, unsigned owner,
-			   enum region_id region, uint64_t off, size_t len,
-			   uint8_t *data);
-const char *sop_str(const struct sop *s);
-bool sop_covered(const struct sop *s, uint64_t *hole);
-void sop_complete(struct sop *s, uint64_t flags, int err,
-			 const char *text);
-ssize_t sop_post(struct fid_ep *ep, struct sop *s, uint64_t flags,
-			uint64_t data);
-void sop_post_retry(struct fid_ep *ep, struct sop *s, uint64_t flags,
-			   uint64_t data, struct fid_cq *cq);
-size_t sc_wait(size_t from, struct fid_cq *cq, int ms);
-void sc_drain(struct fid_cq *cq);
-void sc_conn_open(struct conn *c, struct fid_cq *tx, struct fid_cq *rx);
-bool agent_profile(uint32_t profile);
-struct sc_sum sc_sum(bool (*pick)(const struct sop *s));
-const char *sc_problem(const struct sc_sum *m);
-void sc_verdict_once(const char *check, const struct sc_sum *m,
-			    bool errors_ok);
-void sc_verdict_durable(const char *check, const struct sc_sum *m);
-void sc_verdict_strays(const char *check);
-
-/* pmv_ct_sc_counters.c */
-void sc_counters(void);
-void target_on_cntr_watch(const struct cntr_watch_req *req);
-
-/* pmv_ct_sc_delivery.c */
-void sc_delivery(void);
-
-/* pmv_ct_sc_late.c */
-void target_open_late(struct conn *c, struct fi_info *info);
-void target_on_late(const struct late_req *req);
-void sc_late_serve(void);
-
-/* pmv_ct_sc_many.c */
-void sleep_ms(int ms);
-bool pick_all(const struct sop *s);
-void sc_many(unsigned n, unsigned per);
-void sc_immed_flood(void);
-void target_on_flood_check(const struct flood_req *req);
-
-/* pmv_ct_sc_overtake.c */
-void target_on_overtake(const struct overtake_req *req);
-ssize_t rg_run(struct conn *c, struct sop *s, uint64_t flags);
-void sc_overtake(void);
-
-/* pmv_ct_sc_plain.c */
-void sc_no_pmem_caps(void);
-
-/* pmv_ct_sc_reopen.c */
-void sc_reopen(void);
-
-/* pmv_ct_sc_rereg.c */
-void sc_rereg(void);
-void sc_move(void);
-
-/* pmv_ct_sc_wait.c */
-void target_open_wait(struct conn *c, struct fi_info *info,
-			     enum wait_mode mode);
-void target_on_wait(const struct idle_req *req);
-void sc_wait_modes(void);
-
-/* pmv_ct_target.c */
-void target_resize(const struct resize_req *req,
-			  struct status_rsp *rsp);
-void report_problem(struct report *rep, const char *fmt, ...)
-	PRINTF_LIKE(2, 3);
-int target_main(void);
-
-/* pmv_ct_target_file.c */
-extern struct target g_t;
-void oracle_create(const char *path);
-size_t region_file_off(int id);
-bool in_guard(size_t off);
-uint8_t *map_file(int fd, size_t size, bool writable);
-size_t chardev_alignment(const struct stat *st);
-void target_create_file(void);
-int target_register_at(enum region_id id, uint8_t *addr);
-int target_register(enum region_id id);
-void target_register_all(void);
-void target_send_regions(void);
+#include "pmv_ct_roles.h"
+#include "pmv_ct_sc.h"
 
 #endif /* PMV_CT_H */

@@ -41,20 +41,6 @@ unsigned g_passed, g_failed;
 
 const char *g_role = "pmv_commit_test";
 
-/* Prints "ERROR <role>: <reason>" on stderr and exits with EXIT_FAIL. */
-noreturn void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fflush(stdout);
-	fprintf(stderr, "ERROR %s: ", g_role);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(EXIT_FAIL);
-}
-
 /* Symbolic name of an fi_errno code (sign ignored), for messages. */
 const char *errname(long code)
 {
@@ -144,7 +130,9 @@ void close_all_fids(void)
 /*
  * The exit test: libfabric unloads provider plugins (dlclose) from its
  * destructor at exit.  Pausing after each unload makes a thread that still
- * runs plugin code crash for certain, instead of now and then.
+ * runs plugin code crash for certain, instead of now and then: with the
+ * plugin's agents left running at unload, 6 of 6 exit runs crashed with
+ * the pause, 0 of 6 without (README.md, exit).
  */
 static bool g_slow_dlclose;
 

@@ -347,29 +347,61 @@ static void run_case(const struct mcase *mc)
 	wait_writes();
 }
 
-static const size_t k_sizes[] = { 1, 7, 64, 100, 4096, 4099, 65536,
-				  MAX_WRITE };
+/*
+ * The workload's matrix: each size (odd offsets come from k_misalign),
+ * repeated g_opt.reps times divided by reps_div (fewer for the large ones:
+ * time bound), times each row of k_combos, in this order.
+ */
+struct size_row {
+	size_t size;
+	unsigned reps_div;
+};
 
-/* Repetitions per size: fewer for the large ones (time bound). */
-static unsigned reps_for(size_t size)
+static const struct size_row k_sizes[] = {
+	{ 1, 1 }, { 7, 1 }, { 64, 1 }, { 100, 1 }, { 4096, 1 }, { 4099, 1 },
+	{ 65536, 2 }, { MAX_WRITE, 5 },
+};
+
+struct combo_row {
+	enum pattern pat;
+	bool fence, immed;
+};
+
+static const struct combo_row k_combos[] = {
+	/* pattern   FI_FENCE FI_IMMED */
+	{ PAT_SINGLE, false, false },
+	{ PAT_SINGLE, true,  false },
+	{ PAT_SINGLE, false, true  },
+	{ PAT_SINGLE, true,  true  },
+	{ PAT_MULTI,  false, false },
+	{ PAT_MULTI,  true,  false },
+	{ PAT_MULTI,  false, true  },
+	{ PAT_MULTI,  true,  true  },
+	{ PAT_FLUSH,  false, false },
+	{ PAT_FLUSH,  true,  false },
+	{ PAT_FLUSH,  false, true  },
+	{ PAT_FLUSH,  true,  true  },
+};
+
+/* Repetitions of a size row: g_opt.reps / reps_div, rounded up. */
+static unsigned reps_for(const struct size_row *row)
 {
-	return size >= MAX_WRITE ? (g_opt.reps + 4) / 5 :
-	       size >= 65536 ? (g_opt.reps + 1) / 2 : g_opt.reps;
+	return (g_opt.reps + row->reps_div - 1) / row->reps_div;
 }
 
-/* Runs every combination of size, pattern, fence and FI_IMMED. */
+/* Runs every row of k_combos for every size row, its repetitions each. */
 static void run_matrix(void)
 {
 	unsigned index = 0;
 
 	for (size_t s = 0; s < ARRAY_LEN(k_sizes); s++) {
-		for (unsigned rep = 0; rep < reps_for(k_sizes[s]); rep++) {
-			for (unsigned combo = 0; combo < PAT_COUNT * 4; combo++) {
+		for (unsigned rep = 0; rep < reps_for(&k_sizes[s]); rep++) {
+			for (size_t c = 0; c < ARRAY_LEN(k_combos); c++) {
 				struct mcase mc = {
-					.size = k_sizes[s],
-					.pat = (enum pattern)(combo / 4),
-					.fence = combo & 1,
-					.immed = combo & 2,
+					.size = k_sizes[s].size,
+					.pat = k_combos[c].pat,
+					.fence = k_combos[c].fence,
+					.immed = k_combos[c].immed,
 					.index = index++,
 				};
 

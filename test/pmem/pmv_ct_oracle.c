@@ -216,17 +216,64 @@ static void visibility_check_commit(void)
 	g_s.ranges_visible += (unsigned)pl->n;
 }
 
-/* The method the provider must use: pmv_method.c's matrix, restated (over
- * tcp with joined requests the agent is the fastest for every profile). */
+/*
+ * The method the provider must use for a key whose profile is known:
+ * pmv_method.c's matrix, restated as a table, one row per profile (a
+ * profile not in it goes to the agent and has no flush method).  Columns:
+ * FI_PMEMVERBS_METHOD auto over the tcp core and over verbs, then forced
+ * read_flush, then forced completion over tcp and over verbs; NONE: the
+ * forced method cannot serve the profile (the commit must fail).
+ */
+struct method_row {
+	uint32_t profile;
+	enum fi_pmem_method auto_tcp, auto_verbs, read_flush;
+	enum fi_pmem_method completion_tcp, completion_verbs;
+};
+
+#define M_AG FI_PMEM_METHOD_AGENT
+#define M_RF FI_PMEM_METHOD_READ_FLUSH
+#define M_CM FI_PMEM_METHOD_COMPLETION
+#define M_NO FI_PMEM_METHOD_NONE
+
+static const struct method_row k_method_matrix[] = {
+	/* profile                 auto tcp, verbs  read_flush  completion */
+	{ FI_PMEM_PROFILE_PAGE,     M_AG, M_AG,     M_NO,       M_NO, M_NO },
+	{ FI_PMEM_PROFILE_DMP,      M_AG, M_AG,     M_NO,       M_NO, M_NO },
+	{ FI_PMEM_PROFILE_MHP,      M_RF, M_RF,     M_RF,       M_NO, M_NO },
+	{ FI_PMEM_PROFILE_WSP,      M_RF, M_CM,     M_RF,       M_NO, M_CM },
+	{ FI_PMEM_PROFILE_VOLATILE, M_RF, M_RF,     M_RF,       M_NO, M_NO },
+};
+
+static const struct method_row k_method_other = {
+	FI_PMEM_PROFILE_UNKNOWN, M_AG, M_AG, M_NO, M_NO, M_NO
+};
+
+#undef M_AG
+#undef M_RF
+#undef M_CM
+#undef M_NO
+
+/* The row of k_method_matrix for profile. */
+static const struct method_row *method_row(uint32_t profile)
+{
+	for (size_t i = 0; i < ARRAY_LEN(k_method_matrix); i++)
+		if (k_method_matrix[i].profile == profile)
+			return &k_method_matrix[i];
+	return &k_method_other;
+}
+
+/*
+ * The method a commit must take: forced send always; the agent while the
+ * key's profile is unknown, for FI_IMMED, when forced, and over tcp with
+ * joined requests (the fastest for every profile there); otherwise the
+ * table's cell.
+ */
 enum fi_pmem_method expected_method(uint32_t profile, bool known,
-					   bool immed)
+				    bool immed)
 {
 	const char *forced = getenv("FI_PMEMVERBS_METHOD");
 	bool verbs = !strcmp(g_net.pmem->core_prov(g_net.domain), "verbs");
-	bool rf = profile == FI_PMEM_PROFILE_MHP ||
-		  profile == FI_PMEM_PROFILE_WSP ||
-		  profile == FI_PMEM_PROFILE_VOLATILE;
-	bool cm = profile == FI_PMEM_PROFILE_WSP && verbs;
+	const struct method_row *row = method_row(profile);
 
 	if (forced && !strcmp(forced, "send"))
 		return FI_PMEM_METHOD_SEND;
@@ -236,13 +283,12 @@ enum fi_pmem_method expected_method(uint32_t profile, bool known,
 		if (!strcmp(forced, "agent"))
 			return FI_PMEM_METHOD_AGENT;
 		if (!strcmp(forced, "read_flush"))
-			return rf ? FI_PMEM_METHOD_READ_FLUSH : FI_PMEM_METHOD_NONE;
-		return cm ? FI_PMEM_METHOD_COMPLETION : FI_PMEM_METHOD_NONE;
+			return row->read_flush;
+		return verbs ? row->completion_verbs : row->completion_tcp;
 	}
 	if (!verbs && join_request_on())
 		return FI_PMEM_METHOD_AGENT;
-	return cm ? FI_PMEM_METHOD_COMPLETION :
-	       rf ? FI_PMEM_METHOD_READ_FLUSH : FI_PMEM_METHOD_AGENT;
+	return verbs ? row->auto_verbs : row->auto_tcp;
 }
 
 /*

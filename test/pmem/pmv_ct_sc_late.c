@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * pmv_ct_sc_late.c - scenario late-serve of pmv_commit_test (issue 24,
- * scenario 2), included by pmv_commit_test.c after pmv_sc_rereg.c, whose
- * rg_run it uses.
+ * scenario 2); it uses rg_run of pmv_ct_sc_overtake.c.
  */
 
 #include "pmv_ct.h"

@@ -2,9 +2,8 @@
 /*
  * pmv_ct_sc_overtake.c - scenarios overtake and late-serve of pmv_commit_test
  * (issue 24, scenarios 1 and 2; late-serve in pmv_ct_sc_late.c): a key
- * registered again while a commit to it is on its way.  Included by
- * pmv_commit_test.c before its scenario table, as part of that one
- * program: they use its harness (sop_*, sc_*, the control channel,
+ * registered again while a commit to it is on its way.  They use the
+ * program's harness (sop_*, sc_* of pmv_ct_sc.c, the control channel,
  * target_resize) and add none of their own.
  *
  *   overtake    pmem-a (MHP, known from the pushed profile table); the

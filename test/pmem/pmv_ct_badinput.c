@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmv_ct_badinput.c - Bad-input tests: the case tables, the named cases, and the exit test.
+ * pmv_ct_badinput.c - Bad-input tests: the case tables, the named cases, and
+ * the exit test.
  */
 
 #include "pmv_ct.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmv_ct_bi_args.c - Bad-input cases: arguments refused at the call, and out-of-range
- * commits.
+ * pmv_ct_bi_args.c - Bad-input cases: arguments refused at the call, and
+ * out-of-range commits.
  */
 
 #include "pmv_ct.h"

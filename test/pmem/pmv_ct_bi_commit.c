@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmv_ct_bi_commit.c - Bad-input cases: segments, volatile regions, failed persists, a truncated
- * region, profiles and an idle target.
+ * pmv_ct_bi_commit.c - Bad-input cases: segments, volatile regions, failed
+ * persists, a truncated region, profiles and an idle target.
  */
 
 #include "pmv_ct.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmv_ct_bi_order.c - Bad-input cases: write order under FI_FENCE, FI_INJECT commits,
- * methods, connection states, counters, and fences after failures.
+ * pmv_ct_bi_order.c - Bad-input cases: write order under FI_FENCE, FI_INJECT
+ * commits, methods, connection states, counters, and fences after failures.
  */
 
 #include "pmv_ct.h"

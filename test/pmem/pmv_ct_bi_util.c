@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmv_ct_bi_util.c - Bad-input tests: posting a commit and judging its outcome, messages,
- * placing data and reading it back.
+ * pmv_ct_bi_util.c - Bad-input tests: posting a commit and judging its outcome,
+ * messages, placing data and reading it back.
  */
 
 #include "pmv_ct.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmv_ct_initiator.c - Initiator: the session (connection, regions, profiles), the oracle log
- * and target file mappings, and the target's report.
+ * pmv_ct_initiator.c - Initiator: the session (connection, regions, profiles),
+ * the oracle log and target file mappings, and the target's report.
  */
 
 #include "pmv_ct.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmv_ct_ops.c - Operations in flight: their contexts, CQ dispatch and progress, and the
- * control channel the two roles talk over.
+ * pmv_ct_ops.c - Operations in flight: their contexts, CQ dispatch and
+ * progress, and the control channel the two roles talk over.
  */
 
 #include "pmv_ct.h"

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmv_ct_oracle.c - Initiator: checking each completed commit against the persistence
- * oracle, or (commits made without the agent) against the target's file,
- * and that it took the method the matrix (k_method_matrix) gives.
+ * pmv_ct_oracle.c - Initiator: checking each completed commit against the
+ * persistence oracle, or (commits made without the agent) against the target's
+ * file, and that it took the method the matrix (k_method_matrix) gives; the
+ * workload's final verdicts (commits, counters, method, FI_IMMED timing).
  */
 
 #include "pmv_ct.h"
@@ -358,4 +359,95 @@ void check_commit_durable(void)
 		    g_commit.what);
 	/* with FI_FENCE too: the earlier writes' ranges are in the list */
 	visibility_check_commit();
+}
+
+/* ---- the workload's final verdicts (run_workload) ---- */
+
+/* Every commit completed once, with flags FI_RMA|FI_WRITE; no stray. */
+void check_commits(void)
+{
+	bool ok = !g_s.bad_commit_flags && !g_unexpected;
+
+	if (ok)
+		verdict(true, check_name("commits"), "%u commits completed "
+			"once each, flags FI_RMA|FI_WRITE", g_s.commits);
+	else if (g_s.bad_commit_flags)
+		verdict(false, check_name("commits"), "expected flags 0x%llx "
+			"got 0x%" PRIx64 " (%u commits)",
+			(unsigned long long)COMMIT_FLAGS, g_s.first_bad_flags,
+			g_s.bad_commit_flags);
+	else
+		verdict(false, check_name("commits"), "expected no stray "
+			"completion got %u (%s)", g_unexpected,
+			g_unexpected_what);
+}
+
+/* The endpoint's counters must agree with what the test saw. */
+void check_counters(void)
+{
+	struct fi_pmem_ep_counters c = { 0 };
+	int ret = g_net.pmem->ep_counters(g_s.main.ep, &c);
+	bool ok = !ret && c.commits == g_s.commits && !c.commit_errors &&
+		  c.requests_sent + c.flush_ops >= g_s.commits &&
+		  c.flush_ops >= g_s.flush_commits;
+
+	if (ok)
+		verdict(true, check_name("counters"), "commits=%" PRIu64
+			" commit_errors=0 requests_sent=%" PRIu64 " flush_ops=%"
+			PRIu64 ", as the test saw", c.commits, c.requests_sent,
+			c.flush_ops);
+	else
+		verdict(false, check_name("counters"), "expected commits=%u "
+			"commit_errors=0 requests_sent+flush_ops>=%u flush_ops>="
+			"%u got commits=%" PRIu64 " commit_errors=%" PRIu64
+			" requests_sent=%" PRIu64 " flush_ops=%" PRIu64 "%s",
+			g_s.commits, g_s.commits, g_s.flush_commits, c.commits,
+			c.commit_errors, c.requests_sent, c.flush_ops,
+			ret ? " (ep_counters failed)" : "");
+}
+
+/* Before a key's first commit: the agent (send when forced), or with the
+ * target's table read, the method of the profile it names. */
+void check_method(void)
+{
+	expect_u64("method",
+		   g_net.pmem->method(g_s.main.ep, g_s.reg[REG_A].key),
+		   expected_method(g_s.reg[REG_A].profile, pushes_on(), false),
+		   "method before the first commit (FI_PMEM_METHOD_AGENT is "
+		   "1, FI_PMEM_METHOD_READ_FLUSH 2, FI_PMEM_METHOD_SEND 4)");
+}
+
+/*
+ * Each FI_IMMED completion must come after durability: the ranges of its
+ * commit must be covered by records the log already had when the target
+ * read the completion.  (Reading late can only hide, never invent, a
+ * violation.)
+ */
+void check_immed_timing(const struct report *rep)
+{
+	size_t n = rep->nimmed < MAX_IMMED ? rep->nimmed : MAX_IMMED;
+
+	for (size_t i = 0; i < g_s.n_immed_scopes; i++) {
+		const struct immed_scope *sc = &g_s.immed_scopes[i];
+		uint64_t key = g_s.reg[sc->region].key, at, hole;
+
+		if (sc->index >= n)
+			continue; /* count mismatch: reported by "immed" */
+		at = rep->immed[sc->index].log_count;
+		hole = oracle_first_hole(key, sc->p.addr, sc->p.len, sc->p.mark,
+					 at);
+		if (hole < sc->p.addr + sc->p.len) {
+			verdict(false, check_name("immed-after-durability"),
+				"expected FI_IMMED #%zu to reach the target "
+				"after its commit was durable got byte 0x%"
+				PRIx64 " of [0x%" PRIx64 ", +%" PRIu64 ") not "
+				"persisted when the target read it (log had %"
+				PRIu64 " records)", sc->index, hole, sc->p.addr,
+				sc->p.len, at);
+			return;
+		}
+	}
+	verdict(true, check_name("immed-after-durability"), "all %zu ranges "
+		"of FI_IMMED commits were persisted before the target read "
+		"the completion", g_s.n_immed_scopes);
 }

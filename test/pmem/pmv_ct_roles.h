@@ -216,6 +216,10 @@ enum fi_pmem_method expected_method(uint32_t profile, bool known,
 bool expected_send(enum fi_pmem_method m, bool fence, size_t len,
 			  bool scoped);
 void check_commit_durable(void);
+void check_commits(void);
+void check_counters(void);
+void check_method(void);
+void check_immed_timing(const struct report *rep);
 
 /* pmv_ct_matrix.c */
 void run_workload(void);

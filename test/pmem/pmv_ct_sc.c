@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmv_ct_sc.c - Scenarios: the shared harness (scenario operations, their posting,
- * completion and verdicts).
+ * pmv_ct_sc.c - Scenarios: the shared harness (scenario operations, their
+ * posting, completion and verdicts).
  */
 
 #include "pmv_ct.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmv_ct_sc_counters.c - Scenario counters: RMA counters on FI_RMA_PMEM endpoints count a commit
- * at durability, never before.
+ * pmv_ct_sc_counters.c - Scenario counters: RMA counters on FI_RMA_PMEM
+ * endpoints count a commit at durability, never before.
  */
 
 #include "pmv_ct.h"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmv_ct_sc_many.c - Scenarios many-NxM (many endpoints on one CQ) and immed-flood.
+ * pmv_ct_sc_many.c - Scenarios many-NxM (many endpoints on one CQ) and
+ * immed-flood.
  */
 
 #include "pmv_ct.h"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmv_ct_sc_plain.c - Scenario no-pmem-caps: an application that asks for no FI_RMA_PMEM.
+ * pmv_ct_sc_plain.c - Scenario no-pmem-caps: an application that asks for no
+ * FI_RMA_PMEM.
  */
 
 #include "pmv_ct.h"

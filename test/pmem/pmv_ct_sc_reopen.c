@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmv_ct_sc_reopen.c - Scenario reopen: endpoints closed and reopened on a shared CQ.
+ * pmv_ct_sc_reopen.c - Scenario reopen: endpoints closed and reopened on a
+ * shared CQ.
  */
 
 #include "pmv_ct.h"

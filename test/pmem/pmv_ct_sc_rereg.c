@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmv_ct_sc_rereg.c - Scenarios rereg and move: a key registered again with another profile
- * (or on other memory) while commits are in flight.
+ * pmv_ct_sc_rereg.c - Scenarios rereg and move: a key registered again with
+ * another profile (or on other memory) while commits are in flight.
  */
 
 #include "pmv_ct.h"

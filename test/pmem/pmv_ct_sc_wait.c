@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmv_ct_sc_wait.c - Scenario wait-modes: the target waits as an application may (CQ wait
- * objects, epoll, counters) while commits arrive.
+ * pmv_ct_sc_wait.c - Scenario wait-modes: the target waits as an application
+ * may (CQ wait objects, epoll, counters) while commits arrive.
  */
 
 #include "pmv_ct.h"

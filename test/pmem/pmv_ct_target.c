@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmv_ct_target.c - Target: connections, the initiator's requests (resize, idle, finish),
- * the final report (guards, contents) and the target's main loop.
+ * pmv_ct_target.c - Target: connections, the initiator's requests (resize,
+ * idle, finish), the final report (guards, contents) and the target's main
+ * loop.
  */
 
 #include "pmv_ct.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmv_ct_target_file.c - Target: the region file (guards, mapping, device-DAX) and registering
- * its regions.
+ * pmv_ct_target_file.c - Target: the region file (guards, mapping, device-DAX)
+ * and registering its regions.
  */
 
 #include "pmv_ct.h"

@@ -2,8 +2,10 @@
 /*
  * Verdict lines shared by the two-process test programs (test/pmem,
  * test/hostile, test/threads, test/crash): one "PASS|FAIL name: detail"
- * line per check on stdout, counted in g_passed and g_failed.  Each
- * program is one translation unit, so the counts live here.
+ * line per check on stdout, counted in g_passed and g_failed.  A program
+ * of one translation unit gets the counts from here; one of several
+ * (pmv_commit_test) defines PMV_TEST_REPORT_SHARED in each and the counts
+ * once, in one of them.
  */
 #ifndef PMV_TEST_REPORT_H
 #define PMV_TEST_REPORT_H
@@ -12,7 +14,11 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#ifdef PMV_TEST_REPORT_SHARED
+extern unsigned g_passed, g_failed;
+#else
 static unsigned g_passed, g_failed;
+#endif
 
 static inline void verdict(bool ok, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmv_sc_rereg.c - scenarios overtake and late-serve of pmv_commit_test
- * (issue 24, scenarios 1 and 2; late-serve in pmv_sc_rereg_late.c): a key
- * registered again while a commit to it is on its way.  Included by
- * pmv_commit_test.c before its scenario table, as part of that one
- * program: they use its harness (sop_*, sc_*, the control channel,
+ * pmv_ct_sc_overtake.c - scenarios overtake and late-serve of pmv_commit_test
+ * (issue 24, scenarios 1 and 2; late-serve in pmv_ct_sc_late.c): a key
+ * registered again while a commit to it is on its way.  They use the
+ * program's harness (sop_*, sc_* of pmv_ct_sc.c, the control channel,
  * target_resize) and add none of their own.
  *
  *   overtake    pmem-a (MHP, known from the pushed profile table); the
@@ -18,6 +17,8 @@
  *               on pmem-b's memory; then it reads its CQs (serving it).
  */
 
+#include "pmv_ct.h"
+
 /* ---- scenario overtake: the new table behind queued writes ---- */
 
 #define OT_ROUNDS 6
@@ -27,14 +28,6 @@
 
 enum { OT_MOVE = 1, OT_BACK };       /* overtake_req.phase */
 enum { OT_LEARN, OT_AFTER };         /* sop owners */
-
-/* I->T: the initiator's buffer, and what to do (phase). */
-struct overtake_req {
-	uint64_t addr, key, len;
-	uint32_t nwrites;
-	uint32_t phase;  /* OT_MOVE: write back, then pmem-a's key as PAGE;
-			  * OT_BACK: wait for the writes, then MHP again */
-};
 
 /* Target: the source of its writes back, and the writes in flight. */
 static struct {
@@ -98,7 +91,7 @@ static void ot_target_wait_writes(unsigned n)
  * OT_BACK waits for the writes, then registers it as MHP.  RESIZED
  * answers both.
  */
-static void target_on_overtake(const struct overtake_req *req)
+void target_on_overtake(const struct overtake_req *req)
 {
 	struct resize_req move = { .region = REG_A, .len = k_regions[REG_A].len,
 				   .gran = req->phase == OT_MOVE ? GRAN_PAGE :
@@ -159,7 +152,7 @@ static void ot_ask(uint32_t phase, uint32_t want)
 
 /* Posts s on c and waits for it (bounded); a post refused for good is
  * returned, as is 0 once s ended. */
-static ssize_t rg_run(struct conn *c, struct sop *s, uint64_t flags)
+ssize_t rg_run(struct conn *c, struct sop *s, uint64_t flags)
 {
 	size_t first = (size_t)(s - g_sc.ops);
 	int64_t deadline = deadline_in(STEP_MS);
@@ -241,7 +234,7 @@ static bool ot_is_after(const struct sop *s)
  * read_flush completed it on the write's delivery ack, which the tcp core
  * sent ahead of the queued writes and the table behind them.
  */
-static void sc_overtake(void)
+void sc_overtake(void)
 {
 	struct sc_sum learn, after;
 	uint8_t *src;
@@ -272,3 +265,4 @@ static void sc_overtake(void)
 		after.ok, after.errors);
 	sc_verdict_strays("overtake/no-stray");
 }
+

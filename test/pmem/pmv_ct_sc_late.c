@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmv_sc_rereg_late.c - scenario late-serve of pmv_commit_test (issue 24,
- * scenario 2), included by pmv_commit_test.c after pmv_sc_rereg.c, whose
- * rg_run it uses.
+ * pmv_ct_sc_late.c - scenario late-serve of pmv_commit_test (issue 24,
+ * scenario 2); it uses rg_run of pmv_ct_sc_overtake.c.
  */
+
+#include "pmv_ct.h"
 
 /* ---- scenario late-serve: a request served after a re-registration ---- */
 
 #define LS_ROUNDS 12            /* odd ones with FI_IMMED */
-#define LS_LEN 4096            /* the late commits */
 #define LS_SETTLE_TRIES 3      /* commits until one succeeds, per round */
 #define LS_SETTLE_OFF (4u << 20) /* where those go in pmem-a */
 #define LS_MOVE_LEN ((uint64_t)64 << 10) /* pmem-a's key on pmem-b */
@@ -20,18 +20,6 @@ _Static_assert(LS_ROUNDS * LS_LEN <= LS_MOVE_LEN,
 
 enum { LS_SERVE = 1, LS_ARM };   /* late_req.phase */
 enum { LS_SETTLE, LS_LATE };     /* sop owners */
-
-/*
- * I->T.  LS_SERVE: read the late connection's CQs until the next control
- * message.  LS_ARM: answer LATE_ARMED, read them until pmem-a holds data
- * at off, register pmem-a's key on pmem-b's memory (PAGE), read them
- * again (serving the request), register the key back, answer LATE_DONE.
- */
-struct late_req {
-	uint32_t phase, len;
-	uint64_t off;
-	uint8_t data[LS_LEN];
-};
 
 struct late_rsp {
 	int32_t status;
@@ -45,7 +33,7 @@ static struct conn *g_ls_conn; /* target: the KIND_LATE connection */
 
 /* KIND_LATE: on the shared EQ, with CQs that progress() does not read:
  * only target_on_late reads them. */
-static void target_open_late(struct conn *c, struct fi_info *info)
+void target_open_late(struct conn *c, struct fi_info *info)
 {
 	conn_open_on(c, info, g_t.eq, open_cq_sized(1024, false),
 		     open_cq_sized(1024, false));
@@ -175,7 +163,7 @@ static void ls_target_arm(struct conn *c, const struct late_req *req)
 }
 
 /* MSG_LATE on the late-serve connection. */
-static void target_on_late(const struct late_req *req)
+void target_on_late(const struct late_req *req)
 {
 	if (!g_ls_conn || g_ls_conn->shut_down)
 		die("LATE without a late-serve connection");
@@ -304,7 +292,7 @@ static void ls_verdict_exercised(void)
  * and acked success.  Rounds the agent served before the move had ended
  * (it may once the target has not read for 2 ms) are counted apart.
  */
-static void sc_late_serve(void)
+void sc_late_serve(void)
 {
 	struct sc_sum settle, late;
 	struct conn c;
@@ -339,3 +327,4 @@ static void sc_late_serve(void)
 	sc_verdict_strays("late-serve/no-stray");
 	initiator_close_conn(&c);
 }
+

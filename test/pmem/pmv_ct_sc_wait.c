@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * pmv_ct_sc_wait.c - Scenario wait-modes: the target waits as an application
+ * may (CQ wait objects, epoll, counters) while commits arrive.
+ */
+
+#include "pmv_ct.h"
+
+/* ---- scenario wait-modes: a passive target served in every wait ---- */
+
+/*
+ * The target waits on a KIND_WAIT connection the way an application may,
+ * while the initiator commits to it after idle gaps; every commit must be
+ * durable when read and none may wait for the target's wait to time out.
+ */
+#define WM_BOUND_MS 50     /* watchdog: ~100x a commit here, under the
+			    * 100 ms the target's waits last */
+#define WM_WAIT_MS 100     /* each wait of the target */
+#define WM_SLOW_OK 1       /* commits over the bound a mode may have
+			    * (a busy machine's scheduling hiccup) */
+#define WM_PER_MODE 30     /* a warm-up commit, then the timed ones */
+
+static const char *const k_wait_names[WM_COUNT] = {
+	"none", "unspec", "fd", "pollfd", "epoll", "cntr", "eq", "noread",
+};
+
+/* Idle gaps before the timed commits, and how many commits each. */
+static const int k_wm_idle_ms[] = { 0, 2, 100, 1000 };
+static const unsigned k_wm_commits[] = { 12, 12, 4, 1 };
+
+/* The CQs' wait object for a mode: its own for the fi_cq_sread modes and
+ * the fd of epoll, none where the target waits on something else. */
+static enum fi_wait_obj wm_cq_wait_obj(enum wait_mode mode)
+{
+	switch (mode) {
+	case WM_UNSPEC: return FI_WAIT_UNSPEC;
+	case WM_FD: case WM_EPOLL: return FI_WAIT_FD;
+	case WM_POLLFD: return FI_WAIT_POLLFD;
+	default: return FI_WAIT_NONE;
+	}
+}
+
+/* A CQ progress() polls, with the given wait object. */
+static struct fid_cq *open_cq_waiting(enum fi_wait_obj obj)
+{
+	struct fi_cq_attr attr = { .size = 1024, .format = FI_CQ_FORMAT_DATA,
+				   .wait_obj = obj };
+	struct fid_cq *cq;
+
+	if (g_ncqs == MAX_CQS)
+		die("internal: too many CQs");
+	CHECK(fi_cq_open(g_net.domain, &attr, &cq, NULL));
+	track_fid(&cq->fid);
+	g_cqs[g_ncqs++] = cq;
+	return cq;
+}
+
+/* KIND_WAIT: CQs (and counter, EQ) for the mode the initiator named. */
+void target_open_wait(struct conn *c, struct fi_info *info,
+			     enum wait_mode mode)
+{
+	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP,
+				     .wait_obj = FI_WAIT_UNSPEC };
+	enum fi_wait_obj obj = wm_cq_wait_obj(mode);
+
+	conn_open_on(c, info, g_t.eq, open_cq_waiting(obj),
+		     open_cq_waiting(obj));
+	if (mode == WM_CNTR) {
+		CHECK(fi_cntr_open(g_net.domain, &attr, &g_t.wait_cntr, NULL));
+		track_fid(&g_t.wait_cntr->fid);
+		CHECK(fi_ep_bind(c->ep, &g_t.wait_cntr->fid, FI_RECV));
+	}
+	CHECK(fi_enable(c->ep));
+	g_t.wait_conn = c;
+	g_t.wait_mode = mode;
+}
+
+/* epoll on the receive CQ's fd (FI_GETWAIT) once fi_trywait allows. */
+static void target_wait_epoll(struct fid_cq *cq)
+{
+	static struct fid_cq *watched;
+	static int epfd = -1;
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct fid *fid = &cq->fid;
+	int fd;
+
+	if (watched != cq) {
+		if (epfd < 0)
+			epfd = epoll_create1(EPOLL_CLOEXEC);
+		CHECK(fi_control(fid, FI_GETWAIT, &fd));
+		if (epfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev))
+			die("epoll on the CQ's wait fd: %s", strerror(errno));
+		watched = cq;
+	}
+	if (fi_trywait(g_net.fabric, &fid, 1) == FI_SUCCESS)
+		(void)epoll_wait(epfd, &ev, 1, WM_WAIT_MS);
+}
+
+/* One wait of the target, up to WM_WAIT_MS, in its mode; nothing of the
+ * application's is expected to complete meanwhile. */
+static void target_wait_once(struct conn *c, enum wait_mode mode)
+{
+	struct fi_cq_data_entry e;
+	struct cm_event ev;
+	uint32_t event;
+	ssize_t ret = -FI_EAGAIN;
+
+	if (mode <= WM_POLLFD)
+		ret = fi_cq_sread(c->rxcq, &e, 1, NULL, WM_WAIT_MS);
+	else if (mode == WM_EPOLL)
+		target_wait_epoll(c->rxcq);
+	else if (mode == WM_CNTR)
+		ret = fi_cntr_wait(g_t.wait_cntr, fi_cntr_read(g_t.wait_cntr) + 1,
+				   WM_WAIT_MS);
+	else if (mode == WM_EQ)
+		ret = fi_eq_sread(c->eq, &event, &ev, sizeof(ev), WM_WAIT_MS,
+				  FI_PEEK); /* the target's EQ: peek, leave */
+	else
+		sleep_ms(WM_WAIT_MS);
+	if (mode == WM_EPOLL)
+		ret = fi_cq_read(c->rxcq, &e, 1);
+	if ((ret >= 0 && mode != WM_EQ) ||
+	    (ret < 0 && ret != -FI_EAGAIN && ret != -FI_ETIMEDOUT &&
+	     ret != -FI_EINTR))
+		die("waiting (%s) on the wait-modes connection: %s (%zd)",
+		    k_wait_names[mode], ret >= 0 ? "an entry came" :
+		    errname(ret), ret);
+}
+
+/*
+ * The target's side of wait-modes: sets the marker, waits in its mode
+ * until the flag arrives (the main connection's bytes are the agent's to
+ * progress meanwhile), then answers.
+ */
+void target_on_wait(const struct idle_req *req)
+{
+	uint8_t *vol = g_t.reg[REG_VOL].addr;
+	uint64_t *marker = (uint64_t *)(void *)(vol + req->marker_off);
+	uint64_t *flag = (uint64_t *)(void *)(vol + req->flag_off);
+	int64_t deadline = deadline_in(IDLE_MS);
+	struct status_rsp rsp = { 0 };
+
+	if (!g_t.wait_conn)
+		die("WAIT without a wait-modes connection");
+	__atomic_store_n(marker, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != req->flag_value &&
+	       before(deadline))
+		target_wait_once(g_t.wait_conn, g_t.wait_mode);
+	__atomic_store_n(marker, 0, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != req->flag_value) {
+		rsp.status = -FI_ETIMEDOUT;
+		snprintf(rsp.detail, sizeof(rsp.detail), "the flag did not "
+			 "arrive within %d ms while the target waited (%s)",
+			 IDLE_MS, k_wait_names[g_t.wait_mode]);
+	}
+	g_t.wait_conn = NULL;
+	ctl_send(MSG_WAIT_DONE, &rsp, sizeof(rsp));
+}
+
+/* Asks the target to wait on its side of c until the flag comes; returns
+ * once it waits (its marker, read over RMA, says so). */
+static void wm_target_waits(const struct idle_req *req)
+{
+	int64_t deadline = deadline_in(STEP_MS);
+	uint64_t *marker = (uint64_t *)(void *)(g_s.src + NOISE_SLOT *
+						 (size_t)LOCAL_STRIDE);
+
+	ctl_send(MSG_WAIT, req, sizeof(*req));
+	*marker = 0;
+	while (*marker != 1 && before(deadline))
+		if (rma_read(REG_VOL, req->marker_off, marker, 8))
+			die("wait-modes: reading the target's marker failed");
+	if (*marker != 1)
+		die("wait-modes: the target never started waiting");
+}
+
+/* Ends the target's wait (the flag) and reads its answer. */
+static void wm_target_stops(const struct idle_req *req, uint64_t seed,
+			    const char *mode)
+{
+	const struct status_rsp *rsp;
+
+	if (plain_write_wait(REG_VOL, req->flag_off, 8, seed))
+		die("wait-modes (%s): writing the flag failed", mode);
+	rsp = ctl_expect(MSG_WAIT_DONE, sizeof(*rsp), NULL);
+	if (rsp->status)
+		die("wait-modes (%s): %s", mode, rsp->detail);
+	ctl_release();
+}
+
+/* One commit on c after idle_ms, waited for; returns its time in us. */
+static int64_t wm_commit(struct conn *c, unsigned i, int idle_ms)
+{
+	size_t len = i % 2 ? 4096 : 64;
+	struct sop *s;
+	int64_t t0;
+
+	s = sop_new(SOP_COMMIT, 0, REG_A, (uint64_t)g_sc.nops * 8192 + 8 * (i % 8),
+		    len, sc_bytes(len));
+	s->oracle = agent_profile(g_s.want_profile);
+	sleep_ms(idle_ms);
+	t0 = now_us();
+	sop_post_retry(c->ep, s, 0, 0, c->txcq);
+	if (sc_wait(g_sc.nops - 1, c->txcq, STEP_MS))
+		die("wait-modes: %s did not complete within %d ms", sop_str(s),
+		    STEP_MS);
+	return now_us() - t0;
+}
+
+/* The timed commits of one mode; verdict on how many outran the bound. */
+static void wm_commits(struct conn *c, enum wait_mode mode)
+{
+	char check[64];
+	unsigned slow = 0, n = 0, i = 0;
+	int64_t us, worst = 0;
+	int worst_idle = 0;
+
+	for (size_t k = 0; k < ARRAY_LEN(k_wm_idle_ms); k++) {
+		for (unsigned j = 0; j < k_wm_commits[k]; j++, n++) {
+			us = wm_commit(c, ++i, k_wm_idle_ms[k]);
+			slow += us > WM_BOUND_MS * 1000;
+			if (us > worst) {
+				worst = us;
+				worst_idle = k_wm_idle_ms[k];
+			}
+		}
+	}
+	snprintf(check, sizeof(check), "wait-modes/%s/served",
+		 k_wait_names[mode]);
+	verdict(slow <= WM_SLOW_OK, check_name(check), "%s%u of %u commits "
+		"to a target waiting (%s) took over %d ms; the slowest %.1f ms "
+		"(after %d ms idle)", slow <= WM_SLOW_OK ? "" : "expected at "
+		"most 1 got ", slow, n, k_wait_names[mode], WM_BOUND_MS,
+		(double)worst / 1000, worst_idle);
+}
+
+/*
+ * wait-modes: for each way a target application may wait (fi_cq_sread on
+ * CQs of every wait object, epoll on FI_GETWAIT's fd with fi_trywait,
+ * fi_cntr_wait, fi_eq_sread, no reads at all), commits after 0, 2, 100
+ * and 1000 ms of idle: each durable when read (oracle), none waiting for
+ * the target's wait to time out (watchdog WM_BOUND_MS).
+ */
+void sc_wait_modes(void)
+{
+	struct conn c;
+	struct sc_sum m;
+
+	sc_setup(WM_COUNT * WM_PER_MODE, WM_COUNT * WM_PER_MODE * 4096);
+	for (int mode = 0; mode < WM_COUNT; mode++) {
+		uint64_t seed = 0x77a170 + (uint64_t)mode;
+		struct idle_req req = { .marker_off = 0, .flag_off = 64 };
+
+		gen_fill((uint8_t *)&req.flag_value, 8, seed, 64);
+		initiator_open_conn(&c, true);
+		conn_connect(&c, (char)(KIND_WAIT + mode));
+		(void)wm_commit(&c, 0, 0); /* learns the key's profile */
+		wm_target_waits(&req);
+		wm_commits(&c, (enum wait_mode)mode);
+		wm_target_stops(&req, seed, k_wait_names[mode]);
+		initiator_close_conn(&c);
+	}
+	m = sc_sum(pick_all);
+	sc_verdict_once("wait-modes/completed", &m, false);
+	sc_verdict_durable("wait-modes/durable", &m);
+}

@@ -145,7 +145,9 @@ static void fuzz_cm_hdr(const uint8_t *data, size_t size)
 	if (!pmv_cm_hdr_decode(data, size, &hdr))
 		return;
 	pmv_cm_hdr_encode(&hdr, wire);
-	if (memcmp(wire + 4, data + 4, 16) || hdr.slot_size % 16)
+	/* inbox address and key, gate id; the gated bit of the last flags */
+	if (memcmp(wire + 4, data + 4, 18) || wire[22] != (data[22] & 1) ||
+	    hdr.slot_size % 16)
 		abort();
 }
 

@@ -149,11 +149,11 @@ static bool param_on(const char *var)
 		       !strcasecmp(v, "false") || !strcasecmp(v, "off"));
 }
 
-/* FI_PMEMVERBS_JOIN_REQUEST: off unless set. */
+/* FI_PMEMVERBS_JOIN_REQUEST: on unless set off (every target here reads
+ * a FI_CQ_FORMAT_DATA receive CQ, so over tcp it offers a gate). */
 bool join_request_on(void)
 {
-	return getenv("FI_PMEMVERBS_JOIN_REQUEST") &&
-	       param_on("FI_PMEMVERBS_JOIN_REQUEST");
+	return param_on("FI_PMEMVERBS_JOIN_REQUEST");
 }
 
 /* The initiator reads the profile table the target pushes. */

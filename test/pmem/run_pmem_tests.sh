@@ -290,6 +290,9 @@ METHOD=agent run oracle-byte-agent oracle byte lines yes
 METHOD=read_flush run oracle-byte-read_flush oracle byte lines yes
 PUSH=0 run oracle-byte-no-table oracle byte lines yes
 JOIN=1 run oracle-byte-joined oracle byte lines yes
+# the two-write path (JOIN=0: read_flush for MHP keys, agent commits as
+# data then request, FI_ORDER_WAW)
+JOIN=0 run oracle-byte-two-writes oracle byte lines yes
 # an agent commit's data and request go as two writes (FI_ORDER_WAW); the
 # joined path (one write, FI_PMEMVERBS_JOIN_REQUEST=1) is checked here too
 JOIN=1 run oracle-page-joined oracle page lines yes

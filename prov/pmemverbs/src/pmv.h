@@ -96,12 +96,14 @@ struct pmv_params {
 extern struct pmv_params pmv_params;
 
 /*
- * FI_PMEMVERBS_JOIN_REQUEST's default: off.  Joined, an agent commit's
- * request is the last segment of its data's write, and no libfabric rule
- * orders one write's segments (fi_pmemverbs(7), Orderings); two writes
- * are ordered by FI_ORDER_WAW.
+ * FI_PMEMVERBS_JOIN_REQUEST's default: on.  Joined, an agent commit's
+ * request is the last segment of its data's write, which carries remote
+ * CQ data: only toward a peer that offered a gate (pmv_gate.c), which
+ * serves the request once that write's completion is read (fi_cq(3),
+ * TARGET COMPLETION SEMANTICS); elsewhere two writes, ordered by
+ * FI_ORDER_WAW.
  */
-#define PMV_JOIN_REQUEST_DEFAULT 0
+#define PMV_JOIN_REQUEST_DEFAULT 1
 
 /* The smaller of pmemverbs's limit and the core's (0: the core says none). */
 static inline size_t pmv_limit(size_t own, size_t core)
@@ -190,6 +192,8 @@ struct pmv_peer {
 	uint64_t inbox_addr, inbox_key;
 	uint32_t slots, slot_size;
 	uint8_t transport;
+	bool gated;                /* takes gated requests at gate_id */
+	uint16_t gate_id;
 };
 
 #define PMV_MAX_IOV 4
@@ -200,6 +204,7 @@ struct pmv_key_facts {
 	uint8_t transport; /* enum pmv_transport */
 	bool ddio_off;     /* the target declared DDIO off */
 	bool raw_ordered;  /* the core orders reads after writes */
+	bool gated;        /* the peer offered a gate: one-write agent */
 };
 
 struct pmv_fabric {
@@ -209,6 +214,13 @@ struct pmv_fabric {
 };
 
 struct pmv_agent;
+
+/* Bytes of remote CQ data an FI_RMA_PMEM application may send: the rest
+ * marks gated writes (PMV_GATE_MAGIC). */
+#define PMV_APP_CQ_DATA_MAX 4
+
+/* Gates a domain keeps (pmv_gate.c): a power of two below 65536. */
+#define PMV_GATES 1024u
 
 struct pmv_domain {
 	struct fid_domain domain_fid;
@@ -227,6 +239,11 @@ struct pmv_domain {
 	struct pmv_agent *agent;  /* started with the first pmem endpoint */
 	int agent_wake_fd;        /* the agent's eventfd (-1: no agent) */
 	bool agent_sleeping;      /* the agent sleeps on fds (atomic) */
+	/* gates (pmv_gate.c): words read and set atomically, no lock */
+	uint64_t gate[PMV_GATES];
+	struct pmv_ep *gate_owner[PMV_GATES]; /* claimed by compare-exchange */
+	uint16_t gate_last_id[PMV_GATES];     /* its owner's */
+	unsigned gate_next;                   /* where the next claim looks */
 };
 
 struct pmv_pep {
@@ -313,6 +330,8 @@ struct pmv_ep {
 	bool tx_selective;         /* tx CQ bound with FI_SELECTIVE_COMPLETION */
 	struct pmv_inbox inbox;
 	struct pmv_peer peer;
+	bool gated;                /* takes gated requests (pmv_gate.c) */
+	uint16_t gate_id;          /* ... at this gate */
 	pthread_mutex_t lock;      /* srx contexts only */
 	struct pmv_ini *ini;       /* initiator commit engine (initiator/) */
 	bool raw_ordered;          /* the core orders reads after writes */
@@ -393,6 +412,7 @@ struct pmv_cq {
 	struct fid_wait *core_wait; /* its wait set, ours (tcp), or NULL */
 	bool app_wait_none;         /* the application asked FI_WAIT_NONE */
 	int core_waiters;           /* application threads in the core's sread */
+	int gated_refs;             /* gated endpoints receiving here (atomic) */
 	int wakeup;                 /* fi_cq_signal since the last sread (atomic) */
 	uint64_t bytes_us;          /* when bytes last woke its sread (atomic) */
 	char errbuf[160];
@@ -635,6 +655,15 @@ void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
 		 bool is_error);
 size_t pmv_cq_backlog(struct pmv_cq *cq);
 void pmv_cq_ref_pmem(struct pmv_cq *cq, int delta);
+void pmv_cq_take_core(struct pmv_cq *cq);
+
+/* pmv_gate.c */
+bool pmv_gate_open(struct pmv_ep *ep);
+void pmv_gate_close(struct pmv_ep *ep);
+void pmv_gate_confirm(struct pmv_domain *dom, uint16_t id, uint32_t seq32);
+bool pmv_gate_passed(const struct pmv_ep *ep, uint64_t seq);
+bool pmv_gate_take_entry(struct pmv_domain *dom, const void *entry);
+bool pmv_gate_shut(const struct pmv_ep *ep, const struct pmv_req *req);
 void pmv_cq_progress_core(struct pmv_cq *cq);
 const char *pmv_strerror(int prov_errno);
 

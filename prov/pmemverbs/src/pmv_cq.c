@@ -183,8 +183,20 @@ bool pmv_cq_hooks_busy(struct pmv_cq *cq)
 }
 
 /*
- * Hands the internal entries among n core entries to their owners and
- * keeps the application's, in order.  Returns how many are kept.
+ * True if a core entry is a gated write's completion, now recorded.  Its
+ * request is served by the next hooks (the next read, the wait's, or the
+ * agent): a CQ read serves only requests confirmed before it.
+ */
+static bool pmv_cq_gate_entry(struct pmv_cq *cq, const void *entry)
+{
+	return cq->format >= FI_CQ_FORMAT_DATA &&
+	       pmv_gate_take_entry(cq->domain, entry);
+}
+
+/*
+ * Hands the internal entries among n core entries to their owners (a gated
+ * write's completion to its gate) and keeps the application's, in order.
+ * Returns how many are kept.
  */
 ssize_t pmv_cq_filter_internal(struct pmv_cq *cq, void *buf,
 			       fi_addr_t *src_addr, ssize_t n)
@@ -202,6 +214,8 @@ ssize_t pmv_cq_filter_internal(struct pmv_cq *cq, void *buf,
 			pmv_iop_complete(&cq->iops, iop, NULL);
 			continue;
 		}
+		if (pmv_cq_gate_entry(cq, entry))
+			continue;
 		if (kept != i) {
 			memmove((char *) buf + kept * size, entry, size);
 			if (src_addr)
@@ -334,6 +348,23 @@ static bool pmv_cq_take_one(struct pmv_cq *cq)
 	}
 	pmv_cq_unreserve(cq);
 	return n == -FI_EAVAIL && pmv_cq_take_core_error(cq);
+}
+
+/*
+ * The agent's progress of a CQ where gated endpoints receive: the core's
+ * entries are taken (the application's queued, in order), as a gated
+ * request is served only once its write's completion is read.  Not while
+ * another thread reads the core CQ.
+ */
+void pmv_cq_take_core(struct pmv_cq *cq)
+{
+	int rounds;
+
+	if (pthread_mutex_trylock(&cq->lock))
+		return;
+	for (rounds = 0; rounds < 64 && pmv_cq_take_one(cq); rounds++)
+		;
+	pthread_mutex_unlock(&cq->lock);
 }
 
 /*

@@ -231,7 +231,10 @@ void pmv_cq_progress_core(struct pmv_cq *cq)
 {
 	if (__atomic_load_n(&cq->core_waiters, __ATOMIC_ACQUIRE))
 		return;
-	(void) fi_cq_read(cq->core, NULL, 0);
+	if (__atomic_load_n(&cq->gated_refs, __ATOMIC_ACQUIRE))
+		pmv_cq_take_core(cq); /* a gated write's completion serves */
+	else
+		(void) fi_cq_read(cq->core, NULL, 0);
 }
 
 /*

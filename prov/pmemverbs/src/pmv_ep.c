@@ -76,6 +76,7 @@ static int pmv_ep_close(struct fid *fid)
 		return ret;
 	}
 	if (ep->pmem) {
+		pmv_gate_close(ep);
 		pmv_ep_cntr_unbind(ep);
 		if (ep->tx_cq)
 			pmv_cq_ref_pmem(ep->tx_cq, -1);

@@ -176,6 +176,8 @@ static void pmv_cm_hdr_fill(struct pmv_ep *ep, uint8_t out[PMV_CM_HDR_SIZE])
 		hdr.inbox_addr = ep->inbox.rma_addr;
 		hdr.inbox_key = fi_mr_key(ep->inbox.mr);
 		hdr.slot_size = ep->inbox.slot_size;
+		hdr.gated = pmv_gate_open(ep);
+		hdr.gate_id = ep->gate_id;
 	}
 	pmv_cm_hdr_encode(&hdr, out);
 }
@@ -207,6 +209,8 @@ bool pmv_cm_hdr_parse(const void *data, size_t len, struct pmv_peer *peer)
 	peer->inbox_key = hdr.inbox_key;
 	peer->slots = PMV_SLOTS;
 	peer->slot_size = hdr.slot_size;
+	peer->gated = hdr.gated;
+	peer->gate_id = hdr.gate_id;
 	return true;
 }
 

@@ -176,6 +176,9 @@ static void pmv_caps_from_core(struct fi_info *info,
 	info->tx_attr->caps = (info->tx_attr->caps & ~FI_RMA_PMEM) | pmem;
 	info->rx_attr->caps = (info->rx_attr->caps & ~FI_RMA_PMEM) | pmem;
 	info->tx_attr->op_flags &= ~FI_COMMIT_COMPLETE;
+	/* the top bytes of remote CQ data mark gated writes (pmv_gate.c) */
+	if (pmem && info->domain_attr->cq_data_size > PMV_APP_CQ_DATA_MAX)
+		info->domain_attr->cq_data_size = PMV_APP_CQ_DATA_MAX;
 	if (pmem && hints && hints->tx_attr)
 		info->tx_attr->op_flags |= hints->tx_attr->op_flags &
 					   FI_COMMIT_COMPLETE;

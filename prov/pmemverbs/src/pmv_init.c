@@ -90,15 +90,16 @@ static void pmv_define_params(void)
 			"request comes a round trip later, and a sleeping core "
 			"wakes slower). 0: never. Default 50.");
 	fi_param_define(&pmv_prov, "join_request", FI_PARAM_BOOL,
-			"Over the tcp core, send an agent commit's data and its "
-			"commit request as one write (one message per commit). "
-			"It relies on the tcp core placing a write's segments "
-			"in order, which no libfabric rule gives; the default "
-			"sends them as two writes, ordered by FI_ORDER_WAW, as "
-			"over RDMA cores. Joined, the agent is the method over "
-			"tcp for every profile; by default MHP, WSP and "
-			"VOLATILE keys take read_flush, as over RDMA cores. "
-			"Default: no.");
+			"Over the tcp core, toward a peer whose receive CQ "
+			"carries remote CQ data (FI_CQ_FORMAT_DATA or "
+			"TAGGED; its CM header offers a gate), send an agent "
+			"commit's data and its commit request as one write "
+			"with remote CQ data: the peer serves the request once "
+			"that write's completion is read (fi_cq(3): the data "
+			"is then available), one message per commit; the agent "
+			"is then the method for every profile. Elsewhere, and "
+			"with 0, two writes ordered by FI_ORDER_WAW. "
+			"Default: yes.");
 	fi_param_define(&pmv_prov, "push_profiles", FI_PARAM_BOOL,
 			"Push this side's profile table (the profile of each "
 			"region a commit can name) into the peer's inbox when "

@@ -30,6 +30,7 @@ struct post {
 	uint64_t addr;
 	size_t len;
 	void *context;
+	uint64_t data;              /* its remote CQ data */
 	uint8_t bytes[256];
 	size_t iov_count, rma_iov_count;
 	struct fi_rma_iov last_rma; /* its last remote segment */
@@ -56,6 +57,7 @@ static ssize_t fake_post(const struct fi_msg_rma *msg, uint64_t flags,
 	p->addr = msg->rma_iov[0].addr;
 	p->len = msg->rma_iov[0].len;
 	p->context = msg->context;
+	p->data = msg->data;
 	if (!read && msg->iov_count && msg->msg_iov[0].iov_len <= sizeof(p->bytes))
 		memcpy(p->bytes, msg->msg_iov[0].iov_base, msg->msg_iov[0].iov_len);
 	p->iov_count = msg->iov_count;
@@ -134,6 +136,7 @@ static struct pmv_ep *g_ep;
 
 #define INBOX_KEY 0x77
 #define REGION_KEY 0x1234
+#define GATE_ID 0x0403
 
 static struct pmv_ep *open_ep(void)
 {
@@ -158,6 +161,7 @@ static struct pmv_ep *open_ep(void)
 		.known = true, .has_inbox = true, .inbox_key = INBOX_KEY,
 		.slots = PMV_SLOTS, .slot_size = 128,
 		.transport = PMV_TRANSPORT_TCP,
+		.gated = true, .gate_id = GATE_ID, /* a tcp peer's, DATA CQ */
 	};
 	cr_assert_eq(pmv_ini_open(ep), 0);
 	pmv_hooks_add(&g_cq->hooks, &ep->hook);
@@ -479,7 +483,8 @@ Test(engine, a_closed_endpoints_late_completions_are_dropped)
 	g_ep = next;
 }
 
-/* Over tcp (FI_PMEMVERBS_JOIN_REQUEST): data and request in one write. */
+/* Over tcp toward a gated peer (FI_PMEMVERBS_JOIN_REQUEST): data and
+ * request in one write. */
 static void join_requests(void)
 {
 	pmv_params.join_request = 1;
@@ -1509,8 +1514,9 @@ static uint64_t slot_seq(uint64_t addr)
 	return 0;
 }
 
-/* Request post p carries in its last segment lands: its ranges placed? */
-static void request_lands(const struct post *p)
+/* Request post p carries in its last segment may be served: its ranges
+ * placed? */
+static void request_servable(const struct post *p)
 {
 	uint64_t buf[32], seq = slot_seq(p->last_rma.addr);
 	struct pmv_req *req = request_of(p, seq, buf);
@@ -1529,25 +1535,47 @@ static void request_lands(const struct post *p)
 	g_requests_landed++;
 }
 
-/* Places post i's remote segments last first. */
+/*
+ * True if post p's request is gated: the target serves it only once p's
+ * completion is read, which fi_cq(3) gives only when all of p's data is
+ * available.  The request says so, and p carries the remote CQ data that
+ * names the target's gate and the request's seq.
+ */
+static bool request_gated(const struct post *p)
+{
+	uint64_t buf[32], seq = slot_seq(p->last_rma.addr);
+	struct pmv_req *req = request_of(p, seq, buf);
+
+	return (req->flags & PMV_REQ_GATED) && (p->flags & FI_REMOTE_CQ_DATA) &&
+	       (p->data >> 48) == PMV_GATE_MAGIC &&
+	       ((p->data >> 32) & 0xffff) == GATE_ID &&
+	       (uint32_t) p->data == (uint32_t) seq;
+}
+
+/* Places post i's remote segments last first; then its completion. */
 static void place_last_first(unsigned i)
 {
 	const struct post *p = &g_posts[i];
 	const struct fi_rma_iov *r;
+	bool gated_request = false;
 
 	for (size_t s = p->rma_iov_count; s-- > 0;) {
 		r = &p->rma[s];
-		if (r->key == INBOX_KEY && s + 1 == p->rma_iov_count)
-			request_lands(p);
+		if (r->key == INBOX_KEY && s + 1 == p->rma_iov_count &&
+		    request_gated(p))
+			gated_request = true; /* waits for the completion */
+		else if (r->key == INBOX_KEY && s + 1 == p->rma_iov_count)
+			request_servable(p);
 		else if (r->key == REGION_KEY)
 			memset(g_placed + r->addr, 1, r->len);
 	}
+	if (gated_request)
+		request_servable(p); /* its write's completion is read */
 }
 
-Test(engine, default_agent_commits_requests_land_after_their_data_in_any_segment_order,
-     .init = setup)
+/* Two agent commits placed in the weakest order the rules allow. */
+static void commit_two_and_place_them(void)
 {
-	pmv_params.join_request = PMV_JOIN_REQUEST_DEFAULT;
 	memset(g_placed, 0, sizeof(g_placed));
 	g_requests_landed = 0;
 	cr_assert_eq(commit(g_ep, 0, 1000, 0, NULL), 0);
@@ -1556,6 +1584,61 @@ Test(engine, default_agent_commits_requests_land_after_their_data_in_any_segment
 		place_last_first(i);
 	cr_assert_eq(g_requests_landed, 2, "two agent requests, %u landed",
 		     g_requests_landed);
+}
+
+Test(engine, default_agent_commits_requests_land_after_their_data_in_any_segment_order,
+     .init = setup)
+{
+	pmv_params.join_request = PMV_JOIN_REQUEST_DEFAULT;
+	commit_two_and_place_them(); /* toward a gated peer: one write each */
+	cr_assert_eq(g_nposts, 2, "not one write per commit");
+	g_nposts = 0;
+	g_ep->peer.gated = false;
+	commit_two_and_place_them(); /* toward one without: two writes each */
+	cr_assert_eq(g_nposts, 4, "not two writes per commit");
+}
+
+/*
+ * Toward a peer that offered a gate, an agent commit is one write: its
+ * data, then its request (marked gated), with remote CQ data naming the
+ * peer's gate and the request's seq.
+ */
+Test(engine, a_gated_agent_commit_is_one_write_with_remote_cq_data,
+     .init = setup)
+{
+	uint64_t buf[32];
+	struct pmv_req *req;
+
+	pmv_params.join_request = PMV_JOIN_REQUEST_DEFAULT;
+	for (uint64_t seq = 1; seq <= 2; seq++) {
+		cr_assert_eq(commit(g_ep, seq * 4096, 64, 0, NULL), 0);
+		cr_assert_eq(g_nposts, seq, "not one write per commit");
+		req = request_of(&g_posts[seq - 1], seq, buf);
+		cr_assert(req->flags & PMV_REQ_GATED, "the request is not "
+			  "marked gated");
+		cr_assert(g_posts[seq - 1].flags & FI_REMOTE_CQ_DATA,
+			  "the write carries no remote CQ data");
+		cr_assert_eq(g_posts[seq - 1].data,
+			     (uint64_t) PMV_GATE_MAGIC << 48 |
+			     (uint64_t) GATE_ID << 32 | seq,
+			     "remote CQ data 0x%llx",
+			     (unsigned long long) g_posts[seq - 1].data);
+	}
+}
+
+/* Toward a peer without a gate: two writes, neither with remote CQ data. */
+Test(engine, toward_an_ungated_peer_an_agent_commit_is_two_writes,
+     .init = setup)
+{
+	uint64_t buf[32];
+
+	pmv_params.join_request = PMV_JOIN_REQUEST_DEFAULT;
+	g_ep->peer.gated = false;
+	cr_assert_eq(commit(g_ep, 0, 64, 0, NULL), 0);
+	cr_assert_eq(g_nposts, 2, "data and request not in two writes");
+	cr_assert_eq((g_posts[0].flags | g_posts[1].flags) & FI_REMOTE_CQ_DATA,
+		     0, "remote CQ data toward a peer without a gate");
+	cr_assert_not(request_of(&g_posts[1], 1, buf)->flags & PMV_REQ_GATED);
 }
 
 Test(engine, a_joined_write_the_core_refuses_sends_nothing_and_loses_no_range,

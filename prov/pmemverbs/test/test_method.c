@@ -12,6 +12,10 @@
 #define FACTS(p, t, ddio, raw) ((struct pmv_key_facts) { \
 	.profile = (p), .transport = (t), .ddio_off = (ddio), \
 	.raw_ordered = (raw) })
+/* ... toward a peer that offered a gate (one-write agent commits) */
+#define GATED_FACTS(p, t, ddio, raw) ((struct pmv_key_facts) { \
+	.profile = (p), .transport = (t), .ddio_off = (ddio), \
+	.raw_ordered = (raw), .gated = true })
 
 static const uint8_t k_profiles[] = {
 	FI_PMEM_PROFILE_VOLATILE, FI_PMEM_PROFILE_PAGE, FI_PMEM_PROFILE_DMP,
@@ -40,6 +44,7 @@ static void restore_auto(void)
 Test(method, matrix_matches_the_documented_table, .fini = restore_auto)
 {
 	for (int join = 0; join < 2; join++)
+	for (int gated = 0; gated < 2; gated++)
 	for (size_t p = 0; p < sizeof(k_profiles); p++)
 	for (size_t t = 0; t < sizeof(k_transports); t++)
 	for (int ddio_off = 0; ddio_off < 2; ddio_off++)
@@ -47,15 +52,17 @@ Test(method, matrix_matches_the_documented_table, .fini = restore_auto)
 		struct pmv_key_facts k = {
 			.profile = k_profiles[p], .transport = k_transports[t],
 			.ddio_off = ddio_off, .raw_ordered = raw,
+			.gated = gated,
 		};
 		bool rf = raw && table_read_flush(k.profile, k.transport,
 						  ddio_off);
 		bool cm = raw && k.profile == FI_PMEM_PROFILE_WSP &&
 			  k.transport == PMV_TRANSPORT_IB;
-		/* over tcp one message beats two: the agent (read-flush
-		 * needs its read: a delivery ack cannot name the
-		 * registration the write landed in) */
-		bool joined_tcp = join && k.transport == PMV_TRANSPORT_TCP;
+		/* over tcp toward a gated peer one message beats two: the
+		 * agent (read-flush needs its read: a delivery ack cannot
+		 * name the registration the write landed in) */
+		bool joined_tcp = join && gated &&
+				  k.transport == PMV_TRANSPORT_TCP;
 
 		pmv_params.join_request = join;
 		cr_assert(pmv_method_correct(FI_PMEM_METHOD_AGENT, &k));
@@ -71,8 +78,8 @@ Test(method, matrix_matches_the_documented_table, .fini = restore_auto)
 			     rf ? FI_PMEM_METHOD_READ_FLUSH :
 				  FI_PMEM_METHOD_AGENT,
 			     "profile %u transport %u ddio_off %d raw %d "
-			     "join %d", k.profile, k.transport,
-			     ddio_off, raw, join);
+			     "join %d gated %d", k.profile, k.transport,
+			     ddio_off, raw, join, gated);
 	}
 }
 
@@ -87,20 +94,25 @@ Test(method, page_cache_and_dmp_over_tcp_always_need_the_agent)
 	cr_assert_eq(pmv_method_fastest(&dmp), FI_PMEM_METHOD_AGENT);
 }
 
-/* Over tcp a joined agent commit is one message, read-flush two: the
- * agent, though read-flush is correct; without joining, read-flush. */
+/* Over tcp toward a gated peer an agent commit is one message, read-flush
+ * two: the agent, though read-flush is correct; without joining, or
+ * toward a peer without a gate, read-flush. */
 Test(method, over_tcp_with_joined_requests_every_profile_takes_the_agent,
      .fini = restore_auto)
 {
 	struct pmv_key_facts mhp =
+		GATED_FACTS(FI_PMEM_PROFILE_MHP, PMV_TRANSPORT_TCP, false, true);
+	struct pmv_key_facts ungated =
 		FACTS(FI_PMEM_PROFILE_MHP, PMV_TRANSPORT_TCP, false, true);
 
 	cr_assert_eq(pmv_method_select(&mhp, 0), FI_PMEM_METHOD_READ_FLUSH,
 		     "two writes: read-flush");
 	pmv_params.join_request = 1;
+	cr_assert_eq(pmv_method_select(&ungated, 0), FI_PMEM_METHOD_READ_FLUSH,
+		     "toward a peer without a gate, two writes: read-flush");
 	for (size_t p = 0; p < sizeof(k_profiles); p++) {
 		struct pmv_key_facts k =
-		FACTS(k_profiles[p], PMV_TRANSPORT_TCP, false, true);
+		GATED_FACTS(k_profiles[p], PMV_TRANSPORT_TCP, false, true);
 
 		cr_assert_eq(pmv_method_select(&k, 0), FI_PMEM_METHOD_AGENT,
 			     "profile %u", k.profile);

@@ -48,8 +48,8 @@ Test(proto, an_older_version_cm_header_is_refused)
 	uint8_t wire[PMV_CM_HDR_SIZE];
 
 	pmv_cm_hdr_encode(&in, wire);
-	cr_assert_eq(wire[2], 4);
-	wire[2] = 3; /* a version-3 peer: requests without a generation */
+	cr_assert_eq(wire[2], 5);
+	wire[2] = 4; /* a version-4 peer: a 20-byte header, no gate */
 	cr_assert_not(pmv_cm_hdr_decode(wire, sizeof(wire), &out));
 }
 

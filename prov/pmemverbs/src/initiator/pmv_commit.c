@@ -33,6 +33,7 @@ static const struct pmv_method_ops *pmv_ini_choose(struct pmv_ini *ini,
 		 * one whose completions mean more than they do here */
 		.transport = ini->ep->domain->transport,
 		.raw_ordered = ini->ep->raw_ordered,
+		.gated = ini->ep->peer.gated,
 	};
 	const struct pmv_key_fact *f = pmv_ini_fact(ini, key);
 

@@ -27,9 +27,9 @@
  *
  * Read-flush also needs the core to order reads after writes (FI_ORDER_RAW).
  *
- * Over tcp, with requests joined to their data
- * (FI_PMEMVERBS_JOIN_REQUEST=1; off by default: no libfabric rule orders
- * one write's segments, fi_pmemverbs(7) Orderings), an agent commit is
+ * Over tcp, toward a gated peer (FI_PMEMVERBS_JOIN_REQUEST, default on:
+ * the request joins its data's write, which carries remote CQ data, and
+ * the target serves it once that completion is read), an agent commit is
  * one message each way, and the target's own CQ reads serve it: the
  * target's CPU handles every message
  * anyway, so there is no one-sided operation to save.  Read-flush is two
@@ -37,7 +37,7 @@
  * generation word that proves which registration the write landed in;
  * measured, ./run bench of f50b99e, MHP, 64 B-4 KiB, commit / 8-byte
  * read: agent 0.96-1.08, read-flush 1.21-1.46), so the agent is the
- * fastest everywhere over tcp.  Without joining (the default), an agent
+ * fastest everywhere over tcp.  Toward a peer without a gate, an agent
  * commit is two writes as well, and read-flush stays the choice, as over
  * RDMA.
  * Read-flush can always be forced.
@@ -82,7 +82,8 @@ bool pmv_method_correct(enum fi_pmem_method method,
  */
 enum fi_pmem_method pmv_method_fastest(const struct pmv_key_facts *k)
 {
-	if (k->transport == PMV_TRANSPORT_TCP && pmv_params.join_request)
+	if (k->transport == PMV_TRANSPORT_TCP && k->gated &&
+	    pmv_params.join_request)
 		return FI_PMEM_METHOD_AGENT;
 	if (pmv_method_correct(FI_PMEM_METHOD_COMPLETION, k))
 		return FI_PMEM_METHOD_COMPLETION;

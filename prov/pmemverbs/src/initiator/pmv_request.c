@@ -55,13 +55,13 @@ void pmv_send_fill(struct pmv_req *req, const struct fi_msg_rma *msg)
 /*
  * Builds commit c's request as the next request seq into buf (cap bytes),
  * naming the key's scope (and, for a send commit, inl's data); the
- * extents it took from the scope go to taken (*ntaken of them).  Returns
- * its encoded length.
+ * extents it took from the scope go to taken (*ntaken of them); flags
+ * adds PMV_REQ_* flags.  Returns its encoded length.
  */
 static size_t pmv_req_build(struct pmv_ini *ini, struct pmv_commit *c,
 			    const struct fi_msg_rma *inl, uint32_t fence_back,
 			    uint64_t *buf, size_t cap, struct pmv_extent *taken,
-			    unsigned *ntaken)
+			    unsigned *ntaken, uint32_t flags)
 {
 	struct pmv_req *req = (struct pmv_req *) buf;
 	uint32_t slot = pmv_ep_slot_bytes(ini->ep);
@@ -70,7 +70,7 @@ static size_t pmv_req_build(struct pmv_ini *ini, struct pmv_commit *c,
 	req->seq = ini->next_req;
 	req->key = c->key;
 	req->data = c->data;
-	req->flags = (c->flags & FI_IMMED) ? PMV_REQ_IMMED : 0;
+	req->flags = flags | ((c->flags & FI_IMMED) ? PMV_REQ_IMMED : 0);
 	pmv_ini_cover_floor(ini, c);
 	req->gen = c->floor;
 	if (fence_back) {
@@ -140,7 +140,7 @@ int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
 			    &fence_back);
 	if (!ret) {
 		iov.iov_len = pmv_req_build(ini, c, inl, fence_back, buf,
-					    sizeof(buf), taken, &ntaken);
+					    sizeof(buf), taken, &ntaken, 0);
 		rma = pmv_req_slot(ini, iov.iov_len);
 		ret = pmv_ini_post_op(ini, c, PMV_IOP_REQ, &msg, FI_INJECT,
 				      false);
@@ -155,7 +155,8 @@ int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
 
 /*
  * True if commit c's data and its request can go as one core write:
- * over the tcp core (see pmv_req_send_joined), with a segment to spare,
+ * over the tcp core toward a gated peer (see pmv_req_post_joined), with a
+ * segment to spare,
  * and not an FI_INJECT commit (the request's bytes stay in c until the
  * write completes; injected data would not).
  */
@@ -165,7 +166,7 @@ bool pmv_req_can_join(const struct pmv_ini *ini, const struct pmv_commit *c,
 	const struct pmv_domain *dom = ini->ep->domain;
 
 	return pmv_params.join_request && dom->transport == PMV_TRANSPORT_TCP &&
-	       !(c->flags & FI_INJECT) && msg->iov_count &&
+	       ini->ep->peer.gated && !(c->flags & FI_INJECT) && msg->iov_count &&
 	       msg->rma_iov_count <
 	       pmv_req_max_extents(pmv_ep_slot_bytes(ini->ep)) &&
 	       msg->iov_count < pmv_limit(PMV_MAX_IOV, dom->iov_limit) &&
@@ -175,13 +176,15 @@ bool pmv_req_can_join(const struct pmv_ini *ini, const struct pmv_commit *c,
 /*
  * Sends msg's data and commit c's request as one core write whose last
  * segment is the request slot: one message per commit instead of two.
- * Only with FI_PMEMVERBS_JOIN_REQUEST=1: it relies on the tcp core
- * placing a write's segments in order, from its byte stream, which no
- * libfabric rule gives ("RMA ordering applies between two operations,
- * and not within a single data transfer", fi_endpoint(3)); the default
- * sends two writes (FI_ORDER_WAW).  0, or the core's error with nothing
- * sent (msg's ranges are then in the key's scope: a later commit persists
- * them, which costs time, never durability).
+ * No libfabric rule orders one write's segments ("RMA ordering applies
+ * between two operations, and not within a single data transfer",
+ * fi_endpoint(3)), so the request is gated (PMV_REQ_GATED): the write
+ * carries remote CQ data naming the peer's gate and the request's seq,
+ * and the peer serves it only once that write's completion is read
+ * (fi_cq(3): the data is then available in the target buffer).  0, or
+ * the core's error with nothing sent (msg's ranges are then in the key's
+ * scope: a later commit persists them, which costs time, never
+ * durability).
  */
 static int pmv_req_post_joined(struct pmv_ini *ini, struct pmv_commit *c,
 			       const struct fi_msg_rma *msg, uint32_t back)
@@ -205,7 +208,7 @@ static int pmv_req_post_joined(struct pmv_ini *ini, struct pmv_commit *c,
 		desc[i] = msg->desc ? msg->desc[i] : NULL;
 	}
 	len = pmv_req_build(ini, c, NULL, back, c->req_buf, sizeof(c->req_buf),
-			    taken, &ntaken);
+			    taken, &ntaken, PMV_REQ_GATED);
 	iov[n] = (struct iovec) { .iov_base = c->req_buf, .iov_len = len };
 	rma[r] = pmv_req_slot(ini, len);
 	all.msg_iov = iov;
@@ -213,7 +216,9 @@ static int pmv_req_post_joined(struct pmv_ini *ini, struct pmv_commit *c,
 	all.iov_count = n + 1;
 	all.rma_iov = rma;
 	all.rma_iov_count = r + 1;
-	ret = pmv_ini_post_op(ini, c, PMV_IOP_REQ, &all, 0, false);
+	all.data = pmv_gate_data(ini->ep->peer.gate_id, ini->next_req);
+	ret = pmv_ini_post_op(ini, c, PMV_IOP_REQ, &all, FI_REMOTE_CQ_DATA,
+			      false);
 	if (ret) {
 		pmv_req_untake(ini, c, taken, ntaken);
 		return ret;

@@ -15,7 +15,8 @@
 
 #include "pmv_proto.h"
 
-#define PMV_REQ_KNOWN_FLAGS (PMV_REQ_IMMED | PMV_REQ_INLINE | PMV_REQ_FENCE)
+#define PMV_REQ_KNOWN_FLAGS (PMV_REQ_IMMED | PMV_REQ_INLINE | PMV_REQ_FENCE | \
+			     PMV_REQ_GATED)
 
 /*
  * CRC32C of a slot, computed with its checksum field 0: ISA-L's
@@ -213,7 +214,7 @@ bool pmv_ack_decode(const void *slot, uint64_t seq, struct pmv_ack *out)
 	return true;
 }
 
-/* Writes the CM header's 20 bytes. */
+/* Writes the CM header's 24 bytes. */
 void pmv_cm_hdr_encode(const struct pmv_cm_hdr *hdr,
 		       uint8_t out[PMV_CM_HDR_SIZE])
 {
@@ -226,6 +227,10 @@ void pmv_cm_hdr_encode(const struct pmv_cm_hdr *hdr,
 			    ((hdr->slot_size / 16) & 31) << 3);
 	memcpy(out + 4, &addr, 8);
 	memcpy(out + 12, &key, 8);
+	out[20] = (uint8_t) (hdr->gate_id & 0xff);
+	out[21] = (uint8_t) (hdr->gate_id >> 8);
+	out[22] = hdr->gated ? 1 : 0;
+	out[23] = 0;
 }
 
 /* The protocol version of a CM header of any version; 0: not a header. */
@@ -250,6 +255,8 @@ bool pmv_cm_hdr_decode(const uint8_t *in, size_t len, struct pmv_cm_hdr *hdr)
 	hdr->slot_size = (uint32_t) (in[3] >> 3) * 16;
 	hdr->inbox_addr = le64toh(addr);
 	hdr->inbox_key = le64toh(key);
+	hdr->gate_id = (uint16_t) (in[20] | in[21] << 8);
+	hdr->gated = in[22] & 1;
 	return true;
 }
 

@@ -53,7 +53,7 @@ enum pmv_transport {
 };
 
 /*
- * The CM header, 20 bytes on the wire (RDMA CM private data is about 56
+ * The CM header, 24 bytes on the wire (RDMA CM private data is about 56
  * bytes, and ofi_rxm layered on pmemverbs needs room for its own):
  *   0  'P' 'V'
  *   2  version
@@ -61,12 +61,17 @@ enum pmv_transport {
  *      bits 3-7 request slot size / 16
  *   4  inbox address (little-endian 64-bit)
  *  12  inbox key (little-endian 64-bit)
+ *  20  gate id (little-endian 16-bit)
+ *  22  flags: bit 0 gated (this side takes gated requests: see
+ *      PMV_REQ_GATED); the other bits 0
+ *  23  0
  * The number of slots is fixed by the protocol version (PMV_SLOTS).
  */
 /* 2: cumulative acks (pmv_ack.covers); 3: CRC32C checksums; 4: a request
- * carries the generation its writes were posted in (pmv_req.gen) */
-#define PMV_PROTO_VERSION 4
-#define PMV_CM_HDR_SIZE 20
+ * carries the generation its writes were posted in (pmv_req.gen); 5: gated
+ * requests (the gate in the CM header) */
+#define PMV_PROTO_VERSION 5
+#define PMV_CM_HDR_SIZE 24
 
 struct pmv_cm_hdr {
 	bool has_inbox;
@@ -74,6 +79,8 @@ struct pmv_cm_hdr {
 	uint32_t slot_size;   /* bytes per request slot, a multiple of 16 */
 	uint64_t inbox_addr;  /* RMA address of the inbox (virtual or offset) */
 	uint64_t inbox_key;
+	bool gated;           /* takes gated requests at gate_id */
+	uint16_t gate_id;
 };
 
 struct pmv_extent {
@@ -85,6 +92,9 @@ struct pmv_extent {
 #define PMV_REQ_INLINE 0x2    /* the data follows the extents (send) */
 #define PMV_REQ_FENCE 0x4     /* refuse if one of the fence_back requests
 				 before this one, to the same key, failed */
+#define PMV_REQ_GATED 0x8     /* came as the last segment of its data's
+				 write, with remote CQ data naming its seq:
+				 served only once that completion is read */
 #define PMV_ACK_DDIO_OFF 0x1  /* the target declared inbound DMA bypasses
 				 its CPU caches (FI_PMEMVERBS_DDIO=0) */
 
@@ -116,6 +126,38 @@ struct pmv_ack {
 };
 
 #define PMV_SLOTS 64
+
+/*
+ * The remote CQ data of a gated write (PMV_REQ_GATED): magic in the top 16
+ * bits, the target endpoint's gate id in the next 16, the request's seq's
+ * low 32 bits below.  fi_cq(3): a target completion means the data is
+ * available in the target buffer, and a write carrying remote CQ data
+ * generates one; the application's own remote CQ data is at most 4 bytes
+ * (pmemverbs reports cq_data_size <= 4), so it never carries the magic.
+ */
+#define PMV_GATE_MAGIC 0xa9e7u
+
+static inline uint64_t pmv_gate_data(uint16_t gate_id, uint64_t seq)
+{
+	return (uint64_t) PMV_GATE_MAGIC << 48 | (uint64_t) gate_id << 32 |
+	       (seq & 0xffffffffu);
+}
+
+/* True if data is a gated write's: its gate id and seq into *id, *seq32. */
+static inline bool pmv_gate_parse(uint64_t data, uint16_t *id, uint32_t *seq32)
+{
+	if ((data >> 48) != PMV_GATE_MAGIC)
+		return false;
+	*id = (uint16_t) (data >> 32);
+	*seq32 = (uint32_t) data;
+	return true;
+}
+
+/* True if 32-bit serial number a is b or after it (RFC 1982). */
+static inline bool pmv_seq32_reached(uint32_t a, uint32_t b)
+{
+	return (int32_t) (a - b) >= 0;
+}
 
 /*
  * The profile table, pushed as inject writes of the core's inject size

@@ -153,6 +153,13 @@ static int pmv_agent_check(const struct pmv_ep *ep, const struct pmv_mr *mr,
 			 pmv_strerror(status));
 		return status;
 	}
+	if ((req->flags & PMV_REQ_GATED) && !ep->gated) {
+		PMV_WARN(FI_LOG_DOMAIN, "agent: commit request %llu refused: "
+			 "it is gated, and this endpoint offered no gate; "
+			 "run the same pmemverbs on both sides\n",
+			 (unsigned long long) req->seq);
+		return PMV_ERR_BAD_REQUEST;
+	}
 	if ((req->flags & PMV_REQ_INLINE) && mr->iface != FI_HMEM_SYSTEM) {
 		PMV_WARN(FI_LOG_DOMAIN, "agent: commit request %llu refused: "
 			 "it carries data for key 0x%llx, device memory "
@@ -458,6 +465,12 @@ int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep)
 			if (!pmv_agent_slot_bad(ep))
 				break;
 			pmv_agent_refuse_slot(ep);
+		} else if (pmv_gate_shut(ep, req)) {
+			/* its write's completion never read: refused as a
+			 * slot without a valid request would be */
+			if (!pmv_agent_slot_bad(ep))
+				break;
+			pmv_agent_refuse_slot(ep);
 		} else if (!pmv_agent_immed_room(ep, req, &rx)) {
 			break;
 		} else {
@@ -501,7 +514,8 @@ static bool pmv_serve_slot_written(struct pmv_ep *ep)
 			       __ATOMIC_RELAXED);
 }
 
-/* True if ep has an ack to send or its next slot is not empty. */
+/* True if ep has an ack to send or its next slot is not empty (a gated
+ * request waiting for its completion too: it is timed, as a torn one). */
 bool pmv_serve_pending(struct pmv_ep *ep)
 {
 	return __atomic_load_n(&ep->agent_unacked, __ATOMIC_RELAXED) ||

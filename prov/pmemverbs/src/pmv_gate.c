@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * pmemverbs: gates, the target side of gated requests (PMV_REQ_GATED).
+ *
+ * An initiator whose peer advertised a gate sends an agent commit's data
+ * and request as one core write carrying remote CQ data (magic, the
+ * target endpoint's gate id, the request's seq).  fi_cq(3), TARGET
+ * COMPLETION SEMANTICS: the completion that write generates at the target
+ * means its data is available in the target buffer.  So the agent serves
+ * a gated request only once that completion was read: pmemverbs's CQ
+ * reads (the application's and the agent's) take it, never pass it on,
+ * and record here the newest seq confirmed for the gate.
+ *
+ * The domain keeps PMV_GATES words, one per gate: bit 48 open, bits 32-47
+ * the gate id (slot index in the low bits, a reuse count above, so that a
+ * closed endpoint's late completion does not confirm its successor's
+ * requests), bits 0-31 the newest seq confirmed.  Read and updated
+ * atomically, without a lock: a CQ read never touches an endpoint.
+ */
+#include "pmv.h"
+
+#define PMV_GATE_OPEN (1ull << 48)
+
+static uint64_t pmv_gate_word(uint16_t id, uint32_t seq32)
+{
+	return PMV_GATE_OPEN | (uint64_t) id << 32 | seq32;
+}
+
+/* True if word w is the open gate id. */
+static bool pmv_gate_is(uint64_t w, uint16_t id)
+{
+	return (w & PMV_GATE_OPEN) && (uint16_t) (w >> 32) == id;
+}
+
+/*
+ * Takes slot idx for ep if free: its id counts the slot's reuses in the
+ * bits above the index, the newest seq confirmed starts at 0 (seqs start
+ * at 1).  False if another endpoint holds it.
+ */
+static bool pmv_gate_claim(struct pmv_domain *dom, unsigned idx,
+			   struct pmv_ep *ep)
+{
+	struct pmv_ep *none = NULL;
+	uint16_t id;
+
+	if (!__atomic_compare_exchange_n(&dom->gate_owner[idx], &none, ep,
+					 false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_RELAXED))
+		return false;
+	id = (uint16_t) (dom->gate_last_id[idx] + PMV_GATES);
+	id = (uint16_t) ((id & ~(PMV_GATES - 1)) | idx);
+	dom->gate_last_id[idx] = id;
+	__atomic_store_n(&dom->gate[idx], pmv_gate_word(id, 0),
+			 __ATOMIC_RELEASE);
+	ep->gate_id = id;
+	ep->gated = true;
+	return true;
+}
+
+/*
+ * Gives ep a gate if it can take gated requests: over tcp, with a receive
+ * CQ whose format carries remote CQ data (pmemverbs opens the core CQ in
+ * the application's format).  An endpoint whose receive CQ is bound later
+ * is not gated.  False: no gate (its peer sends two writes).
+ */
+bool pmv_gate_open(struct pmv_ep *ep)
+{
+	struct pmv_domain *dom = ep->domain;
+	struct pmv_cq *rx = __atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE);
+	unsigned i, idx;
+
+	if (ep->gated)
+		return true;
+	if (dom->transport != PMV_TRANSPORT_TCP || !rx ||
+	    rx->format < FI_CQ_FORMAT_DATA)
+		return false;
+	for (i = 0; i < PMV_GATES; i++) {
+		idx = __atomic_fetch_add(&dom->gate_next, 1, __ATOMIC_RELAXED) %
+		      PMV_GATES;
+		if (pmv_gate_claim(dom, idx, ep)) {
+			__atomic_fetch_add(&rx->gated_refs, 1, __ATOMIC_RELEASE);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Closes ep's gate (endpoint close, before it is freed). */
+void pmv_gate_close(struct pmv_ep *ep)
+{
+	struct pmv_domain *dom = ep->domain;
+	unsigned idx = ep->gate_id % PMV_GATES;
+
+	if (!ep->gated)
+		return;
+	__atomic_store_n(&dom->gate[idx], 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&dom->gate_owner[idx], NULL, __ATOMIC_RELEASE);
+	if (ep->rx_cq)
+		__atomic_fetch_sub(&ep->rx_cq->gated_refs, 1, __ATOMIC_RELEASE);
+	ep->gated = false;
+}
+
+/* Records that gate id's request seq32 (and those before it) landed whole. */
+void pmv_gate_confirm(struct pmv_domain *dom, uint16_t id, uint32_t seq32)
+{
+	uint64_t *word = &dom->gate[id % PMV_GATES];
+	uint64_t w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+
+	while (pmv_gate_is(w, id) && !pmv_seq32_reached((uint32_t) w, seq32))
+		if (__atomic_compare_exchange_n(word, &w,
+						pmv_gate_word(id, seq32), false,
+						__ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			break;
+}
+
+/* True if ep's gated request seq was confirmed (its write completed). */
+bool pmv_gate_passed(const struct pmv_ep *ep, uint64_t seq)
+{
+	uint64_t w = __atomic_load_n(&ep->domain->gate[ep->gate_id % PMV_GATES],
+				     __ATOMIC_ACQUIRE);
+
+	return ep->gated && pmv_gate_is(w, ep->gate_id) &&
+	       pmv_seq32_reached((uint32_t) w, (uint32_t) seq);
+}
+
+/*
+ * True if a core CQ entry (format >= FI_CQ_FORMAT_DATA) is a gated write's
+ * completion: then it is recorded, and never passed to the application.
+ */
+bool pmv_gate_take_entry(struct pmv_domain *dom, const void *entry)
+{
+	const struct fi_cq_data_entry *d = entry;
+	uint32_t seq32;
+	uint16_t id;
+
+	if (!(d->flags & FI_REMOTE_CQ_DATA) || !(d->flags & FI_REMOTE_WRITE) ||
+	    !pmv_gate_parse(d->data, &id, &seq32))
+		return false;
+	pmv_gate_confirm(dom, id, seq32);
+	return true;
+}
+
+/*
+ * True if req is gated and its write's completion was not read yet: its
+ * bytes may be there before the rest of its data (no rule orders one
+ * write's segments), so it waits, as a request not yet whole does.
+ */
+bool pmv_gate_shut(const struct pmv_ep *ep, const struct pmv_req *req)
+{
+	struct pmv_cq *rx;
+
+	if (!(req->flags & PMV_REQ_GATED) || !ep->gated ||
+	    pmv_gate_passed(ep, req->seq))
+		return false;
+	/* the completion may wait in the core CQ of a thread sleeping in it
+	 * (its bytes placed by another): wake it to read */
+	rx = __atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE);
+	if (rx && __atomic_load_n(&rx->core_waiters, __ATOMIC_ACQUIRE))
+		(void) fi_cq_signal(rx->core);
+	return true;
+}

@@ -4,10 +4,15 @@
  * remote file mapping, next to the plain RMA operations that bound it.
  *
  *   target:    fi_pmem_lat [-p PROV] [-B PORT] [-S SIZES] [-f FILE] [-y] [-K]
- *                          [-w WAIT]
+ *                          [-w WAIT] [-P]
  *   initiator: fi_pmem_lat [-p PROV] -s SERVER_ADDR [-B PORT] [-S SIZES]
  *                          [-I ITERS] [-W WARMUP] [-m MODES] [-b BATCH]
- *                          [-i IDLE_US] [--csv]
+ *                          [-i IDLE_US] [-P] [-D FILE] [-V FILE] [-O LOG]
+ *                          [--csv]
+ *
+ * -P asks a provider other than pmemverbs for FI_RMA_PMEM (the core's own
+ * FI_COMMIT_COMPLETE); -D, -V, -O check after each commit sample whether
+ * it completed before persistence (see ../common/pmem_early.h).
  *
  * The target maps a file (MAP_SHARED; a temporary file unless -f is given)
  * large enough for the largest size twice, registers it for remote access
@@ -68,6 +73,7 @@
 #include <getopt.h>
 
 #include "../common/pmem_common.h"
+#include "../common/pmem_early.h"
 
 #define DEFAULT_PROVIDER PM_PROVIDER
 #define DEFAULT_PORT "9228"
@@ -99,6 +105,9 @@ struct options {
 	int batch;
 	long idle_us; /* sleep before each iteration, 0: none */
 	const char *file;
+	const char *dirty_file;  /* -D: initiator checks the target's pages */
+	const char *oracle_file; /* -O: initiator checks pmemverbs' oracle */
+	const char *placed_file; /* -V: initiator checks the bytes placed */
 	bool csv;
 };
 
@@ -112,6 +121,7 @@ struct bench {
 	int posted;      /* operations posted for the current sample */
 	int completed;   /* of those, completed */
 	int64_t deadline; /* of the current sample */
+	struct pm_early early; /* -D, -O: commits early at completion */
 };
 
 /* One measured mode: posts the operations of one sample. */
@@ -341,6 +351,19 @@ static void idle_for(long us)
 		;
 }
 
+/* After a commit sample (untimed): was its range persistent (-D, -O)? */
+static void check_early(struct bench *b, const struct mode *mode, size_t size,
+			uint64_t index)
+{
+	uint64_t off;
+
+	if (!pm_early_enabled(&b->early) || mode->post != post_commit_write)
+		return;
+	off = rotating_offset(b, size, index);
+	pm_early_check(&b->early, b->region.key, b->region.addr + off, off,
+		       b->conn->src, size);
+}
+
 /*
  * The common timing loop of one size: warmup, then opts->iters recorded
  * samples of every mode, the modes taking turns sample by sample, in the
@@ -371,6 +394,7 @@ static int measure(struct bench *b, size_t size, int64_t *samples)
 			if (i >= opts->warmup)
 				samples[m * opts->iters + i - opts->warmup] =
 					elapsed;
+			check_early(b, opts->modes[m], size, (uint64_t) i);
 		}
 	}
 	return 0;
@@ -477,7 +501,14 @@ static int run_initiator(const struct options *opts)
 		b->opts = opts;
 		b->res = &res;
 		b->conn = &conn;
-		ret = measure_all(b);
+		ret = pm_early_open(&b->early, opts->dirty_file,
+				    opts->placed_file, opts->oracle_file);
+		if (ret)
+			ret = pm_check(-FI_EINVAL, "opening -D, -V or -O's file");
+		if (!ret)
+			ret = measure_all(b);
+		pm_early_report(&b->early, opts->prov);
+		pm_early_close(&b->early);
 		pm_report_counters(&res, conn.ep);
 	}
 	if (!ret)
@@ -500,7 +531,8 @@ static void usage(const char *prog)
 		"[-S SIZE[,SIZE...]]\n"
 		"        [-I ITERS] [-W WARMUP] [-m MODE[,MODE...]] [-b BATCH] "
 		"[-i IDLE_US]\n"
-		"        [-f FILE] [-y] [-K] [--csv]\n"
+		"        [-f FILE] [-y] [-K] [-P] [-D FILE] [-V FILE] [-O LOG]\n"
+		"        [--csv]\n"
 		"  without -s: the target; with -s: the initiator, which "
 		"measures\n"
 		"  -p  provider (%s); -B port (%s); -S sizes (%s)\n"
@@ -523,7 +555,20 @@ static void usage(const char *prog)
 		"      _FD, _POLLFD; epoll on FI_GETWAIT's fd after "
 		"fi_trywait; fi_cntr_wait\n"
 		"      (as -K); fi_eq_sread on its EQ; no wait (reads its CQ "
-		"every %d ms)\n",
+		"every %d ms)\n"
+		"  -P  both sides, a provider other than pmemverbs: ask it for "
+		"FI_RMA_PMEM\n"
+		"      (its own FI_COMMIT_COMPLETE on persistent memory)\n"
+		"  -D  initiator: after each commit, count it early if a page "
+		"of its range\n"
+		"      in the target's FILE is dirty (cachestat; same host)\n"
+		"  -V  initiator: after each commit, count it early if its "
+		"range in the\n"
+		"      target's FILE does not hold the bytes written (same "
+		"host)\n"
+		"  -O  initiator: after each commit, count it early if the "
+		"target's oracle\n"
+		"      LOG (FI_PMEMVERBS_ORACLE) does not cover its range\n",
 		prog, DEFAULT_PROVIDER, DEFAULT_PORT, DEFAULT_SIZES,
 		DEFAULT_ITERS, DEFAULT_WARMUP, DEFAULT_BATCH, DEFAULT_MODES,
 		pm_wait_names(), PM_POLL_INTERVAL_MS);
@@ -576,6 +621,11 @@ static bool options_consistent(const struct options *opts)
 		fprintf(stderr, "-K and -w are for the target (no -s)\n");
 		return false;
 	}
+	if (!opts->server && (opts->dirty_file || opts->oracle_file ||
+			      opts->placed_file)) {
+		fprintf(stderr, "-D, -V and -O are for the initiator (-s)\n");
+		return false;
+	}
 	if (!opts->server && opts->idle_us) {
 		fprintf(stderr, "-i is for the initiator (-s)\n");
 		return false;
@@ -612,6 +662,10 @@ static bool parse_option(int c, char *arg, struct options *opts)
 		pm_wait_on_cntr |= pm_wait_mode == PM_WAIT_CNTR;
 		return true;
 	case 'C': opts->csv = true; return true;
+	case 'P': pm_core_pmem = true; return true;
+	case 'D': opts->dirty_file = arg; return true;
+	case 'O': opts->oracle_file = arg; return true;
+	case 'V': opts->placed_file = arg; return true;
 	default: return false;
 	}
 }
@@ -634,7 +688,7 @@ static bool parse_options(int argc, char **argv, struct options *opts)
 	if (!pm_parse_sizes(sizes, 1, MAX_SIZE, opts->sizes, &opts->nsizes) ||
 	    !parse_modes(modes, opts))
 		return false;
-	while ((c = getopt_long(argc, argv, "p:s:B:S:I:W:m:b:i:f:yKw:h", long_opts,
+	while ((c = getopt_long(argc, argv, "p:s:B:S:I:W:m:b:i:f:yKw:PD:O:V:h", long_opts,
 				NULL)) != -1)
 		if (!parse_option(c, optarg, opts))
 			return false;

@@ -29,6 +29,10 @@
 #     LAT_DIR, /dev/shm); rounds alternate everything (configurations and
 #     target modes rotate); cells are medians over rounds of the per-round
 #     ratios.  RDM is not measured: fi_pmem_lat is MSG only.
+# (3) throughput (with PMV_BW_BIN): fi_pmem_bw -m write,core_commit, 4 KiB
+#     writes, 16 outstanding, passive target, BW_MS per measurement: a
+#     commit on every write, in writes/s and over fi_write in the same
+#     process pair (median over rounds), for the core and each profile.
 #
 # A benchmark, not a test: nothing is asserted on time.  The machine may
 # be shared; figures are noisy, which is why they are ratios to a read of
@@ -36,15 +40,18 @@
 # next port from PORT_BASE (at most PORT_BASE+199).
 #
 # Usage: pmv_core_compare.sh OUT_DIR PORT_BASE
-# Env:   PMV_LAT_BIN (required): fi_pmem_lat; FI_PROVIDER_PATH (required):
+# Env:   PMV_LAT_BIN (required): fi_pmem_lat; PMV_BW_BIN: fi_pmem_bw (no
+#        throughput without it); FI_PROVIDER_PATH (required):
 #        the directory of libpmemverbs-fi.so; PMV_CC_CORE (tcp),
 #        PMV_CC_ROUNDS (7), PMV_CC_ITERS (1000), PMV_CC_WARMUP (100),
 #        PMV_CC_ORACLE_N (200), PMV_CC_SIZES ("64 4096"),
 #        PMV_CC_CONFIGS ("core page cache_line byte"),
 #        PMV_CC_TARGETS ("busy passive"), PMV_CC_ORACLE_DIR (/var/tmp),
-#        PMV_CC_LAT_DIR (/dev/shm), PMV_CC_BUDGET (600 s: later runs skipped)
+#        PMV_CC_LAT_DIR (/dev/shm), PMV_CC_BW_MS (250),
+#        PMV_CC_BUDGET (600 s: later runs skipped)
 # Writes OUT_DIR/core_compare.csv (every fi_pmem_lat row, prefixed with
-# round,config,target), core_compare_early.csv, core_compare.txt (the
+# round,config,target), core_compare_early.csv, core_compare_bw.csv (every
+# fi_pmem_bw row, prefixed with round,config), core_compare.txt (the
 # tables) and logs/core_compare/.  Exit: 0 if every run succeeded, 1 if
 # one failed or was skipped, 2 on a usage error.
 set -uo pipefail
@@ -81,11 +88,14 @@ TARGETS=${PMV_CC_TARGETS:-"busy passive"}
 ORACLE_DIR=${PMV_CC_ORACLE_DIR:-/var/tmp}
 LAT_DIR=${PMV_CC_LAT_DIR:-/dev/shm}
 BUDGET=${PMV_CC_BUDGET:-600}
+BW_MS=${PMV_CC_BW_MS:-250}
+BW_BIN=${PMV_BW_BIN:-}
 RUN_TIMEOUT=120
 KILL_AFTER=10
 LOGS=$OUT/logs/core_compare
 CSV=$OUT/core_compare.csv
 EARLY_CSV=$OUT/core_compare_early.csv
+BW_CSV=$OUT/core_compare_bw.csv
 TABLE=$OUT/core_compare.txt
 SZ=$(echo $SIZES | tr ' ' ,)
 
@@ -137,6 +147,7 @@ time_left() {
 	else echo "$RUN_TIMEOUT"; fi
 }
 
+PAIR_BIN=$PMV_LAT_BIN # the program pair runs (fi_pmem_bw for throughput)
 # pair NAME OUT TARGET_ENV... -- TARGET_ARGS... -- INITIATOR_ARGS...: a
 # target (CPU 0) and an initiator (CPU 1) on the next port; the
 # initiator's stdout to OUT.  0 on success, 2 if the budget is spent.
@@ -157,9 +168,9 @@ pair() {
 	port=$((port + 1))
 	log=$LOGS/$name-port$port
 	"${pin_target[@]}" env "${tenv[@]}" timeout -k "$KILL_AFTER" "$t" \
-		"$PMV_LAT_BIN" "${targs[@]}" -B "$port" >"$log.target.log" 2>&1 &
+		"$PAIR_BIN" "${targs[@]}" -B "$port" >"$log.target.log" 2>&1 &
 	target_pid=$!
-	"${pin_initiator[@]}" timeout -k "$KILL_AFTER" "$t" "$PMV_LAT_BIN" \
+	"${pin_initiator[@]}" timeout -k "$KILL_AFTER" "$t" "$PAIR_BIN" \
 		"${iargs[@]}" -s 127.0.0.1 -B "$port" >"$out" \
 		2>"$log.initiator.log" || status=$?
 	if [ "$status" -ne 0 ]; then
@@ -289,6 +300,22 @@ lat_run() {
 		sed "s|^|$round,$config,$mode,|" >>"$CSV"
 }
 
+# One throughput run of config $2 (round $1): fi_pmem_bw write,core_commit.
+bw_run() {
+	local round=$1 config=$2 name rows status=0 tenv=(TMPDIR="$LAT_DIR")
+	[ "$config" = core ] && [ "$CORE_PMEM" != yes ] && return 0
+	[ "$config" = core ] || tenv+=(PMEM2_FORCE_GRANULARITY="$config")
+	name=bw-r$round-$config
+	rows=$LOGS/$name.csv
+	# shellcheck disable=SC2046
+	PAIR_BIN=$BW_BIN pair "$name" "$rows" "${tenv[@]}" -- \
+		$(prov_args "$config") -- $(prov_args "$config") \
+		-m write,core_commit -S 4096 -w 16 -T "$BW_MS" -R 1 -I 100000 \
+		--csv || status=$?
+	count "$status" && grep -v '^provider,' "$rows" |
+		sed "s|^|$round,$config,|" >>"$BW_CSV"
+}
+
 # The items of list $2 rotated by $1 places.
 rotate() {
 	local -a a
@@ -301,11 +328,13 @@ rotate() {
 measure_latency() {
 	local round config mode
 	echo "round,config,target,provider,profile,mode,size,iters,p50_us,p99_us,max_us,mean_us,method" >"$CSV"
+	echo "round,config,provider,profile,mode,size,batch,bytes,seconds,mbps,ops_per_s" >"$BW_CSV"
 	for round in $(seq 1 "$ROUNDS"); do
 		for config in $(rotate "$round" "$CONFIGS"); do
 			for mode in $(rotate "$round" "$TARGETS"); do
 				lat_run "$round" "$config" "$mode"
 			done
+			[ -z "$BW_BIN" ] || bw_run "$round" "$config"
 		done
 		echo "round $round of $ROUNDS done, $SECONDS s" >&2
 	done
@@ -390,6 +419,37 @@ latency_table() {
 	done
 }
 
+# Per config: median over rounds of core_commit writes/s and of its
+# per-round ratio to fi_write in the same run.
+throughput_table() {
+	[ -n "$BW_BIN" ] || { echo; echo "# (3) throughput: not measured (PMV_BW_BIN unset)"; return; }
+	echo
+	echo "# (3) a commit on every 4 KiB write, 16 outstanding, passive target:"
+	echo "#     writes/s and over fi_write in the same process pair (medians"
+	echo "#     over $ROUNDS rounds of $BW_MS ms)"
+	awk -F, '
+	function median(l,   n, v, i, j, x) {
+		n = split(l, v, " ")
+		if (!n) return "n/a"
+		for (i = 2; i <= n; i++) {
+			x = v[i] + 0
+			for (j = i - 1; j >= 1 && v[j] + 0 > x; j--) v[j + 1] = v[j]
+			v[j + 1] = x
+		}
+		return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+	}
+	NR > 1 { ops[$2, $1, $5] = $11; cfg[$2] = $4; rounds[$2] = rounds[$2] " " $1 }
+	END { for (c in cfg) { a = b = ""; n = split(rounds[c], r, " ")
+		for (i = 1; i <= n; i++) if ((c, r[i], "core_commit") in ops &&
+		    !seen[c, r[i]]++) { a = a " " ops[c, r[i], "core_commit"]
+			if (ops[c, r[i], "write"] > 0)
+				b = b " " ops[c, r[i], "core_commit"] / ops[c, r[i], "write"] }
+		printf "%-16s %10.0f writes/s  %.2f of fi_write  (fi_write %s)\n",
+		       (c == "core" ? "core FI_CC" : "pmv " cfg[c]), median(a),
+		       median(b), "" }
+	}' "$BW_CSV" | sed 's/  (fi_write )//' | sort
+}
+
 FI_VER=$(fi_info --version 2>/dev/null | awk '/^libfabric:/ {print $2}')
 CAPS=$(core_caps)
 CORE_PMEM=no
@@ -406,6 +466,7 @@ measure_latency
 	cat "$OUT/core_compare_head.txt"
 	early_table
 	latency_table
+	throughput_table
 } | tee "$TABLE"
 rm -f "$OUT/core_compare_head.txt"
 echo "# $SECONDS s; $failures failed runs, $skipped skipped (logs in $LOGS)"

@@ -132,7 +132,8 @@ run_bench() {
 	local out=$BUILD/results bin=$BUILD/fabtests/benchmarks
 	mkdir -p "$out"
 	section "pmv_core_compare.sh (ports $PORT..$((PORT + 199)))"
-	if PMV_LAT_BIN=$bin/fi_pmem_lat bash "$SRC/fabtests/scripts/pmv_core_compare.sh" \
+	if PMV_LAT_BIN=$bin/fi_pmem_lat PMV_BW_BIN=$bin/fi_pmem_bw \
+	   bash "$SRC/fabtests/scripts/pmv_core_compare.sh" \
 	   "$out" "$PORT"; then
 		report PASS core_compare "$out/core_compare.txt"
 	else

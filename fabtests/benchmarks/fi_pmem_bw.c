@@ -8,8 +8,10 @@
  *   initiator: fi_pmem_bw [-p PROV] [-e msg] -s SERVER_ADDR [-B PORT]
  *                         [-S SIZES] [-b BATCHES] [-w WINDOW] [-m MODES]
  *                         [-I WRITES] [-W WARMUP] [-R ROUNDS] [-T MS]
- *                         [--csv]
+ *                         [-P] [--csv]
  *
+ * -P (both sides, a provider other than pmemverbs) asks the core for
+ * FI_RMA_PMEM: core_commit is then its own commit on persistent memory.
  * The initiator asks the target for a region (at least 16 MiB, four times
  * the largest size); the target maps a file (MAP_SHARED; a temporary file
  * unless -f is given), registers it (with FI_RMA_PMEM on pmemverbs) and
@@ -494,7 +496,8 @@ static void usage(const char *prog)
 		"[-S SIZE[,SIZE...]]\n"
 		"        [-b BATCH[,BATCH...]] [-w WINDOW] [-m MODE[,MODE...]] "
 		"[-I WRITES] [-W WARMUP]\n"
-		"        [-R ROUNDS] [-T MS] [-f FILE] [--csv]\n"
+		"        [-R ROUNDS] [-T MS] [-f FILE] [-P] [--csv]\n"
+		"  -P  both sides, not pmemverbs: ask the core for FI_RMA_PMEM\n"
 		"  without -s: the target; with -s: the initiator, which "
 		"measures\n"
 		"  -p  provider (%s); -e endpoint type (msg); -B port (%s)\n"
@@ -575,6 +578,7 @@ static bool parse_option(int c, char *arg, struct options *opts)
 	case 'R': return pm_parse_long(arg, 1, MAX_ROUNDS, &opts->rounds);
 	case 'T': return pm_parse_long(arg, 0, 3600000L, &opts->limit_ms);
 	case 'f': opts->file = arg; return true;
+	case 'P': pm_core_pmem = true; return true;
 	case 'C': opts->csv = true; return true;
 	default: return false;
 	}
@@ -622,7 +626,7 @@ static bool parse_options(int argc, char **argv, struct options *opts)
 	if (!pm_parse_sizes(sizes, 1, MAX_SIZE, opts->sizes, &opts->nsizes) ||
 	    !parse_batches(batches, opts))
 		return false;
-	while ((c = getopt_long(argc, argv, "p:e:s:B:S:b:w:m:I:W:R:T:f:h",
+	while ((c = getopt_long(argc, argv, "p:e:s:B:S:b:w:m:I:W:R:T:f:Ph",
 				long_opts, NULL)) != -1) {
 		if (!parse_option(c, optarg, opts))
 			return false;

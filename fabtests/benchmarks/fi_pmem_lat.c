@@ -4,10 +4,15 @@
  * remote file mapping, next to the plain RMA operations that bound it.
  *
  *   target:    fi_pmem_lat [-p PROV] [-B PORT] [-S SIZES] [-f FILE] [-y] [-K]
- *                          [-w WAIT]
+ *                          [-w WAIT] [-P]
  *   initiator: fi_pmem_lat [-p PROV] -s SERVER_ADDR [-B PORT] [-S SIZES]
  *                          [-I ITERS] [-W WARMUP] [-m MODES] [-b BATCH]
- *                          [-i IDLE_US] [--csv]
+ *                          [-i IDLE_US] [-P] [-D FILE] [-V FILE] [-O LOG]
+ *                          [--csv]
+ *
+ * -P asks a provider other than pmemverbs for FI_RMA_PMEM (the core's own
+ * FI_COMMIT_COMPLETE); -D, -V, -O check after each commit sample whether
+ * it completed before persistence (see ../common/pmem_early.h).
  *
  * The target maps a file (MAP_SHARED; a temporary file unless -f is given)
  * large enough for the largest size twice, registers it for remote access
@@ -65,42 +70,8 @@
 #include <string.h>
 #include <time.h>
 
-#include <getopt.h>
 
-#include "../common/pmem_common.h"
-
-#define DEFAULT_PROVIDER PM_PROVIDER
-#define DEFAULT_PORT "9228"
-#define DEFAULT_SIZES "64,4096,65536"
-#define DEFAULT_MODES "read8,write,write_read,commit"
-#define DEFAULT_ITERS 1000
-#define DEFAULT_WARMUP 100
-#define DEFAULT_BATCH 8
-
-#define MAX_MODES 16
-#define MAX_SIZE (256UL << 20)
-#define MAX_ITERS 10000000L
-#define MAX_BATCH 256
-#define MAX_IDLE_US 1000000L  /* -i: at most 1 s before each iteration */
-#define MAX_OPS_PER_SAMPLE (MAX_BATCH + 1)
-#define PROBE_SIZE 8          /* the 8-byte read of read8 and write_read */
-#define MIN_REGION (1UL << 20) /* room to rotate even for the largest size */
-
-struct options {
-	const char *prov;
-	const char *server; /* NULL: this process is the target */
-	const char *port;
-	size_t sizes[PM_MAX_SIZES];
-	int nsizes;
-	const struct mode *modes[MAX_MODES];
-	int nmodes;
-	long iters;
-	long warmup;
-	int batch;
-	long idle_us; /* sleep before each iteration, 0: none */
-	const char *file;
-	bool csv;
-};
+#include "fi_pmem_lat.h"
 
 /* The initiator's state while it measures. */
 struct bench {
@@ -112,13 +83,7 @@ struct bench {
 	int posted;      /* operations posted for the current sample */
 	int completed;   /* of those, completed */
 	int64_t deadline; /* of the current sample */
-};
-
-/* One measured mode: posts the operations of one sample. */
-struct mode {
-	const char *name;
-	bool pmem_only;
-	int (*post)(struct bench *b, size_t size, uint64_t index);
+	struct pm_early early; /* -D, -O: commits early at completion */
 };
 
 /* ---------------------------------------------------------------- target */
@@ -341,6 +306,19 @@ static void idle_for(long us)
 		;
 }
 
+/* After a commit sample (untimed): was its range persistent (-D, -O)? */
+static void check_early(struct bench *b, const struct mode *mode, size_t size,
+			uint64_t index)
+{
+	uint64_t off;
+
+	if (!pm_early_enabled(&b->early) || mode->post != post_commit_write)
+		return;
+	off = rotating_offset(b, size, index);
+	pm_early_check(&b->early, b->region.key, b->region.addr + off, off,
+		       b->conn->src, size);
+}
+
 /*
  * The common timing loop of one size: warmup, then opts->iters recorded
  * samples of every mode, the modes taking turns sample by sample, in the
@@ -371,6 +349,7 @@ static int measure(struct bench *b, size_t size, int64_t *samples)
 			if (i >= opts->warmup)
 				samples[m * opts->iters + i - opts->warmup] =
 					elapsed;
+			check_early(b, opts->modes[m], size, (uint64_t) i);
 		}
 	}
 	return 0;
@@ -477,7 +456,14 @@ static int run_initiator(const struct options *opts)
 		b->opts = opts;
 		b->res = &res;
 		b->conn = &conn;
-		ret = measure_all(b);
+		ret = pm_early_open(&b->early, opts->dirty_file,
+				    opts->placed_file, opts->oracle_file);
+		if (ret)
+			ret = pm_check(-FI_EINVAL, "opening -D, -V or -O's file");
+		if (!ret)
+			ret = measure_all(b);
+		pm_early_report(&b->early, opts->prov);
+		pm_early_close(&b->early);
 		pm_report_counters(&res, conn.ep);
 	}
 	if (!ret)
@@ -491,45 +477,8 @@ static int run_initiator(const struct options *opts)
 	return ret;
 }
 
-/* ------------------------------------------------------------- options */
-
-static void usage(const char *prog)
-{
-	fprintf(stderr,
-		"usage: %s [-p PROV] [-s SERVER_ADDR] [-B PORT] "
-		"[-S SIZE[,SIZE...]]\n"
-		"        [-I ITERS] [-W WARMUP] [-m MODE[,MODE...]] [-b BATCH] "
-		"[-i IDLE_US]\n"
-		"        [-f FILE] [-y] [-K] [--csv]\n"
-		"  without -s: the target; with -s: the initiator, which "
-		"measures\n"
-		"  -p  provider (%s); -B port (%s); -S sizes (%s)\n"
-		"  -I  iterations (%d); -W warmup iterations (%d); "
-		"-b writes per batch (%d)\n"
-		"  -m  modes among write,read,read8,read8_ctl,write_read,"
-		"commit,batch,\n"
-		"      scatter (%s), measured interleaved\n"
-		"  -i  initiator: sleep IDLE_US microseconds before each "
-		"iteration, untimed (0)\n"
-		"  -f  target's file (default: a temporary file)\n"
-		"  -y  target: busy-poll its CQ (fi_cq_read) instead of "
-		"waiting in fi_cq_sread\n"
-		"  -K  target: wait on a FI_RECV counter (fi_cntr_wait; with "
-		"-y fi_cntr_read)\n"
-		"      instead of its CQ\n"
-		"  -w  target: how it waits for its CQ, one of %s:\n"
-		"      fi_cq_sread on a CQ of wait object FI_WAIT_UNSPEC "
-		"(default), _NONE,\n"
-		"      _FD, _POLLFD; epoll on FI_GETWAIT's fd after "
-		"fi_trywait; fi_cntr_wait\n"
-		"      (as -K); fi_eq_sread on its EQ; no wait (reads its CQ "
-		"every %d ms)\n",
-		prog, DEFAULT_PROVIDER, DEFAULT_PORT, DEFAULT_SIZES,
-		DEFAULT_ITERS, DEFAULT_WARMUP, DEFAULT_BATCH, DEFAULT_MODES,
-		pm_wait_names(), PM_POLL_INTERVAL_MS);
-}
-
-static const struct mode *find_mode(const char *name)
+/* The mode of that name in the table, NULL (and a message) if none. */
+const struct mode *lat_find_mode(const char *name)
 {
 	size_t i;
 
@@ -540,106 +489,6 @@ static const struct mode *find_mode(const char *name)
 	return NULL;
 }
 
-static bool parse_modes(char *list, struct options *opts)
-{
-	char *save = NULL, *item;
-	const struct mode *mode;
-
-	opts->nmodes = 0;
-	for (item = strtok_r(list, ",", &save); item;
-	     item = strtok_r(NULL, ",", &save)) {
-		mode = find_mode(item);
-		if (!mode || opts->nmodes == MAX_MODES)
-			return false;
-		opts->modes[opts->nmodes++] = mode;
-	}
-	return opts->nmodes > 0;
-}
-
-/* Checks what getopt cannot: mode and provider agree, and so on. */
-static bool options_consistent(const struct options *opts)
-{
-	int i;
-
-	for (i = 0; i < opts->nmodes; i++) {
-		if (opts->modes[i]->pmem_only && !pm_is_pmemverbs(opts->prov)) {
-			fprintf(stderr, "mode %s needs -p %s\n",
-				opts->modes[i]->name, PM_PROVIDER);
-			return false;
-		}
-	}
-	if (opts->server && opts->file) {
-		fprintf(stderr, "-f is for the target (no -s)\n");
-		return false;
-	}
-	if (opts->server && (pm_wait_on_cntr || pm_wait_mode)) {
-		fprintf(stderr, "-K and -w are for the target (no -s)\n");
-		return false;
-	}
-	if (!opts->server && opts->idle_us) {
-		fprintf(stderr, "-i is for the initiator (-s)\n");
-		return false;
-	}
-	return true;
-}
-
-/* Parses one option letter with its argument; false if invalid. */
-static bool parse_option(int c, char *arg, struct options *opts)
-{
-	long value;
-
-	switch (c) {
-	case 'p': opts->prov = arg; return true;
-	case 's': opts->server = arg; return true;
-	case 'B': opts->port = arg; return pm_parse_long(arg, 1, 65535, &value);
-	case 'S': return pm_parse_sizes(arg, 1, MAX_SIZE, opts->sizes,
-					&opts->nsizes);
-	case 'I': return pm_parse_long(arg, 1, MAX_ITERS, &opts->iters);
-	case 'W': return pm_parse_long(arg, 0, MAX_ITERS, &opts->warmup);
-	case 'm': return parse_modes(arg, opts);
-	case 'b':
-		if (!pm_parse_long(arg, 1, MAX_BATCH, &value))
-			return false;
-		opts->batch = (int) value;
-		return true;
-	case 'i': return pm_parse_long(arg, 0, MAX_IDLE_US, &opts->idle_us);
-	case 'f': opts->file = arg; return true;
-	case 'y': pm_busy_poll = true; return true;
-	case 'K': pm_wait_on_cntr = true; return true;
-	case 'w':
-		if (!pm_parse_wait(arg))
-			return false;
-		pm_wait_on_cntr |= pm_wait_mode == PM_WAIT_CNTR;
-		return true;
-	case 'C': opts->csv = true; return true;
-	default: return false;
-	}
-}
-
-static bool parse_options(int argc, char **argv, struct options *opts)
-{
-	static const struct option long_opts[] = {
-		{ "csv", no_argument, NULL, 'C' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char sizes[] = DEFAULT_SIZES, modes[] = DEFAULT_MODES;
-	int c;
-
-	*opts = (struct options) {
-		.prov = DEFAULT_PROVIDER, .port = DEFAULT_PORT,
-		.iters = DEFAULT_ITERS, .warmup = DEFAULT_WARMUP,
-		.batch = DEFAULT_BATCH,
-	};
-	if (!pm_parse_sizes(sizes, 1, MAX_SIZE, opts->sizes, &opts->nsizes) ||
-	    !parse_modes(modes, opts))
-		return false;
-	while ((c = getopt_long(argc, argv, "p:s:B:S:I:W:m:b:i:f:yKw:h", long_opts,
-				NULL)) != -1)
-		if (!parse_option(c, optarg, opts))
-			return false;
-	return optind == argc && options_consistent(opts);
-}
 
 int main(int argc, char **argv)
 {
@@ -647,8 +496,8 @@ int main(int argc, char **argv)
 	int ret;
 
 	pm_role = "[fi_pmem_lat]";
-	if (!parse_options(argc, argv, &opts)) {
-		usage(argv[0]);
+	if (!lat_parse_options(argc, argv, &opts)) {
+		lat_usage(argv[0]);
 		return 2;
 	}
 	pm_role = opts.server ? "[initiator]" : "[target]";

@@ -169,15 +169,18 @@ bool pm_has_mr_mode(const struct pm_fabric *res, int bit)
 	return (res->info->domain_attr->mr_mode & bit) != 0;
 }
 
-/* MSG endpoint hints; FI_RMA_PMEM only for pmemverbs. */
+bool pm_core_pmem;
+
+/* MSG endpoint hints; FI_RMA_PMEM for pmemverbs, and for another provider
+ * (a core's own FI_COMMIT_COMPLETE) when pm_core_pmem is set. */
 static struct fi_info *pm_hints(const char *prov)
 {
 	struct fi_info *hints = fi_allocinfo();
 
 	if (!hints)
 		return NULL;
-	hints->caps = FI_MSG | FI_RMA | (pm_is_pmemverbs(prov) ?
-					   FI_RMA_PMEM : 0);
+	hints->caps = FI_MSG | FI_RMA | (pm_is_pmemverbs(prov) ||
+					 pm_core_pmem ? FI_RMA_PMEM : 0);
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
 	hints->ep_attr->type = FI_EP_MSG;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
@@ -630,7 +633,7 @@ int pm_accept(const struct pm_fabric *res, size_t rma_max, size_t tx_cq_size,
 int pm_register_region(const struct pm_fabric *res, struct pm_conn *conn,
 		       const struct pm_file *file, struct fid_mr **mr)
 {
-	uint64_t flags = res->pmem_ops ? FI_RMA_PMEM : 0;
+	uint64_t flags = res->pmem_ops || pm_core_pmem ? FI_RMA_PMEM : 0;
 
 	return pm_register(res, conn->ep, file->map, file->len,
 			   FI_REMOTE_WRITE | FI_REMOTE_READ, PM_REGION_MR_KEY,

@@ -65,6 +65,9 @@
 extern const char *pm_role;
 /* Read CQs by busy-polling (fi_cq_read) instead of fi_cq_sread. */
 extern bool pm_busy_poll;
+/* Ask a provider other than pmemverbs for FI_RMA_PMEM (endpoint and the
+ * target's region): the core's own FI_COMMIT_COMPLETE on persistent memory. */
+extern bool pm_core_pmem;
 /* A target waits for "done" on a FI_RECV counter (fi_cntr_wait, or
  * fi_cntr_read with pm_busy_poll) instead of its receive CQ. */
 extern bool pm_wait_on_cntr;

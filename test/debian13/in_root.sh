@@ -9,19 +9,23 @@
 # 127.0.0.1.  Prints "PASS|FAIL name" per check (the suites print their
 # own) and, as its last line, "N passed, N failed".
 #
-# usage: in_root.sh SRC_DIR BUILD_DIR PORT_BASE   (inside the root)
+# usage: in_root.sh SRC_DIR BUILD_DIR PORT_BASE [bench]  (inside the root)
+# With "bench": the build, then the benchmarks instead of the tests
+# (fabtests/scripts/pmv_core_compare.sh on PORT_BASE .. +199 and
+# pmv_commit_modes.sh on PORT_BASE+300 ..; results in BUILD_DIR/results).
 # Ports PORT_BASE .. PORT_BASE+999 (durability +0..+300 and its probe +900,
 # hostile +350, threads +400, crash +500, fi_pingpong +600, demo +650,
 # integration +700).
 set -u
 
-if [[ $# -ne 3 || ! -d $1 ]]; then
-	echo "usage: $0 SRC_DIR BUILD_DIR PORT_BASE (inside the root)" >&2
+if [[ $# -lt 3 || $# -gt 4 || ! -d $1 || ${4:-bench} != bench ]]; then
+	echo "usage: $0 SRC_DIR BUILD_DIR PORT_BASE [bench] (inside the root)" >&2
 	exit 2
 fi
 SRC=$(cd "$1" && pwd)
 BUILD=$2
 PORT=$3
+MODE=${4:-test}
 CRASH_CYCLES=${PMV_DEBIAN13_CRASH_CYCLES:-40}
 passed=0
 failed=0
@@ -121,9 +125,35 @@ run_pingpong() {
 	rm -f "$srv_out"
 }
 
+# The benchmarks of ./run bench-deb13 (issue 26 item 6, issue 27 item 5):
+# pmemverbs beside libfabric 2.1's tcp FI_COMMIT_COMPLETE, then the
+# commit-modes table; each a PASS if every run of it succeeded.
+run_bench() {
+	local out=$BUILD/results bin=$BUILD/fabtests/benchmarks
+	mkdir -p "$out"
+	section "pmv_core_compare.sh (ports $PORT..$((PORT + 199)))"
+	if PMV_LAT_BIN=$bin/fi_pmem_lat PMV_BW_BIN=$bin/fi_pmem_bw \
+	   bash "$SRC/fabtests/scripts/pmv_core_compare.sh" \
+	   "$out" "$PORT"; then
+		report PASS core_compare "$out/core_compare.txt"
+	else
+		report FAIL core_compare "a run failed or was skipped (above)"
+	fi
+	section "pmv_commit_modes.sh (ports from $((PORT + 300)))"
+	if PMV_LAT_BIN=$bin/fi_pmem_lat PMV_BW_BIN=$bin/fi_pmem_bw \
+	   PMV_CM_PORT=$((PORT + 300)) bash "$SRC/fabtests/scripts/pmv_commit_modes.sh" \
+	   "$out"; then
+		report PASS commit_modes "$out/commit_modes.txt"
+	else
+		report FAIL commit_modes "a run failed or was skipped (above)"
+	fi
+}
+
 export FI_PROVIDER_PATH=$BUILD/.libs
 unset FI_PROVIDER FI_PMEMVERBS_CORE_PROV PMEM2_FORCE_GRANULARITY
-if build; then
+if [[ $MODE == bench ]]; then
+	build && run_bench
+elif build; then
 	run_unit
 	run_fi_info
 	run_demo

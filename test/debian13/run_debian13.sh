@@ -13,8 +13,10 @@
 # cannot be made (mirror unreachable, debootstrap failing) is a FAIL with
 # the reason, never a skip.  The last line is "N passed, N failed".
 #
-# usage: test/debian13/run_debian13.sh [PORT_BASE]   (as root; default 28000,
-#        uses PORT_BASE .. PORT_BASE+999 on 127.0.0.1)
+# usage: test/debian13/run_debian13.sh [--bench OUT_DIR] [PORT_BASE]
+#        (as root; default 28000, uses PORT_BASE .. PORT_BASE+999 on
+#        127.0.0.1).  --bench: the benchmarks of ./run bench-deb13 instead
+#        of the tests (in_root.sh bench); their results go to OUT_DIR.
 # environment: PMV_DEBIAN13_ROOT   where the root is cached
 #                                  (default /var/cache/pmemverbs/trixie-root)
 #              PMV_DEBIAN13_MIRROR the mirror (default: apt's Debian URI here)
@@ -22,6 +24,12 @@
 set -u
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BENCH_OUT=
+if [[ ${1:-} == --bench ]]; then
+	[[ -n ${2:-} ]] || { echo "usage: $0 [--bench OUT_DIR] [PORT_BASE]" >&2; exit 2; }
+	BENCH_OUT=$2
+	shift 2
+fi
 PORT_BASE=${1:-28000}
 CACHE=${PMV_DEBIAN13_ROOT:-/var/cache/pmemverbs/trixie-root}
 SUITE=trixie
@@ -126,8 +134,13 @@ t0=$SECONDS
 out=$(chroot "$CACHE" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
       HOME=/root LANG=C.UTF-8 TMPDIR=/tmp \
       PMV_DEBIAN13_CRASH_CYCLES="${PMV_DEBIAN13_CRASH_CYCLES:-40}" \
-      bash "$IN_SRC/test/debian13/in_root.sh" "$IN_SRC" "$IN_BUILD" "$PORT_BASE" 2>&1)
+      bash "$IN_SRC/test/debian13/in_root.sh" "$IN_SRC" "$IN_BUILD" "$PORT_BASE" \
+      ${BENCH_OUT:+bench} 2>&1)
 printf '%s\n' "$out" | sed '$d'
+if [[ -n $BENCH_OUT && -d $CACHE$IN_BUILD/results ]]; then
+	mkdir -p "$BENCH_OUT" && cp -r "$CACHE$IN_BUILD/results/." "$BENCH_OUT/" &&
+		echo "debian13: benchmark results in $BENCH_OUT"
+fi
 last=$(printf '%s\n' "$out" | tail -n 1)
 echo "debian13: build and tests in the root $((SECONDS - t0)) s, whole pass $((SECONDS - START)) s"
 if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/* fi_pmem_lat: what its main file and its option parsing share. */
+#ifndef FI_PMEM_LAT_H
+#define FI_PMEM_LAT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../common/pmem_common.h"
+#include "../common/pmem_early.h"
+
+#define DEFAULT_PROVIDER PM_PROVIDER
+#define DEFAULT_PORT "9228"
+#define DEFAULT_SIZES "64,4096,65536"
+#define DEFAULT_MODES "read8,write,write_read,commit"
+#define DEFAULT_ITERS 1000
+#define DEFAULT_WARMUP 100
+#define DEFAULT_BATCH 8
+
+#define MAX_MODES 16
+#define MAX_SIZE (256UL << 20)
+#define MAX_ITERS 10000000L
+#define MAX_BATCH 256
+#define MAX_IDLE_US 1000000L  /* -i: at most 1 s before each iteration */
+#define MAX_OPS_PER_SAMPLE (MAX_BATCH + 1)
+#define PROBE_SIZE 8          /* the 8-byte read of read8 and write_read */
+#define MIN_REGION (1UL << 20) /* room to rotate even for the largest size */
+
+struct bench;
+
+/* One measured mode: posts the operations of one sample. */
+struct mode {
+	const char *name;
+	bool pmem_only;
+	int (*post)(struct bench *b, size_t size, uint64_t index);
+};
+
+struct options {
+	const char *prov;
+	const char *server; /* NULL: this process is the target */
+	const char *port;
+	size_t sizes[PM_MAX_SIZES];
+	int nsizes;
+	const struct mode *modes[MAX_MODES];
+	int nmodes;
+	long iters;
+	long warmup;
+	int batch;
+	long idle_us; /* sleep before each iteration, 0: none */
+	const char *file;
+	const char *dirty_file;  /* -D: initiator checks the target's pages */
+	const char *oracle_file; /* -O: initiator checks pmemverbs' oracle */
+	const char *placed_file; /* -V: initiator checks the bytes placed */
+	bool csv;
+};
+
+/* The mode of that name (fi_pmem_lat.c's table), NULL with a message. */
+const struct mode *lat_find_mode(const char *name);
+
+/* Prints the usage to stderr. */
+void lat_usage(const char *prog);
+
+/* Parses the command line into opts; false on a usage error. */
+bool lat_parse_options(int argc, char **argv, struct options *opts);
+
+#endif /* FI_PMEM_LAT_H */

@@ -154,9 +154,15 @@ bool pmv_gate_shut(const struct pmv_ep *ep, const struct pmv_req *req)
 	    pmv_gate_passed(ep, req->seq))
 		return false;
 	/* the completion may wait in the core CQ of a thread sleeping in it
-	 * (its bytes placed by another): wake it to read */
+	 * (its bytes placed by another): wake it to read; or in a core CQ
+	 * nobody reads (a target polling a counter): read it here */
 	rx = __atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE);
-	if (rx && __atomic_load_n(&rx->core_waiters, __ATOMIC_ACQUIRE))
+	if (!rx)
+		return true;
+	if (__atomic_load_n(&rx->core_waiters, __ATOMIC_ACQUIRE)) {
 		(void) fi_cq_signal(rx->core);
-	return true;
+		return true;
+	}
+	pmv_cq_take_core(rx);
+	return !pmv_gate_passed(ep, req->seq);
 }

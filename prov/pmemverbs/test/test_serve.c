@@ -772,6 +772,30 @@ Test(serve, a_gated_request_is_served_only_after_its_writes_completion)
 }
 
 /*
+ * A target that reads no CQ (it polls a counter; its agent is off because
+ * it progresses): the server reads the receive CQ's core entries itself,
+ * so a gated request is served once its write's completion is there, and
+ * the application's own entries wait for it, in order (was: refused as a
+ * request never whole, "a malformed request", after 100 ms).
+ */
+Test(serve, a_gated_request_is_served_when_nobody_reads_the_cq)
+{
+	struct fi_cq_data_entry got[4];
+
+	gate_ep();
+	put_req(1, KEY, BASE + 100, 64, PMV_REQ_GATED);
+	stage_remote_write(0xfeed); /* the application's own */
+	stage_remote_write(pmv_gate_data(g_ep.gate_id, 1));
+	cr_assert_eq(serve_and_ack(1), 0, "a gated request whose completion "
+		     "sat in the core CQ was not served");
+	cr_assert_eq(pmv_cq_read(&g_rx->cq_fid, got, 4), 1,
+		     "the application's entry was lost or the gated one "
+		     "reached it");
+	cr_assert_eq(got[0].data, 0xfeed);
+	pmv_gate_close(&g_ep);
+}
+
+/*
  * A gated request whose write's completion never comes (a peer that sent
  * the flag without the remote CQ data) is refused as a slot without a
  * valid request is, after FI_PMEMVERBS_BAD_REQUEST_MS: it does not stall

@@ -153,16 +153,15 @@ bool pmv_gate_shut(const struct pmv_ep *ep, const struct pmv_req *req)
 	if (!(req->flags & PMV_REQ_GATED) || !ep->gated ||
 	    pmv_gate_passed(ep, req->seq))
 		return false;
-	/* the completion may wait in the core CQ of a thread sleeping in it
-	 * (its bytes placed by another): wake it to read; or in a core CQ
-	 * nobody reads (a target polling a counter): read it here */
+	/* the completion may wait in a core CQ nobody reads (a target
+	 * polling a counter), or one a thread sleeps in (its bytes placed by
+	 * another; or this thread, in fi_cntr_wait): read it here, and wake
+	 * a sleeper, whose entries may now be queued */
 	rx = __atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE);
 	if (!rx)
 		return true;
-	if (__atomic_load_n(&rx->core_waiters, __ATOMIC_ACQUIRE)) {
-		(void) fi_cq_signal(rx->core);
-		return true;
-	}
 	pmv_cq_take_core(rx);
+	if (__atomic_load_n(&rx->core_waiters, __ATOMIC_ACQUIRE))
+		(void) fi_cq_signal(rx->core); /* its entries may be queued */
 	return !pmv_gate_passed(ep, req->seq);
 }

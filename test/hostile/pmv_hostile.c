@@ -123,22 +123,9 @@ static struct {
 
 static const char *g_role = "pmv_hostile";
 
-static noreturn void die(const char *fmt, ...) PRINTF_LIKE(1, 2);
+#include "../common/pmv_test_check.h"
+
 static void info(const char *fmt, ...) PRINTF_LIKE(1, 2);
-
-/* Prints "ERROR <role>: <reason>" on stderr and exits 1. */
-static noreturn void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fflush(stdout);
-	fprintf(stderr, "ERROR %s: ", g_role);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
 
 /* Prints an information line (no verdict). */
 static void info(const char *fmt, ...)
@@ -151,15 +138,6 @@ static void info(const char *fmt, ...)
 	putchar('\n');
 	fflush(stdout);
 }
-
-/* Calls that must return 0; anything else ends the run. */
-#define CHECK(call)                                                          \
-	do {                                                                 \
-		ssize_t rc_ = (call);                                        \
-		if (rc_ != 0)                                                \
-			die("%s: %s (%zd)", #call, fi_strerror((int)-rc_),   \
-			    rc_);                                            \
-	} while (0)
 
 /* splitmix64's finalizer: the test's deterministic byte source. */
 static uint64_t mix64(uint64_t x)

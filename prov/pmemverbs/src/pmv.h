@@ -663,7 +663,6 @@ void pmv_gate_close(struct pmv_ep *ep);
 void pmv_gate_confirm(struct pmv_domain *dom, uint16_t id, uint32_t seq32);
 bool pmv_gate_passed(const struct pmv_ep *ep, uint64_t seq);
 bool pmv_gate_take_entry(struct pmv_domain *dom, const void *entry);
-bool pmv_gate_shut(const struct pmv_ep *ep, const struct pmv_req *req);
 void pmv_cq_progress_core(struct pmv_cq *cq);
 const char *pmv_strerror(int prov_errno);
 

@@ -465,7 +465,7 @@ int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep)
 			if (!pmv_agent_slot_bad(ep))
 				break;
 			pmv_agent_refuse_slot(ep);
-		} else if (pmv_gate_shut(ep, req)) {
+		} else if (pmv_serve_gate_shut(ep, req)) {
 			/* its write's completion never read: refused as a
 			 * slot without a valid request would be */
 			if (!pmv_agent_slot_bad(ep))

@@ -23,6 +23,9 @@ int pmv_serve_try(struct pmv_domain *dom, struct pmv_ep *ep);
 bool pmv_serve_by_app(struct pmv_ep *ep, uint64_t now_ms);
 void pmv_serve_detach(struct pmv_ep *ep);
 
+/* pmv_serve_gate.c */
+bool pmv_serve_gate_shut(const struct pmv_ep *ep, const struct pmv_req *req);
+
 /* pmv_publish.c */
 void pmv_publish_profiles(struct pmv_ep *ep);
 

@@ -52,6 +52,7 @@
 #include "../common/pmv_test_time.h"
 #define PMV_TEST_REPORT_SHARED /* one count over all the files */
 #include "../common/pmv_test_report.h"
+#include "../common/pmv_test_hints.h"
 
 #include "target/pmv_oracle.h"
 

@@ -115,19 +115,10 @@ static struct conn *g_watched[MAX_CONNS];
 
 struct fi_info *make_hints(void)
 {
-	struct fi_info *h = fi_allocinfo();
+	struct fi_info *h = pmv_test_pmem_hints();
 
 	if (!h)
-		die("fi_allocinfo failed");
-	h->ep_attr->type = FI_EP_MSG;
-	h->caps = FI_MSG | FI_RMA | FI_RMA_PMEM;
-	h->mode = FI_CONTEXT | FI_CONTEXT2;
-	h->addr_format = FI_SOCKADDR_IN;
-	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
-				  FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	h->fabric_attr->prov_name = strdup("pmemverbs");
-	if (!h->fabric_attr->prov_name)
-		die("out of memory");
+		die("out of memory for fi_getinfo hints");
 	return h;
 }
 

@@ -61,6 +61,7 @@
 
 #include "../common/pmv_test_time.h"
 #include "../common/pmv_test_report.h"
+#include "../common/pmv_test_hints.h"
 
 #include "target/pmv_oracle.h"
 
@@ -268,20 +269,11 @@ static struct {
 /* pmemverbs MSG hints: FI_RMA_PMEM, FI_THREAD_SAFE, provider keys. */
 static struct fi_info *make_hints(void)
 {
-	struct fi_info *h = fi_allocinfo();
+	struct fi_info *h = pmv_test_pmem_hints();
 
 	if (!h)
-		die("fi_allocinfo failed");
-	h->ep_attr->type = FI_EP_MSG;
-	h->caps = FI_MSG | FI_RMA | FI_RMA_PMEM;
-	h->mode = FI_CONTEXT | FI_CONTEXT2;
-	h->addr_format = FI_SOCKADDR_IN;
+		die("out of memory for fi_getinfo hints");
 	h->domain_attr->threading = FI_THREAD_SAFE;
-	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
-				  FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-	h->fabric_attr->prov_name = strdup("pmemverbs");
-	if (!h->fabric_attr->prov_name)
-		die("out of memory");
 	return h;
 }
 

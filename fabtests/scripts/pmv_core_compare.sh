@@ -366,20 +366,23 @@ early_table() {
 	awk -F, '$4 != "" && NR > 1 { printf "control: %s %s %s, %s: %s of %s early (%s)\n", $1, $2, $3, ($4 == "decoy" ? "placed check on a zeroed decoy file" : "FI_PMEMVERBS_FAULT_SKIP_EXTENT=" $4), $5, $6, ($5 > 0 ? "the check can fail" : "MISSED: this check cannot fail") }' "$EARLY_CSV"
 }
 
+# awk: median of the numbers in the space-separated list l (n/a if none).
+AWK_MEDIAN='
+function median(l,   n, v, i, j, x) {
+	n = split(l, v, " ")
+	if (!n) return "n/a"
+	for (i = 2; i <= n; i++) {
+		x = v[i] + 0
+		for (j = i - 1; j >= 1 && v[j] + 0 > x; j--) v[j + 1] = v[j]
+		v[j + 1] = x
+	}
+	return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+}'
+
 # Per cell "config target size": median over rounds of commit p50 and
 # p99 over read8 p50, and the medians of the two p50s in us.
 latency_cells() {
-	awk -F, '
-	function median(l,   n, v, i, j, x) {
-		n = split(l, v, " ")
-		if (!n) return "n/a"
-		for (i = 2; i <= n; i++) {
-			x = v[i] + 0
-			for (j = i - 1; j >= 1 && v[j] + 0 > x; j--) v[j + 1] = v[j]
-			v[j + 1] = x
-		}
-		return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-	}
+	awk -F, "$AWK_MEDIAN"'
 	NR > 1 { k = $2 " " $3 " " $7; r = $1; cells[k] = 1
 		if ($6 == "read8") rd[k, r] = $9
 		if ($6 == "commit") { c50[k, r] = $9; c99[k, r] = $10; runs[k] = runs[k] " " r }
@@ -427,17 +430,7 @@ throughput_table() {
 	echo "# (3) a commit on every 4 KiB write, 16 outstanding, passive target:"
 	echo "#     writes/s and over fi_write in the same process pair (medians"
 	echo "#     over $ROUNDS rounds of $BW_MS ms)"
-	awk -F, '
-	function median(l,   n, v, i, j, x) {
-		n = split(l, v, " ")
-		if (!n) return "n/a"
-		for (i = 2; i <= n; i++) {
-			x = v[i] + 0
-			for (j = i - 1; j >= 1 && v[j] + 0 > x; j--) v[j + 1] = v[j]
-			v[j + 1] = x
-		}
-		return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-	}
+	awk -F, "$AWK_MEDIAN"'
 	NR > 1 { ops[$2, $1, $5] = $11; cfg[$2] = $4; rounds[$2] = rounds[$2] " " $1 }
 	END { for (c in cfg) { a = b = ""; n = split(rounds[c], r, " ")
 		for (i = 1; i <= n; i++) if ((c, r[i], "core_commit") in ops &&

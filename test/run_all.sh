@@ -106,7 +106,8 @@ run_hostile() {
 
 # Threads (issue 11 item 7): FI_THREAD_SAFE domains, threads committing on
 # one endpoint and on several at once, each completion checked by the
-# oracle (test/threads/run_threads.sh; ports port_base..port_base+16).
+# oracle, and the initiator's fault sweeps (test/threads/run_threads.sh;
+# ports port_base..port_base+48).
 run_threads() {
 	local label=$1 dir=$2 port_base=$3 out
 	echo "== threads committing at once ($label)"

@@ -117,7 +117,7 @@ static struct {
 	enum mode mode;
 	unsigned threads, commits, conns, pollers;
 	uint64_t base, key, seed;
-	bool all_oracle, corrupt;
+	bool all_oracle, corrupt, faults;
 } g_opt = { .addr = "127.0.0.1", .gran = "page", .threads = 4,
 	    .commits = 200, .pollers = 2, .seed = 1 };
 
@@ -733,6 +733,8 @@ struct worker {
 	int finished;             /* atomic */
 	/* tallies (the owner's) */
 	unsigned commits, writes, fenced, flushes, ranges, covered, eagain;
+	unsigned failed;          /* -X faults: batches that ended in an error */
+	unsigned commit_errors;   /* -X faults: commits completed in error */
 };
 
 static struct worker g_w[MAX_THREADS];
@@ -746,6 +748,8 @@ static size_t g_log_cap;
 static bool g_need_oracle;       /* the agent persists every commit */
 static unsigned g_checked_commits; /* atomic: for -X corrupt */
 static unsigned g_strays;        /* atomic */
+static unsigned g_op_errors;     /* atomic: -X faults, error completions */
+static unsigned g_post_errors;   /* atomic: -X faults, refused posts */
 static unsigned g_foreign;       /* atomic: completions read by a thread
 				  * other than their operation's owner */
 static _Thread_local const struct worker *t_self; /* the reading thread */
@@ -978,7 +982,9 @@ static void on_completion(void *context, uint64_t flags, int err,
 	op->err = err;
 	if (op->batch->w != t_self)
 		__atomic_add_fetch(&g_foreign, 1, __ATOMIC_RELAXED);
-	if (err)
+	if (err && g_opt.faults)
+		__atomic_add_fetch(&g_op_errors, 1, __ATOMIC_RELAXED);
+	else if (err)
 		note_failure(false, "%s completed with %s: %s",
 			     op_str(op, what, sizeof(what)), fi_strerror(err),
 			     text);
@@ -1161,6 +1167,11 @@ static bool post_op(struct worker *w, struct op *op)
 		if (!ret)
 			return true;
 		__atomic_store_n(&op->state, ST_IDLE, __ATOMIC_RELEASE);
+		if (ret != -FI_EAGAIN && g_opt.faults) {
+			/* an injected fault: the batch ends here */
+			__atomic_add_fetch(&g_post_errors, 1, __ATOMIC_RELAXED);
+			return false;
+		}
 		if (ret != -FI_EAGAIN) {
 			note_failure(false, "posting the %s: %s",
 				     op_str(op, what, sizeof(what)),
@@ -1228,6 +1239,9 @@ static void finish_batch(struct worker *w, struct batch *b)
 		w->flushes += !commit->r.len;
 		w->ranges += b->checked;
 		w->covered += b->covered;
+	} else {
+		w->failed++;
+		w->commit_errors += b->nposted == b->nops && commit->err;
 	}
 	b->busy = false;
 	w->inflight--;
@@ -1455,8 +1469,27 @@ static struct worker sum_tallies(void)
 		s.ranges += g_w[i].ranges;
 		s.covered += g_w[i].covered;
 		s.eagain += g_w[i].eagain;
+		s.failed += g_w[i].failed;
 	}
 	return s;
+}
+
+/*
+ * -X faults: every batch ended, in success or in an error (an injected
+ * fault), and every commit that succeeded was checked durable at its
+ * completion, as in a run without faults.
+ */
+static void report_faulted(const struct worker *s, unsigned want)
+{
+	printf("INFO faults: %u batches failed, %u error completions, %u "
+	       "posts refused\n", s->failed,
+	       __atomic_load_n(&g_op_errors, __ATOMIC_RELAXED),
+	       __atomic_load_n(&g_post_errors, __ATOMIC_RELAXED));
+	verdict(s->commits + s->failed == want, "commits",
+		"%u of %u batches ended in a successful commit, each checked "
+		"at its completion (%u ranges, %u covered by oracle records "
+		"appended after the post); %u ended in an error", s->commits,
+		want, s->ranges, s->covered, s->failed);
 }
 
 /* The run's tallies (INFO) and the commits verdict. */
@@ -1474,6 +1507,10 @@ static void report_commits(double secs)
 	if (g_fail.count) {
 		verdict(false, "commits", "%u failures, the first: %s",
 			g_fail.count, g_fail.first);
+		return;
+	}
+	if (g_opt.faults) {
+		report_faulted(&s, want);
 		return;
 	}
 	verdict(s.commits == want, "commits",
@@ -1501,6 +1538,17 @@ static unsigned commits_on(const struct conn *c)
 	return n;
 }
 
+/* Commits the threads saw complete in error on endpoint c. */
+static unsigned commit_errors_on(const struct conn *c)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < g_opt.threads; i++)
+		if (g_w[i].conn == c)
+			n += g_w[i].commit_errors;
+	return n;
+}
+
 /* Each endpoint's counters agree with the threads' completions. */
 static void report_counters(void)
 {
@@ -1514,12 +1562,14 @@ static void report_counters(void)
 		if (g_net.pmem->ep_counters(g_conns[i].ep, &c))
 			die("ep_counters failed");
 		flushed_ok = g_need_oracle ? !c.flush_ops : c.flush_ops > 0;
-		ok = c.commits == commits_on(&g_conns[i]) && !c.commit_errors &&
+		ok = c.commits == commits_on(&g_conns[i]) &&
+		     c.commit_errors == commit_errors_on(&g_conns[i]) &&
 		     flushed_ok;
 		snprintf(detail, sizeof(detail), "endpoint %u: commits %" PRIu64
 			 " (threads saw %u), commit_errors %" PRIu64
-			 ", flush_ops %" PRIu64 " (%s)", i, c.commits,
-			 commits_on(&g_conns[i]), c.commit_errors, c.flush_ops,
+			 " (threads saw %u), flush_ops %" PRIu64 " (%s)", i,
+			 c.commits, commits_on(&g_conns[i]), c.commit_errors,
+			 commit_errors_on(&g_conns[i]), c.flush_ops,
 			 g_need_oracle ? "0 expected: the agent persists" :
 			 "read-flush expected");
 	}
@@ -1622,7 +1672,7 @@ static noreturn void usage(void)
 		"usage: pmv_threads -r target -P PORT -f FILE -n CONNS [-p POLLERS]\n"
 		"       pmv_threads -r initiator -P PORT -m MODE -x BASE:KEY -F FILE\n"
 		"                   [-o ORACLE] [-g GRAN] [-T THREADS] [-N BATCHES] [-A]\n"
-		"                   [-X corrupt] [-s SEED]\n"
+		"                   [-X corrupt|faults] [-s SEED]\n"
 		"  -a ADDR   address (default 127.0.0.1)\n"
 		"  -m MODE   one-ep | multi-ep | mix\n"
 		"  -T N      threads (1..%u, default 4); -N N batches each (default 200)\n"
@@ -1630,6 +1680,9 @@ static noreturn void usage(void)
 		"  -A        every commit goes to the agent (FI_PMEMVERBS_METHOD=agent):\n"
 		"            check the oracle on every profile\n"
 		"  -X corrupt  test only: one commit's check expects a wrong byte (exit 3)\n"
+		"  -X faults   errors from injected faults (FI_PMEMVERBS_FAULT_*) end\n"
+		"              their batch instead of the run; successful commits are\n"
+		"              checked as always\n"
 		"  target: FI_PMEMVERBS_ORACLE=PATH creates the oracle log (-o PATH)\n",
 		MAX_THREADS);
 	exit(EXIT_USAGE);
@@ -1686,9 +1739,12 @@ static void parse_opts(int argc, char **argv)
 		case 'g': g_opt.gran = optarg; break;
 		case 'A': g_opt.all_oracle = true; break;
 		case 'X':
-			if (strcmp(optarg, "corrupt"))
+			if (!strcmp(optarg, "corrupt"))
+				g_opt.corrupt = true;
+			else if (!strcmp(optarg, "faults"))
+				g_opt.faults = true;
+			else
 				usage();
-			g_opt.corrupt = true;
 			break;
 		case 's': g_opt.seed = strtoull(optarg, NULL, 0); break;
 		default: usage();

@@ -24,13 +24,18 @@
 #   PMV_THREADS_N        batches (each ending in a commit) per thread (default 500)
 #   PMV_THREADS_FAULTS   0: leave out the two runs that must fail (default 1)
 #   PMV_THREADS_WIDE     0: leave out the runs with twice the threads (default 1)
+#   PMV_THREADS_SWEEP    0: leave out the fault sweeps (default 1): the
+#                        initiator's N-th allocation (N = 1, 2, ... until
+#                        one is never reached) or N-th core operation
+#                        fails; every run must pass its checks or end at
+#                        set-up with an error
 #   PMV_THREADS_WRAP     a command both processes run under (e.g. valgrind ...)
 #   PMV_THREADS_TIMEOUT  seconds per process (default 300)
 #   PMV_THREADS_KEEP=1   keep every process's output (its directory is printed)
 set -u
 
 if [[ $# -lt 1 || $# -gt 2 || ! -x $1 ]]; then
-	sed -n '14,29p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '14,34p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 fi
 BIN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -191,6 +196,26 @@ conns_of() {
 	esac
 }
 
+# A run with an injected fault in the initiator (-X faults): PASS if it
+# passed every check (each successful commit durable at its completion,
+# the counters agreeing), or if the fault ended it at set-up with an error
+# (ERROR line, no verdict); FAIL on a crash, a hang, a failed check or an
+# early completion.  Sets REACHED=0 when the fault never fired (the sweep
+# has passed the last call of that point).
+judge_fault() {
+	local prefix=$1 rc=$2 dir=$3 err
+	REACHED=1
+	grep -q 'fault injection: call' "$dir/initiator.err" || REACHED=0
+	err=$(grep -m1 '^ERROR' "$dir/initiator.err" | cut -c1-200)
+	if [[ $rc -eq 1 && -n $err && $REACHED -eq 1 ]] &&
+		! grep -q '^\(PASS\|FAIL\) ' "$dir/initiator.out"; then
+		report PASS "$prefix/refused" "ended at set-up: $err"
+		return
+	fi
+	judge_role "$prefix" initiator "$rc" "$dir"
+	[[ $REACHED -eq 1 ]] || echo "  $prefix: the fault never fired"
+}
+
 # run NAME GRAN MODE JUDGE [TARGET_ENV... --] [INITIATOR_ARGS...]
 # GRAN byte-agent: byte, with FI_PMEMVERBS_METHOD=agent and -A; GRAN byte:
 # with FI_PMEMVERBS_METHOD=read_flush (a read of the target's generation
@@ -206,6 +231,8 @@ run() {
 		shift
 	fi
 	iargs=("$@")
+	read -r -a extra <<<"${IENV:-}"
+	ienv+=("${extra[@]}")
 	PORT=$((PORT + 1))
 	mkdir -p "$dir" "$(dirname "$shm")"
 	if [[ $gran == *-agent ]]; then
@@ -232,16 +259,34 @@ run() {
 		-T "$t" -N "$BATCHES" "${iargs[@]}" \
 		>"$dir/initiator.out" 2>"$dir/initiator.err"
 	irc=$?
+	# an initiator ended early by its fault leaves the target waiting
+	[[ $judge == fault && $irc -ne 0 ]] && kill "$TPID" 2>/dev/null
 	finish_target
 	trc=$TRC
 	grep -h '^INFO' "$dir/initiator.out" | sed "s|^|  $name: |"
-	if [[ $judge == detect ]]; then
-		judge_detect "$name" "$irc" "$dir"
-	else
-		judge_role "$name" initiator "$irc" "$dir"
-	fi
-	judge_role "$name" target "$trc" "$dir"
+	case $judge in
+	detect) judge_detect "$name" "$irc" "$dir" ;;
+	fault) judge_fault "$name" "$irc" "$dir" ;;
+	*) judge_role "$name" initiator "$irc" "$dir" ;;
+	esac
+	[[ $judge == fault && $irc -ne 0 ]] || judge_role "$name" target "$trc" "$dir"
 	rm -f "$shm".*
+}
+
+# fault_sweep POINT N...: one run per N with the initiator's N-th call at
+# failure point POINT (FI_PMEMVERBS_FAULT_<POINT>) failing; stops after
+# the first N the run never reached.
+fault_sweep() {
+	local point=$1 n
+	shift
+	for n in "$@"; do
+		IENV="FI_PMEMVERBS_FAULT_${point^^}=$n FI_LOG_LEVEL=warn" \
+			run "fault-$point-$n/mix-T$THREADS/cache_line" \
+			cache_line mix fault -X faults
+		[[ $REACHED -eq 1 ]] && continue
+		[[ $n == "$1" ]] && report FAIL "fault-$point" "its first call never failed: is the plugin built with --enable-fault-injection?"
+		break
+	done
 }
 
 echo "pmemverbs threads tests: $BIN (FI_PROVIDER_PATH=$FI_PROVIDER_PATH, 127.0.0.1, ports from $PORT, $THREADS threads x $BATCHES batches${WRAP[*]:+, under ${WRAP[0]}})"
@@ -262,6 +307,13 @@ if [[ ${PMV_THREADS_FAULTS:-1} != 0 ]]; then
 		detect FI_PMEMVERBS_FAULT_SKIP_EXTENT=7 --
 	# the checker expects a wrong first byte for the 25th commit it checks
 	run "corrupt/one-ep-T$THREADS/byte" byte one-ep detect -X corrupt
+fi
+# every allocation of the initiator's commit machinery failing in turn,
+# and operations the engine posts to the core at intervals
+if [[ ${PMV_THREADS_SWEEP:-1} != 0 ]]; then
+	REACHED=1
+	fault_sweep alloc $(seq 1 40)
+	fault_sweep core_op 1 2 3 5 8 13 50 200 1000
 fi
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

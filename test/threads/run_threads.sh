@@ -205,7 +205,8 @@ conns_of() {
 judge_fault() {
 	local prefix=$1 rc=$2 dir=$3 err
 	REACHED=1
-	grep -q 'fault injection: call' "$dir/initiator.err" || REACHED=0
+	grep -q 'fault injection: call' "$dir/${FAULT_SIDE:-initiator}.err" ||
+		REACHED=0
 	err=$(grep -m1 '^ERROR' "$dir/initiator.err" | cut -c1-200)
 	if [[ $rc -eq 1 && -n $err && $REACHED -eq 1 ]] &&
 		! grep -q '^\(PASS\|FAIL\) ' "$dir/initiator.out"; then
@@ -263,6 +264,9 @@ run() {
 	[[ $judge == fault && $irc -ne 0 ]] && kill "$TPID" 2>/dev/null
 	finish_target
 	trc=$TRC
+	# a target's own fault may end it with an error, never a crash
+	[[ $judge == fault && ${FAULT_SIDE:-} == target && $trc -eq 1 ]] &&
+		grep -q '^ERROR' "$dir/target.err" && trc=0
 	grep -h '^INFO' "$dir/initiator.out" | sed "s|^|  $name: |"
 	case $judge in
 	detect) judge_detect "$name" "$irc" "$dir" ;;
@@ -274,17 +278,28 @@ run() {
 }
 
 # fault_sweep POINT N...: one run per N with the initiator's N-th call at
-# failure point POINT (FI_PMEMVERBS_FAULT_<POINT>) failing; stops after
-# the first N the run never reached.
+# failure point POINT (FI_PMEMVERBS_FAULT_<POINT>) failing, or the
+# target's with FAULT_SIDE=target; stops after the first N the run never
+# reached.
 fault_sweep() {
-	local point=$1 n
+	local point=$1 n var side=${FAULT_SIDE:-initiator}
 	shift
+	# FI_PMEMVERBS_PEER_TIMEOUT_MS: a target that cannot serve fails the
+	# commits in flight after 2 s, not 10
 	for n in "$@"; do
-		IENV="FI_PMEMVERBS_FAULT_${point^^}=$n FI_LOG_LEVEL=warn" \
-			run "fault-$point-$n/mix-T$THREADS/cache_line" \
-			cache_line mix fault -X faults
+		var="FI_PMEMVERBS_FAULT_${point^^}=$n FI_LOG_LEVEL=warn"
+		if [[ $side == target ]]; then
+			# shellcheck disable=SC2086 # two words, on purpose
+			IENV=FI_PMEMVERBS_PEER_TIMEOUT_MS=2000 \
+				run "fault-target-$point-$n/mix-T$THREADS/cache_line" \
+				cache_line mix fault $var -- -X faults
+		else
+			IENV="$var FI_PMEMVERBS_PEER_TIMEOUT_MS=2000" \
+				run "fault-$point-$n/mix-T$THREADS/cache_line" \
+				cache_line mix fault -X faults
+		fi
 		[[ $REACHED -eq 1 ]] && continue
-		[[ $n == "$1" ]] && report FAIL "fault-$point" "its first call never failed: is the plugin built with --enable-fault-injection?"
+		[[ $n == "$1" ]] && report FAIL "fault-$side-$point" "its first call never failed: is the plugin built with --enable-fault-injection?"
 		break
 	done
 }
@@ -314,6 +329,7 @@ if [[ ${PMV_THREADS_SWEEP:-1} != 0 ]]; then
 	REACHED=1
 	fault_sweep alloc $(seq 1 40)
 	fault_sweep core_op 1 2 3 5 8 13 50 200 1000
+	FAULT_SIDE=target fault_sweep alloc $(seq 1 40)
 fi
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

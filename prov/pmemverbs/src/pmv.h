@@ -573,7 +573,7 @@ ssize_t pmv_commit_inject(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 ssize_t pmv_ini_track(struct pmv_ep *ep, uint64_t key, uint64_t addr,
 		      uint64_t len);
 void pmv_ini_fail_all(struct pmv_ep *ep, int err);
-void pmv_ep_peer_connected(struct pmv_ep *ep, const struct pmv_peer *peer);
+int pmv_ep_peer_connected(struct pmv_ep *ep, const struct pmv_peer *peer);
 enum fi_pmem_method pmv_ini_method(struct pmv_ep *ep, uint64_t key);
 enum fi_pmem_profile pmv_ini_peer_profile(struct pmv_ep *ep, uint64_t key);
 void pmv_ini_counters(struct pmv_ep *ep, struct fi_pmem_ep_counters *out);

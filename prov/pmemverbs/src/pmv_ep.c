@@ -352,33 +352,47 @@ static void pmv_ep_init_fid(struct pmv_ep *ep, size_t fclass, void *context)
 	ep->ep_fid.collective = NULL;
 }
 
-/* The peer's CM header arrived: commits go to it, and its requests are served. */
-void pmv_ep_peer_connected(struct pmv_ep *ep, const struct pmv_peer *peer)
+/*
+ * The peer's CM header arrived: commits go to it, and its requests are
+ * served.  A negative libfabric code if they cannot be (the agent could
+ * not start).
+ */
+int pmv_ep_peer_connected(struct pmv_ep *ep, const struct pmv_peer *peer)
 {
 	int ret;
 
 	ep->peer = *peer;
-	if (ep->pmem && ep->inbox.mem && (ret = pmv_agent_add(ep->domain, ep)))
-		PMV_WARN(FI_LOG_EP_CTRL, "could not start the commit agent: "
-			 "%s (%d); this endpoint cannot serve its peer's "
-			 "commits (they fail when its peer times out). Free "
-			 "memory or threads, close the endpoint and accept "
-			 "the connection again\n", fi_strerror(ret < 0 ? -ret :
-			 ret), ret);
+	if (!ep->pmem || !ep->inbox.mem)
+		return 0;
+	ret = pmv_agent_add(ep->domain, ep);
+	return ret > 0 ? -ret : ret;
 }
 
-/* Takes the peer's CM header from the connreq, then releases the connreq. */
-static void pmv_take_connreq(struct pmv_ep *ep, struct fi_info *info)
+/*
+ * Takes the peer's CM header from the connreq, then releases the connreq.
+ * If this endpoint could not serve the peer's commits, fails and keeps the
+ * connreq: the application rejects it (fi_reject), and the peer learns at
+ * once instead of at its commits' timeout.
+ */
+static int pmv_take_connreq(struct pmv_ep *ep, struct fi_info *info)
 {
 	struct pmv_connreq *creq;
+	int ret;
 
 	if (!info->handle || info->handle->fclass != FI_CLASS_CONNREQ)
-		return;
+		return 0;
 	creq = pmv_container_of(info->handle, struct pmv_connreq, fid);
-	if (creq->peer.known)
-		pmv_ep_peer_connected(ep, &creq->peer);
+	if (creq->peer.known && (ret = pmv_ep_peer_connected(ep, &creq->peer))) {
+		PMV_WARN(FI_LOG_EP_CTRL, "fi_endpoint: could not start the "
+			 "commit agent: %s (%d), so this endpoint could not "
+			 "serve its peer's commits; reject the connection "
+			 "request (fi_reject), free memory or threads, and "
+			 "let the peer connect again\n", fi_strerror(-ret),
+			 ret);
+		return ret;
+	}
 	fi_close(info->handle);
-	info->handle = NULL;
+	return 0;
 }
 
 /*
@@ -470,7 +484,12 @@ int pmv_endpoint(struct fid_domain *domain, struct fi_info *info,
 		goto out;
 	}
 	pmv_ep_init_fid(ep, FI_CLASS_EP, context);
-	pmv_take_connreq(ep, info);
+	ret = pmv_take_connreq(ep, info);
+	if (ret) {
+		fi_close(&ep->core->fid);
+		pmv_ep_pmem_fini(ep);
+		goto out;
+	}
 	*ep_fid = &ep->ep_fid;
 	ep = NULL;
 out:

@@ -121,10 +121,17 @@ static ssize_t pmv_eq_connected(struct fi_eq_cm_entry *entry, ssize_t len)
 {
 	struct pmv_ep *ep = pmv_event_ep(entry->fid);
 	struct pmv_peer peer = { 0 };
+	int ret;
 
 	len = pmv_strip_cm_hdr(entry, len, &peer);
-	if (ep && peer.known && !ep->peer.known)
-		pmv_ep_peer_connected(ep, &peer);
+	if (ep && peer.known && !ep->peer.known &&
+	    (ret = pmv_ep_peer_connected(ep, &peer)))
+		PMV_WARN(FI_LOG_EP_CTRL, "could not start the commit agent: "
+			 "%s (%d); this endpoint cannot serve its peer's "
+			 "commits (they fail at the peer's "
+			 "FI_PMEMVERBS_PEER_TIMEOUT_MS). Free memory or "
+			 "threads, close the endpoint and connect again\n",
+			 fi_strerror(-ret), ret);
 	if (ep && ep->pmem)
 		pmv_ep_connected(ep);
 	return len;

@@ -117,12 +117,15 @@ static void pmv_define_params(void)
 			"FI_COMMIT_COMPLETE. 0: such a write is a plain write "
 			"that completes once placed. Default: no.");
 	fi_param_define(&pmv_prov, "peer_timeout_ms", FI_PARAM_INT,
-			"Milliseconds an initiator waits for any answer from "
-			"the target while commits are in flight; then every "
+			"Milliseconds an initiator waits for an answer from "
+			"the target (an ack, or the completion of its own "
+			"data) while commits are in flight; then every "
 			"commit of the endpoint fails with FI_ETIMEDOUT and "
-			"the endpoint takes no more (a frozen or unreachable "
-			"target). A dead connection is found sooner, by the "
-			"probe. 0: never. Default 10000.");
+			"the endpoint takes no more (a frozen, unreachable or "
+			"not serving target). A dead connection is found "
+			"sooner, by the probe; an answered probe does not "
+			"count (an RDMA device answers it for a frozen "
+			"process). 0: never. Default 10000.");
 	fi_param_define(&pmv_prov, "peer_probe_ms", FI_PARAM_INT,
 			"Milliseconds without an answer from the target, "
 			"while commits are in flight, after which the "

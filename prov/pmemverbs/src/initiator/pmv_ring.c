@@ -271,7 +271,10 @@ static void pmv_ini_iop_done(struct pmv_iop *iop,
 	struct pmv_commit *c;
 
 	pthread_mutex_lock(&ini->lock);
-	ini->quiet_since = 0; /* the peer answered */
+	/* a probe's answer shows the connection alive, not the target
+	 * serving: only acks and our data's completions end the quiet */
+	if (iop->kind != PMV_IOP_PROBE)
+		ini->quiet_since = 0;
 	if (iop->kind == PMV_IOP_PROBE) {
 		ini->probing = false;
 		if (err && ini->ep) /* the peer cannot answer: gone */

@@ -140,36 +140,10 @@ struct pmv_persistence {
 	uint64_t map_offset;   /* and its offset in the file */
 };
 
-/* Ranges written to one key since its last commit (pmv_scope.c). */
-#define PMV_MAX_EXTENTS 16
-/* Extents kept per key at most; past it the closest merge, holes or not */
-#define PMV_SCOPE_CAP 1024
-struct pmv_key_scope {
-	uint64_t key;
-	unsigned count, cap;
-	uint32_t gen;   /* generation known at its oldest write (count > 0) */
-	struct pmv_extent *ext; /* sorted by address, disjoint, not touching */
-};
-
-struct pmv_scope {
-	struct pmv_key_scope *keys;
-	size_t nkeys, cap;
-	unsigned limit; /* extents kept per key before neighbours coalesce */
-	uint64_t gap;   /* unwritten bytes two extents may merge over */
-	uint64_t page;  /* pages no write touched are never covered */
-	uint32_t gen;   /* the peer's generation known now (pmv_scope_add) */
-};
-
 /* Registration generations count closes and may wrap: true if a is older. */
 static inline bool pmv_gen_before(uint32_t a, uint32_t b)
 {
 	return (int32_t) (a - b) < 0;
-}
-
-/* The older of two generations. */
-static inline uint32_t pmv_gen_older(uint32_t a, uint32_t b)
-{
-	return pmv_gen_before(a, b) ? a : b;
 }
 
 /* This side's inbox: acks from the peer's agent, requests to our agent. */
@@ -194,17 +168,6 @@ struct pmv_peer {
 	uint8_t transport;
 	bool gated;                /* takes gated requests at gate_id */
 	uint16_t gate_id;
-};
-
-#define PMV_MAX_IOV 4
-
-/* What decides the commit method for a key (pmv_method.c). */
-struct pmv_key_facts {
-	uint8_t profile;   /* enum fi_pmem_profile the target reported */
-	uint8_t transport; /* enum pmv_transport */
-	bool ddio_off;     /* the target declared DDIO off */
-	bool raw_ordered;  /* the core orders reads after writes */
-	bool gated;        /* the peer offered a gate: one-write agent */
 };
 
 struct pmv_fabric {
@@ -492,59 +455,13 @@ void pmv_fault_reset(void);
 void pmv_fault_define_params(void);
 void pmv_fault_read_params(void);
 
-/* pmv_profile.c */
+/* target/pmv_profile.c, as pmv_mr.c uses it */
 int pmv_persistence_detect(const void *addr, size_t len,
 			   struct pmv_persistence *p);
 int pmv_persistence_from_map(struct pmem2_map *map,
 			     struct pmv_persistence *p);
 void pmv_persistence_release(struct pmv_persistence *p);
 void pmv_persistence_volatile(struct pmv_persistence *p);
-enum fi_pmem_profile pmv_profile_decide(int granularity, bool cpu_flush_ok);
-/*
- * Allocates the holes of [off, off + len) of the region's file fd
- * (pmv_holes.c): 0, or -FI_ENOSPC if the file system cannot hold them.
- */
-int pmv_fill_holes(int fd, uint64_t off, uint64_t len);
-int pmv_persist(const struct pmv_persistence *p, const void *addr,
-		size_t len);
-int pmv_place(const struct pmv_persistence *p, void *dst, const void *src,
-	      size_t len, bool uncached);
-
-/* target/pmv_file.c: what pmemverbs knows of a region's file */
-void pmv_file_attach(struct pmv_persistence *p, int fd);
-void pmv_file_detach(struct pmv_persistence *p);
-int pmv_file_check(const struct pmv_persistence *p, const void *addr,
-		   size_t len);
-int pmv_file_wb_check(const struct pmv_persistence *p, const void *addr,
-		      size_t len);
-void pmv_file_failed(const struct pmv_persistence *p);
-
-/* pmv_method.c */
-bool pmv_method_correct(enum fi_pmem_method method,
-			const struct pmv_key_facts *k);
-enum fi_pmem_method pmv_method_fastest(const struct pmv_key_facts *k);
-enum fi_pmem_method pmv_method_select(const struct pmv_key_facts *k,
-				      uint64_t flags);
-bool pmv_method_may_send(void);
-
-/* pmv_scope.c */
-void pmv_scope_init(struct pmv_scope *scope, unsigned limit);
-void pmv_scope_fini(struct pmv_scope *scope);
-int pmv_scope_add(struct pmv_scope *scope, uint64_t key, uint64_t addr,
-		  uint64_t len);
-int pmv_scope_add_gen(struct pmv_scope *scope, uint64_t key, uint64_t addr,
-		      uint64_t len, uint32_t gen);
-bool pmv_scope_empty(const struct pmv_scope *scope, uint64_t key);
-bool pmv_scope_gen(const struct pmv_scope *scope, uint64_t key,
-		   uint32_t *gen);
-unsigned pmv_scope_count(const struct pmv_scope *scope, uint64_t key);
-unsigned pmv_scope_take(struct pmv_scope *scope, uint64_t key,
-			struct pmv_extent *out, unsigned max);
-unsigned pmv_scope_fit(struct pmv_scope *scope, uint64_t key, unsigned max,
-		       bool any);
-unsigned pmv_scope_take_all(struct pmv_scope *scope, uint64_t key,
-			    struct pmv_extent *out, unsigned max);
-
 /* pmv_inbox.c: CM header and inbox of a pmem endpoint. */
 int pmv_inbox_open(struct pmv_ep *ep);
 int pmv_inbox_close(struct pmv_ep *ep);
@@ -558,9 +475,6 @@ uint64_t pmv_peer_req_addr(const struct pmv_peer *peer, uint64_t seq);
 uint64_t pmv_peer_gen_addr(const struct pmv_peer *peer);
 uint64_t pmv_peer_profiles_addr(const struct pmv_peer *peer);
 uint32_t pmv_ep_slot_bytes(const struct pmv_ep *ep);
-void pmv_domain_publish_gen(struct pmv_domain *dom);
-void pmv_domain_publish_profiles(struct pmv_domain *dom);
-void pmv_ep_connected(struct pmv_ep *ep);
 unsigned pmv_req_max_extents(uint32_t slot_size);
 
 /* initiator/: the commit engine, as the pass-through objects use it. */
@@ -573,17 +487,20 @@ ssize_t pmv_commit_inject(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 ssize_t pmv_ini_track(struct pmv_ep *ep, uint64_t key, uint64_t addr,
 		      uint64_t len);
 void pmv_ini_fail_all(struct pmv_ep *ep, int err);
-void pmv_ep_peer_connected(struct pmv_ep *ep, const struct pmv_peer *peer);
 enum fi_pmem_method pmv_ini_method(struct pmv_ep *ep, uint64_t key);
 enum fi_pmem_profile pmv_ini_peer_profile(struct pmv_ep *ep, uint64_t key);
 void pmv_ini_counters(struct pmv_ep *ep, struct fi_pmem_ep_counters *out);
-bool pmv_send_conflict_locked(struct pmv_ep *ep, uint64_t key, uint64_t addr,
-			      uint64_t len);
-/* Send commits in flight on ep (one load; pmv_m_send.c). */
-unsigned pmv_ini_sends_busy(const struct pmv_ep *ep);
-/* fi_errno for one of pmemverbs's prov_errno values. */
+/*
+ * True if an operation on [addr, addr + len) of key (len 0: the whole key)
+ * must wait for a send commit in flight; one load while none is
+ * (pmv_m_send.c).
+ */
+bool pmv_send_conflict(struct pmv_ep *ep, uint64_t key, uint64_t addr,
+		       uint64_t len);
+
+/* fi_errno for one of pmemverbs's prov_errno values (initiator/pmv_ring.c). */
 int pmv_err_to_fi(int prov_errno);
-/* Milliseconds on CLOCK_MONOTONIC. */
+/* pmv_fault.c: milliseconds on CLOCK_MONOTONIC. */
 uint64_t pmv_ms_now(void);
 /* Microseconds on CLOCK_MONOTONIC (no test skew). */
 uint64_t pmv_us_now(void);
@@ -614,17 +531,6 @@ static inline bool pmv_err_conn_lost(int err)
 }
 
 /*
- * True if an operation on [addr, addr + len) of key (len 0: the whole key)
- * must wait for a send commit in flight; one load while none is.
- */
-static inline bool pmv_send_conflict(struct pmv_ep *ep, uint64_t key,
-				     uint64_t addr, uint64_t len)
-{
-	return ep->ini && pmv_ini_sends_busy(ep) &&
-	       pmv_send_conflict_locked(ep, key, addr, len);
-}
-
-/*
  * Wakes the domain's agent if it sleeps on its fds: an application's CQ
  * read drives the core too, and may move a commit request into an inbox
  * without leaving the socket readable for the agent.
@@ -638,14 +544,16 @@ static inline void pmv_domain_nudge_agent(struct pmv_domain *dom)
 		(void) !write(dom->agent_wake_fd, &one, sizeof(one));
 }
 
-/* pmv_agent.c: target side. */
+/* target/: the agent and serving, as the pass-through objects use them
+ * (pmv_agent.c; pmv_serve_attach: pmv_serve_hooks.c). */
 int pmv_agent_add(struct pmv_domain *dom, struct pmv_ep *ep);
 void pmv_agent_remove(struct pmv_domain *dom, struct pmv_ep *ep);
 void pmv_agent_stop(struct pmv_domain *dom);
 void pmv_serve_attach(struct pmv_ep *ep);
 void pmv_agent_stop_all(void);
-struct pmv_mr *pmv_domain_get_mr(struct pmv_domain *dom, uint64_t key);
-void pmv_mr_put(struct pmv_mr *mr);
+void pmv_domain_publish_gen(struct pmv_domain *dom);
+void pmv_domain_publish_profiles(struct pmv_domain *dom);
+void pmv_ep_connected(struct pmv_ep *ep);
 
 /* pmv_cq.c: entries pmemverbs raises itself. */
 bool pmv_cq_ready(struct pmv_cq *cq);
@@ -663,7 +571,9 @@ void pmv_gate_close(struct pmv_ep *ep);
 void pmv_gate_confirm(struct pmv_domain *dom, uint16_t id, uint32_t seq32);
 bool pmv_gate_passed(const struct pmv_ep *ep, uint64_t seq);
 bool pmv_gate_take_entry(struct pmv_domain *dom, const void *entry);
+/* pmv_cq_wait.c */
 void pmv_cq_progress_core(struct pmv_cq *cq);
+/* pmv_cq.c */
 const char *pmv_strerror(int prov_errno);
 
 /* pmv_info.c: fi_info translation between pmemverbs and its core. */
@@ -699,6 +609,8 @@ int pmv_ep_setopt(fid_t fid, int level, int optname, const void *optval,
 		  size_t optlen);
 int pmv_cm_setname(fid_t fid, void *addr, size_t addrlen);
 int pmv_cm_getname(fid_t fid, void *addr, size_t *addrlen);
+/* pmv_ep.c: the peer's CM header was read (FI_CONNREQ, FI_CONNECTED). */
+void pmv_ep_peer_connected(struct pmv_ep *ep, const struct pmv_peer *peer);
 
 /* Object constructors, one file each. */
 int pmv_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,

@@ -21,6 +21,7 @@
 #include <criterion/criterion.h>
 
 #include "pmv.h"
+#include "initiator/pmv_initiator.h"
 
 /* The fake core endpoint. */
 #define MAX_POSTS 64

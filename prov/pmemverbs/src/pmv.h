@@ -642,7 +642,7 @@ int pmv_mr_reg_pmem2(struct fid_domain *domain, struct pmem2_map *map,
 		     uint64_t requested_key, uint64_t flags,
 		     struct fid_mr **mr, void *context);
 
-/* Data-path operation tables (pmv_ep_ops.c). */
+/* Data-path operation tables (pmv_ep_ops.c; pmem RMA: pmv_ep_pmem.c). */
 extern struct fi_ops_msg pmv_msg_ops;
 extern struct fi_ops_tagged pmv_tagged_ops;
 extern struct fi_ops_rma pmv_rma_ops;
@@ -659,8 +659,10 @@ ssize_t pmv_counted_writemsg(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 			     uint64_t flags);
 ssize_t pmv_counted_readmsg(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 			    uint64_t flags);
+/* pmv_ep_pmem.c: default op flags */
 void pmv_ep_set_op_flags(struct pmv_ep *ep, uint64_t op_flags);
 int pmv_ep_setopsflag(struct pmv_ep *ep, uint64_t *flags);
+/* pmv_ep_atomic.c */
 extern struct fi_ops_atomic pmv_atomic_ops;
 
 #endif /* PMV_H */

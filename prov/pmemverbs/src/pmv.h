@@ -573,7 +573,7 @@ bool pmv_gate_passed(const struct pmv_ep *ep, uint64_t seq);
 bool pmv_gate_take_entry(struct pmv_domain *dom, const void *entry);
 /* pmv_cq_wait.c */
 void pmv_cq_progress_core(struct pmv_cq *cq);
-/* pmv_cq.c */
+/* pmv_strerror.c */
 const char *pmv_strerror(int prov_errno);
 
 /* pmv_info.c: fi_info translation between pmemverbs and its core. */

@@ -45,7 +45,10 @@ int pmv_serve_try(struct pmv_domain *dom, struct pmv_ep *ep);
 bool pmv_serve_by_app(struct pmv_ep *ep, uint64_t now_ms);
 void pmv_serve_detach(struct pmv_ep *ep);
 
-/* pmv_serve.c: a region held while a request is served */
+/* pmv_serve_commit.c: one request on its region (0 or a PMV_ERR_* code);
+ * the region is held while it is served */
+int pmv_agent_commit(struct pmv_domain *dom, struct pmv_ep *ep,
+		     struct pmv_req *req);
 struct pmv_mr *pmv_domain_get_mr(struct pmv_domain *dom, uint64_t key);
 void pmv_mr_put(struct pmv_mr *mr);
 

@@ -602,14 +602,16 @@ int pmv_no_ops_set(struct fid *fid, const char *name, uint64_t flags,
 extern struct fi_ops pmv_connreq_fi_ops;
 int pmv_core_wait_set(struct fid_wait *wait_set, struct fid_wait **core_set);
 
-/* pmv_ep.c: the endpoint options and names passive endpoints share. */
+/* pmv_ep_cm.c: the endpoint options and names passive endpoints share,
+ * and an active endpoint's CM operations. */
 int pmv_ep_getopt(fid_t fid, int level, int optname, void *optval,
 		  size_t *optlen);
 int pmv_ep_setopt(fid_t fid, int level, int optname, const void *optval,
 		  size_t optlen);
 int pmv_cm_setname(fid_t fid, void *addr, size_t addrlen);
 int pmv_cm_getname(fid_t fid, void *addr, size_t *addrlen);
-/* pmv_ep.c: the peer's CM header was read (FI_CONNREQ, FI_CONNECTED). */
+extern struct fi_ops_cm pmv_ep_cm_ops;
+/* pmv_ep_cm.c: the peer's CM header was read (FI_CONNREQ, FI_CONNECTED). */
 void pmv_ep_peer_connected(struct pmv_ep *ep, const struct pmv_peer *peer);
 
 /* Object constructors, one file each. */

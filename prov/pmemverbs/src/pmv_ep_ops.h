@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmemverbs: what the data-path files share (pmv_ep_ops.c: messages and
- * RMA; pmv_ep_atomic.c: atomics; pmv_ep_pmem.c: RMA of pmem endpoints).
+ * pmemverbs: what the endpoint operation files share (pmv_ep_ops.c:
+ * messages and RMA; pmv_ep_atomic.c: atomics; pmv_ep_pmem.c: RMA of pmem
+ * endpoints; pmv_ep_cm.c: connection management).
  */
 #ifndef PMV_EP_OPS_H
 #define PMV_EP_OPS_H

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pmv_objects.h"
 #include "initiator/pmv_initiator.h"
 #include "fi_pmem_probe.h"
 

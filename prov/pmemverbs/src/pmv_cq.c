@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 static size_t pmv_cq_entry_size(enum fi_cq_format format)
 {

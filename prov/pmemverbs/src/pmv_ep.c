@@ -6,7 +6,7 @@
  */
 #include <stdlib.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 static struct fid_ep *pmv_core_ep(struct fid_ep *ep)
 {

@@ -7,7 +7,7 @@
 #ifndef PMV_EP_OPS_H
 #define PMV_EP_OPS_H
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 /* The pmemverbs endpoint behind an application's fid_ep. */
 static inline struct pmv_ep *pmv_ep(struct fid_ep *ep)

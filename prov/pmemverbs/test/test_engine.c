@@ -20,7 +20,7 @@
 
 #include <criterion/criterion.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 #include "initiator/pmv_initiator.h"
 
 /* The fake core endpoint. */

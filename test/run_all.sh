@@ -395,7 +395,9 @@ if [[ -n $VERBS_ONLY ]]; then
 fi
 
 # The source layout (DESIGN.md section 3): no call cycle between files,
-# initiator/ and target/ never call each other (from the build's objects);
+# initiator/ and target/ never call each other (from the build's objects),
+# no include circle or include across folders, no header inline calling
+# across folders (check_cycles.py);
 # every file names its licence (SPDX); the man pages match the code
 # (parameters, error codes, extension functions, tools: check_man.py);
 # the README's install table names every installed file

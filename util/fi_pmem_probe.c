@@ -23,7 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
+#include "initiator/pmv_initiator.h"
 #include "fi_pmem_probe.h"
 
 struct fi_provider *fi_prov_ini(void);

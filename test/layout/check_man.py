@@ -134,7 +134,7 @@ def code_errors():
             pending = []
         else:
             pending.append('default')
-    cq = read(os.path.join(SRC, 'pmv_cq.c'))
+    cq = read(os.path.join(SRC, 'pmv_strerror.c'))
     texts = {m.group(1): c_strings(m.group(2)) for m in re.finditer(
         r'\[(PMV_ERR_\w+) - PMV_ERR_BASE\] =(.*?),\n', cq, re.S)}
     return [(n, base + 1 + i, errnos.get(n, errnos.get('default')),

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmemverbs: internal definitions shared by the provider's objects.
+ * pmemverbs: internal definitions shared by the provider's objects: the
+ * pass-through layer (src/), the initiator (initiator/) and the target
+ * (target/).  What only one folder uses is in its own header:
+ * pmv_objects.h (src/), initiator/pmv_initiator.h, target/pmv_target.h.
  *
  * Every pmemverbs object wraps one object of the core provider (verbs or
  * tcp).  Each wrapper starts with its public fid structure, and the core
@@ -41,22 +44,6 @@
  * its own (fi_getinfo -FI_ENODATA, "fi_version 1.17 < requested 2.1").
  */
 #define PMV_FI_VERSION FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
-
-/*
- * libfabric 2.0 deprecated wait sets and poll sets (fi_wait_open, fi_wait,
- * fi_poll_open, fi_poll*): built against 2.x, pmemverbs neither offers nor
- * uses them; against 1.x, applications may still hand it theirs.
- */
-#define PMV_HAVE_WAIT_SETS (FI_MAJOR_VERSION < 2)
-
-/*
- * libfabric's private getinfo flags (include/ofi.h, not installed).  A
- * provider hidden by FI_PROVIDER is only reachable with OFI_GETINFO_HIDDEN;
- * OFI_CORE_PROV_ONLY keeps utility providers out of a core query.  These
- * values have been stable since libfabric 1.10.
- */
-#define PMV_OFI_CORE_PROV_ONLY (1ULL << 59)
-#define PMV_OFI_GETINFO_HIDDEN (1ULL << 60)
 
 #define pmv_container_of(ptr, type, field) \
 	((type *) ((char *) (ptr) - offsetof(type, field)))
@@ -111,12 +98,8 @@ static inline size_t pmv_limit(size_t own, size_t core)
 	return core && core < own ? core : own;
 }
 
-/* Flags pmemverbs owns on fi_writemsg. */
-#define PMV_COMMIT_FLAGS (FI_COMMIT_COMPLETE | FI_IMMED)
 /* Provider-specific flag bits pmemverbs does not define. */
 #define PMV_UNKNOWN_PROV_BITS ((1ULL << 61) | (1ULL << 62) | (1ULL << 63))
-/* Largest atomically durable unit on x86-64 and aarch64. */
-#define PMV_ATOMICITY_CHUNK 8
 
 /* How the agent makes a region's bytes durable (target/pmv_profile.c). */
 enum pmv_persist_kind {
@@ -140,36 +123,10 @@ struct pmv_persistence {
 	uint64_t map_offset;   /* and its offset in the file */
 };
 
-/* Ranges written to one key since its last commit (pmv_scope.c). */
-#define PMV_MAX_EXTENTS 16
-/* Extents kept per key at most; past it the closest merge, holes or not */
-#define PMV_SCOPE_CAP 1024
-struct pmv_key_scope {
-	uint64_t key;
-	unsigned count, cap;
-	uint32_t gen;   /* generation known at its oldest write (count > 0) */
-	struct pmv_extent *ext; /* sorted by address, disjoint, not touching */
-};
-
-struct pmv_scope {
-	struct pmv_key_scope *keys;
-	size_t nkeys, cap;
-	unsigned limit; /* extents kept per key before neighbours coalesce */
-	uint64_t gap;   /* unwritten bytes two extents may merge over */
-	uint64_t page;  /* pages no write touched are never covered */
-	uint32_t gen;   /* the peer's generation known now (pmv_scope_add) */
-};
-
 /* Registration generations count closes and may wrap: true if a is older. */
 static inline bool pmv_gen_before(uint32_t a, uint32_t b)
 {
 	return (int32_t) (a - b) < 0;
-}
-
-/* The older of two generations. */
-static inline uint32_t pmv_gen_older(uint32_t a, uint32_t b)
-{
-	return pmv_gen_before(a, b) ? a : b;
 }
 
 /* This side's inbox: acks from the peer's agent, requests to our agent. */
@@ -196,17 +153,6 @@ struct pmv_peer {
 	uint16_t gate_id;
 };
 
-#define PMV_MAX_IOV 4
-
-/* What decides the commit method for a key (pmv_method.c). */
-struct pmv_key_facts {
-	uint8_t profile;   /* enum fi_pmem_profile the target reported */
-	uint8_t transport; /* enum pmv_transport */
-	bool ddio_off;     /* the target declared DDIO off */
-	bool raw_ordered;  /* the core orders reads after writes */
-	bool gated;        /* the peer offered a gate: one-write agent */
-};
-
 struct pmv_fabric {
 	struct fid_fabric fabric_fid;
 	struct fid_fabric *core;
@@ -214,10 +160,6 @@ struct pmv_fabric {
 };
 
 struct pmv_agent;
-
-/* Bytes of remote CQ data an FI_RMA_PMEM application may send: the rest
- * marks gated writes (PMV_GATE_MAGIC). */
-#define PMV_APP_CQ_DATA_MAX 4
 
 /* Gates a domain keeps (pmv_gate.c): a power of two below 65536. */
 #define PMV_GATES 1024u
@@ -246,12 +188,6 @@ struct pmv_domain {
 	unsigned gate_next;                   /* where the next claim looks */
 };
 
-struct pmv_pep {
-	struct fid_pep pep_fid;
-	struct fid_pep *core;
-	uint64_t pmem_caps; /* FI_RMA_PMEM if opened with it, for connreqs */
-};
-
 struct pmv_cq;
 struct pmv_eq;
 struct pmv_cntr;
@@ -278,36 +214,13 @@ struct pmv_hooks {
 	struct pmv_hook *head;     /* read without the lock when empty */
 };
 
-void pmv_hooks_init(struct pmv_hooks *hooks);
-void pmv_hooks_fini(struct pmv_hooks *hooks);
-int pmv_hooks_close_wrapper(struct fid *core_fid, const char *what,
-			    struct pmv_hooks *hooks, void *wrapper);
+/* pmv_hooks.c */
 void pmv_hooks_add(struct pmv_hooks *hooks, struct pmv_hook *hook);
 void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook);
-void pmv_hooks_run(struct pmv_hooks *hooks);
-void pmv_hooks_run_before_wait(struct pmv_hooks *hooks);
-bool pmv_hooks_busy(struct pmv_hooks *hooks);
-unsigned pmv_hooks_hold_eps(struct pmv_hooks *hooks, struct pmv_ep **eps,
-			    unsigned max);
 /* pmv_cq_wait.c: the fds a CQ's core wait object is made of (poll.h). */
 struct pollfd;
 struct pmv_cq;
 int pmv_cq_wait_fds(struct pmv_cq *cq, struct pollfd *fds, unsigned max);
-/* pmv_cq.c, for pmv_cq_wait.c: reads; pmv_cq_wait.c: waits. */
-bool pmv_cq_plain(struct pmv_cq *cq);
-bool pmv_cq_hooks_busy(struct pmv_cq *cq);
-ssize_t pmv_cq_filter_internal(struct pmv_cq *cq, void *buf,
-			       fi_addr_t *src_addr, ssize_t n);
-ssize_t pmv_cq_read(struct fid_cq *cq, void *buf, size_t count);
-ssize_t pmv_cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
-		       uint64_t flags);
-ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
-			fi_addr_t *src_addr);
-ssize_t pmv_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
-			 fi_addr_t *src_addr, const void *cond, int timeout);
-ssize_t pmv_cq_sread(struct fid_cq *cq, void *buf, size_t count,
-		     const void *cond, int timeout);
-int pmv_cq_signal(struct fid_cq *cq_fid);
 
 /* The RMA counters of a pmem endpoint pmemverbs counts itself (pmv_ep_cntr.c). */
 enum pmv_rma_cntr { PMV_CNTR_WRITE, PMV_CNTR_READ, PMV_CNTR_REMOTE_WRITE,
@@ -438,11 +351,6 @@ struct pmv_cntr {
 				     * into it (pmv_ep_cntr.c; atomic) */
 };
 
-struct pmv_av {
-	struct fid_av av_fid;
-	struct fid_av *core;
-};
-
 struct pmv_mr {
 	struct fid_mr mr_fid;
 	struct fid_mr *core;
@@ -460,23 +368,6 @@ struct pmv_mr {
 	enum fi_hmem_iface iface; /* FI_HMEM_SYSTEM: host memory */
 };
 
-struct pmv_wait {
-	struct fid_wait wait_fid;
-	struct fid_wait *core;
-};
-
-struct pmv_poll {
-	struct fid_poll poll_fid;
-	struct fid_poll *core;
-};
-
-/* Connection request handed to the application in an FI_CONNREQ event. */
-struct pmv_connreq {
-	struct fid fid;
-	struct fi_info *core_info;
-	struct pmv_peer peer;
-};
-
 /* pmv_fault.c: fault injection at every failure point (test only). */
 enum pmv_fault_point {
 	PMV_FAULT_CORE_OP, /* an operation the engine posts to the core */
@@ -488,69 +379,15 @@ enum pmv_fault_point {
 	PMV_FAULT_POINTS,
 };
 bool pmv_fault(enum pmv_fault_point point);
-void pmv_fault_reset(void);
-void pmv_fault_define_params(void);
-void pmv_fault_read_params(void);
 
-/* pmv_profile.c */
+/* target/pmv_profile.c, as pmv_mr.c uses it */
 int pmv_persistence_detect(const void *addr, size_t len,
 			   struct pmv_persistence *p);
 int pmv_persistence_from_map(struct pmem2_map *map,
 			     struct pmv_persistence *p);
 void pmv_persistence_release(struct pmv_persistence *p);
 void pmv_persistence_volatile(struct pmv_persistence *p);
-enum fi_pmem_profile pmv_profile_decide(int granularity, bool cpu_flush_ok);
-/*
- * Allocates the holes of [off, off + len) of the region's file fd
- * (pmv_holes.c): 0, or -FI_ENOSPC if the file system cannot hold them.
- */
-int pmv_fill_holes(int fd, uint64_t off, uint64_t len);
-int pmv_persist(const struct pmv_persistence *p, const void *addr,
-		size_t len);
-int pmv_place(const struct pmv_persistence *p, void *dst, const void *src,
-	      size_t len, bool uncached);
-
-/* target/pmv_file.c: what pmemverbs knows of a region's file */
-void pmv_file_attach(struct pmv_persistence *p, int fd);
-void pmv_file_detach(struct pmv_persistence *p);
-int pmv_file_check(const struct pmv_persistence *p, const void *addr,
-		   size_t len);
-int pmv_file_wb_check(const struct pmv_persistence *p, const void *addr,
-		      size_t len);
-void pmv_file_failed(const struct pmv_persistence *p);
-
-/* pmv_method.c */
-bool pmv_method_correct(enum fi_pmem_method method,
-			const struct pmv_key_facts *k);
-enum fi_pmem_method pmv_method_fastest(const struct pmv_key_facts *k);
-enum fi_pmem_method pmv_method_select(const struct pmv_key_facts *k,
-				      uint64_t flags);
-bool pmv_method_may_send(void);
-
-/* pmv_scope.c */
-void pmv_scope_init(struct pmv_scope *scope, unsigned limit);
-void pmv_scope_fini(struct pmv_scope *scope);
-int pmv_scope_add(struct pmv_scope *scope, uint64_t key, uint64_t addr,
-		  uint64_t len);
-int pmv_scope_add_gen(struct pmv_scope *scope, uint64_t key, uint64_t addr,
-		      uint64_t len, uint32_t gen);
-bool pmv_scope_empty(const struct pmv_scope *scope, uint64_t key);
-bool pmv_scope_gen(const struct pmv_scope *scope, uint64_t key,
-		   uint32_t *gen);
-unsigned pmv_scope_count(const struct pmv_scope *scope, uint64_t key);
-unsigned pmv_scope_take(struct pmv_scope *scope, uint64_t key,
-			struct pmv_extent *out, unsigned max);
-unsigned pmv_scope_fit(struct pmv_scope *scope, uint64_t key, unsigned max,
-		       bool any);
-unsigned pmv_scope_take_all(struct pmv_scope *scope, uint64_t key,
-			    struct pmv_extent *out, unsigned max);
-
 /* pmv_inbox.c: CM header and inbox of a pmem endpoint. */
-int pmv_inbox_open(struct pmv_ep *ep);
-int pmv_inbox_close(struct pmv_ep *ep);
-bool pmv_cm_hdr_parse(const void *data, size_t len, struct pmv_peer *peer);
-void *pmv_cm_data_with_hdr(struct pmv_ep *ep, const void *param,
-			   size_t paramlen, size_t *total);
 struct pmv_ack *pmv_inbox_ack(struct pmv_inbox *inbox, uint64_t seq);
 struct pmv_req *pmv_inbox_req(struct pmv_inbox *inbox, uint64_t seq);
 uint64_t pmv_peer_ack_addr(const struct pmv_peer *peer, uint64_t seq);
@@ -558,9 +395,6 @@ uint64_t pmv_peer_req_addr(const struct pmv_peer *peer, uint64_t seq);
 uint64_t pmv_peer_gen_addr(const struct pmv_peer *peer);
 uint64_t pmv_peer_profiles_addr(const struct pmv_peer *peer);
 uint32_t pmv_ep_slot_bytes(const struct pmv_ep *ep);
-void pmv_domain_publish_gen(struct pmv_domain *dom);
-void pmv_domain_publish_profiles(struct pmv_domain *dom);
-void pmv_ep_connected(struct pmv_ep *ep);
 unsigned pmv_req_max_extents(uint32_t slot_size);
 
 /* initiator/: the commit engine, as the pass-through objects use it. */
@@ -573,17 +407,20 @@ ssize_t pmv_commit_inject(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 ssize_t pmv_ini_track(struct pmv_ep *ep, uint64_t key, uint64_t addr,
 		      uint64_t len);
 void pmv_ini_fail_all(struct pmv_ep *ep, int err);
-int pmv_ep_peer_connected(struct pmv_ep *ep, const struct pmv_peer *peer);
 enum fi_pmem_method pmv_ini_method(struct pmv_ep *ep, uint64_t key);
 enum fi_pmem_profile pmv_ini_peer_profile(struct pmv_ep *ep, uint64_t key);
 void pmv_ini_counters(struct pmv_ep *ep, struct fi_pmem_ep_counters *out);
-bool pmv_send_conflict_locked(struct pmv_ep *ep, uint64_t key, uint64_t addr,
-			      uint64_t len);
-/* Send commits in flight on ep (one load; pmv_m_send.c). */
-unsigned pmv_ini_sends_busy(const struct pmv_ep *ep);
-/* fi_errno for one of pmemverbs's prov_errno values. */
+/*
+ * True if an operation on [addr, addr + len) of key (len 0: the whole key)
+ * must wait for a send commit in flight; one load while none is
+ * (pmv_m_send.c).
+ */
+bool pmv_send_conflict(struct pmv_ep *ep, uint64_t key, uint64_t addr,
+		       uint64_t len);
+
+/* fi_errno for one of pmemverbs's prov_errno values (initiator/pmv_ring.c). */
 int pmv_err_to_fi(int prov_errno);
-/* Milliseconds on CLOCK_MONOTONIC. */
+/* pmv_fault.c: milliseconds on CLOCK_MONOTONIC. */
 uint64_t pmv_ms_now(void);
 /* Microseconds on CLOCK_MONOTONIC (no test skew). */
 uint64_t pmv_us_now(void);
@@ -613,142 +450,34 @@ static inline bool pmv_err_conn_lost(int err)
 	}
 }
 
-/*
- * True if an operation on [addr, addr + len) of key (len 0: the whole key)
- * must wait for a send commit in flight; one load while none is.
- */
-static inline bool pmv_send_conflict(struct pmv_ep *ep, uint64_t key,
-				     uint64_t addr, uint64_t len)
-{
-	return ep->ini && pmv_ini_sends_busy(ep) &&
-	       pmv_send_conflict_locked(ep, key, addr, len);
-}
-
-/*
- * Wakes the domain's agent if it sleeps on its fds: an application's CQ
- * read drives the core too, and may move a commit request into an inbox
- * without leaving the socket readable for the agent.
- */
-static inline void pmv_domain_nudge_agent(struct pmv_domain *dom)
-{
-	uint64_t one = 1;
-
-	if (__atomic_load_n(&dom->agent_sleeping, __ATOMIC_RELAXED) &&
-	    __atomic_exchange_n(&dom->agent_sleeping, false, __ATOMIC_SEQ_CST))
-		(void) !write(dom->agent_wake_fd, &one, sizeof(one));
-}
-
-/* pmv_agent.c: target side. */
+/* target/: the agent and serving, as the pass-through objects use them
+ * (pmv_agent.c; pmv_serve_attach: pmv_serve_hooks.c). */
 int pmv_agent_add(struct pmv_domain *dom, struct pmv_ep *ep);
 void pmv_agent_remove(struct pmv_domain *dom, struct pmv_ep *ep);
 void pmv_agent_stop(struct pmv_domain *dom);
 void pmv_serve_attach(struct pmv_ep *ep);
 void pmv_agent_stop_all(void);
-struct pmv_mr *pmv_domain_get_mr(struct pmv_domain *dom, uint64_t key);
-void pmv_mr_put(struct pmv_mr *mr);
+void pmv_domain_publish_gen(struct pmv_domain *dom);
+void pmv_domain_publish_profiles(struct pmv_domain *dom);
+void pmv_ep_connected(struct pmv_ep *ep);
 
 /* pmv_cq.c: entries pmemverbs raises itself. */
-bool pmv_cq_ready(struct pmv_cq *cq);
 int pmv_cq_reserve(struct pmv_cq *cq);
 void pmv_cq_unreserve(struct pmv_cq *cq);
 void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
 		 bool is_error);
 size_t pmv_cq_backlog(struct pmv_cq *cq);
-void pmv_cq_ref_pmem(struct pmv_cq *cq, int delta);
 void pmv_cq_take_core(struct pmv_cq *cq);
 
 /* pmv_gate.c */
-bool pmv_gate_open(struct pmv_ep *ep);
-void pmv_gate_close(struct pmv_ep *ep);
-void pmv_gate_confirm(struct pmv_domain *dom, uint16_t id, uint32_t seq32);
 bool pmv_gate_passed(const struct pmv_ep *ep, uint64_t seq);
-bool pmv_gate_take_entry(struct pmv_domain *dom, const void *entry);
+/* pmv_cq_wait.c */
 void pmv_cq_progress_core(struct pmv_cq *cq);
+/* pmv_strerror.c */
 const char *pmv_strerror(int prov_errno);
 
-/* pmv_info.c: fi_info translation between pmemverbs and its core. */
-const char *pmv_core_name(void);
-int pmv_getinfo(uint32_t version, const char *node, const char *service,
-		uint64_t flags, const struct fi_info *hints,
-		struct fi_info **info);
-int pmv_info_from_core(struct fi_info *info, const struct fi_info *hints);
-struct fi_info *pmv_info_to_core(const struct fi_info *info);
-struct fi_info *pmv_hints_to_core(const struct fi_info *hints,
-				  const char *core_name);
-
-/* pmv_fid.c: mapping between pmemverbs fids and core fids. */
-bool pmv_fid_is_ours(const struct fid *fid);
-struct fid *pmv_core_fid(struct fid *fid);
-struct fid *pmv_app_fid(struct fid *core_fid);
-int pmv_close_core(struct fid *core_fid, const char *what);
-int pmv_close_wrapper(struct fid *core_fid, const char *what, void *wrapper);
-int pmv_bind_core(struct fid *core, struct fid *bfid, uint64_t flags);
-int pmv_control_core(struct fid *fid, int command, void *arg);
-int pmv_ops_open_core(struct fid *fid, const char *name, uint64_t flags,
-		      void **ops, void *context);
-int pmv_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
-int pmv_no_ops_set(struct fid *fid, const char *name, uint64_t flags,
-		   void *ops, void *context);
-extern struct fi_ops pmv_connreq_fi_ops;
-int pmv_core_wait_set(struct fid_wait *wait_set, struct fid_wait **core_set);
-
-/* pmv_ep.c: the endpoint options and names passive endpoints share. */
-int pmv_ep_getopt(fid_t fid, int level, int optname, void *optval,
-		  size_t *optlen);
-int pmv_ep_setopt(fid_t fid, int level, int optname, const void *optval,
-		  size_t optlen);
-int pmv_cm_setname(fid_t fid, void *addr, size_t addrlen);
-int pmv_cm_getname(fid_t fid, void *addr, size_t *addrlen);
-
-/* Object constructors, one file each. */
-int pmv_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
-		    void *context);
-int pmv_domain_open(struct fid_fabric *fabric, struct fi_info *info,
-		    struct fid_domain **domain, void *context);
-int pmv_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
-		   struct fid_pep **pep, void *context);
-int pmv_endpoint(struct fid_domain *domain, struct fi_info *info,
-		 struct fid_ep **ep, void *context);
-int pmv_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
-		    struct fid_ep **rx_ep, void *context);
-int pmv_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
-		struct fid_eq **eq, void *context);
-int pmv_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
-		struct fid_cq **cq, void *context);
-int pmv_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
-		  struct fid_cntr **cntr, void *context);
-int pmv_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
-		struct fid_av **av, void *context);
-int pmv_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
-		  struct fid_wait **waitset);
-int pmv_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
-		  struct fid_poll **pollset);
-int pmv_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
-extern struct fi_ops_mr pmv_mr_ops;
-int pmv_mr_reg_pmem2(struct fid_domain *domain, struct pmem2_map *map,
-		     size_t offset, size_t len, uint64_t access,
-		     uint64_t requested_key, uint64_t flags,
-		     struct fid_mr **mr, void *context);
-
-/* Data-path operation tables (pmv_ep_ops.c). */
-extern struct fi_ops_msg pmv_msg_ops;
-extern struct fi_ops_tagged pmv_tagged_ops;
-extern struct fi_ops_rma pmv_rma_ops;
-extern struct fi_ops_rma pmv_rma_pmem_ops;
-/* pmv_ep_cntr.c: FI_WRITE, FI_READ, FI_REMOTE_WRITE counters of pmem eps */
-extern struct fi_ops_rma pmv_rma_pmem_cntr_ops;
-int pmv_ep_cntr_bind(struct pmv_ep *ep, struct pmv_cntr *cntr, uint64_t flags);
-void pmv_ep_cntr_unbind(struct pmv_ep *ep);
-void pmv_ep_cntr_pause(struct pmv_ep *ep);
-void pmv_ep_cntr_resume(struct pmv_ep *ep);
-/* Counts one success (or, err, one error) in ep's counter of which, if any. */
+/* pmv_ep_cntr.c: counts one success (or, err, one error) in ep's counter
+ * of which, if any. */
 void pmv_ep_cntr_count(struct pmv_ep *ep, enum pmv_rma_cntr which, bool err);
-ssize_t pmv_counted_writemsg(struct pmv_ep *ep, const struct fi_msg_rma *msg,
-			     uint64_t flags);
-ssize_t pmv_counted_readmsg(struct pmv_ep *ep, const struct fi_msg_rma *msg,
-			    uint64_t flags);
-void pmv_ep_set_op_flags(struct pmv_ep *ep, uint64_t op_flags);
-int pmv_ep_setopsflag(struct pmv_ep *ep, uint64_t *flags);
-extern struct fi_ops_atomic pmv_atomic_ops;
 
 #endif /* PMV_H */

@@ -5,7 +5,7 @@
  */
 #include <stdlib.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 static inline struct fid_av *core_av(struct fid_av *av)
 {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 /* Longest sleep of a counter wait, in ms: fi_cntr_add from another
  * thread wakes nothing it sleeps on, and closing an endpoint served

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 static const char *pmv_cq_strerror(struct fid_cq *cq, int prov_errno,
 				   const void *err_data, char *buf, size_t len)

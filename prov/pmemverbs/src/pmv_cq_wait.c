@@ -10,7 +10,7 @@
 #include <poll.h>
 #include <time.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 static int pmv_ms_left(const struct timespec *deadline)
 {

@@ -7,7 +7,7 @@
 
 #include <rdma/fi_ext_pmem.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 static int pmv_domain_close(struct fid *fid)
 {

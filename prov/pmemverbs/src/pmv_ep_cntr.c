@@ -16,7 +16,7 @@
  */
 #include <stdlib.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 /* An application write or read posted so that its completion counts. */
 struct pmv_counted_op {

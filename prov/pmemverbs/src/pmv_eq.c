@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 static struct fid_eq *pmv_core_eq(struct fid_eq *eq)
 {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 static int pmv_fabric_close(struct fid *fid)
 {

@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "config.h"
-#include "pmv.h"
+#include "pmv_objects.h"
 
 static uint64_t pmv_fault_calls[PMV_FAULT_POINTS];
 

@@ -5,7 +5,7 @@
  */
 #include <stdlib.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 /* True for a fid pmemverbs opened (every pmemverbs fi_ops has this ops_set). */
 bool pmv_fid_is_ours(const struct fid *fid)

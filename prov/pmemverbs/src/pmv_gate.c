@@ -17,7 +17,7 @@
  * requests), bits 0-31 the newest seq confirmed.  Read and updated
  * atomically, without a lock: a CQ read never touches an endpoint.
  */
-#include "pmv.h"
+#include "pmv_objects.h"
 
 #define PMV_GATE_OPEN (1ull << 48)
 

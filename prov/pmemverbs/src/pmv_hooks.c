@@ -8,7 +8,7 @@
  */
 #include <stdlib.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 void pmv_hooks_init(struct pmv_hooks *hooks)
 {

@@ -8,7 +8,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 
 /* Extents that fit in a request slot. */

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 static const char *pmv_core;
 static pthread_once_t pmv_core_once = PTHREAD_ONCE_INIT;

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 struct pmv_params pmv_params;
 

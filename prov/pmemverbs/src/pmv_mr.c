@@ -11,7 +11,7 @@
 
 #include <libpmem2.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 /* MR flags pmemverbs defines: FI_RMA_PMEM, FI_UNCACHED (bit 60). */
 #define PMV_MR_OWN_FLAGS (FI_RMA_PMEM | FI_UNCACHED)

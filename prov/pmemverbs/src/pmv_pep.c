@@ -4,7 +4,7 @@
  */
 #include <stdlib.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 static int pmv_pep_close(struct fid *fid)
 {

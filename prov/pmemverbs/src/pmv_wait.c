@@ -6,7 +6,7 @@
  */
 #include <stdlib.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 #if PMV_HAVE_WAIT_SETS
 

@@ -4,7 +4,7 @@
 #ifndef PMV_OBJECTS_FIXTURE_H
 #define PMV_OBJECTS_FIXTURE_H
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 struct fixture {
 	struct fi_info *info;

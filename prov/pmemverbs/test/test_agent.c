@@ -13,7 +13,7 @@
 
 #include <criterion/criterion.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 #include "objects_fixture.h"
 
 TestSuite(agent, .init = open_fixture, .fini = close_fixture);

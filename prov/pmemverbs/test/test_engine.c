@@ -20,7 +20,8 @@
 
 #include <criterion/criterion.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
+#include "initiator/pmv_initiator.h"
 
 /* The fake core endpoint. */
 #define MAX_POSTS 64
@@ -1062,7 +1063,7 @@ static ssize_t plain_write(uint64_t off)
 	return pmv_rma_pmem_ops.writemsg(&g_ep->ep_fid, &msg, 0);
 }
 
-/* send x plain write: the write waits too (pmv_ep_ops.c). */
+/* send x plain write: the write waits too (pmv_ep_pmem.c). */
 Test(engine, a_plain_write_over_send_data_in_flight_waits)
 {
 	earlier_send_in_flight();

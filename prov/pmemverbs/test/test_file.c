@@ -21,7 +21,7 @@
 
 #include <criterion/criterion.h>
 
-#include "pmv.h"
+#include "target/pmv_target.h"
 
 #define LEN (64 * 1024)
 #define PAGE 4096

@@ -9,7 +9,7 @@
 
 #include <criterion/criterion.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 struct fi_provider *fi_prov_ini(void);
 

@@ -6,7 +6,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "pmv.h"
+#include "initiator/pmv_initiator.h"
 
 /* Facts of a key: profile, transport, DDIO off, reads ordered after writes. */
 #define FACTS(p, t, ddio, raw) ((struct pmv_key_facts) { \

@@ -20,7 +20,7 @@
 
 #include <criterion/criterion.h>
 
-#include "pmv.h"
+#include "target/pmv_target.h"
 
 #define LEN (64 * 1024)
 #define WATCH_MAX 4  /* x86-64 has four debug address registers */

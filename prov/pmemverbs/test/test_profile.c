@@ -20,7 +20,7 @@
 #include <criterion/criterion.h>
 #include <libpmem2.h>
 
-#include "pmv.h"
+#include "target/pmv_target.h"
 
 #define LEN (64 * 1024)
 

@@ -5,7 +5,7 @@
  */
 #include <criterion/criterion.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 
 Test(proto, cm_header_round_trips_in_20_bytes)
 {

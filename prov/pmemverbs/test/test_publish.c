@@ -9,7 +9,7 @@
 
 #include <criterion/criterion.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 #include "target/pmv_target.h"
 
 #define SLOT 64 /* the tcp core's inject size */

@@ -9,7 +9,7 @@
 
 #include <criterion/criterion.h>
 
-#include "pmv.h"
+#include "initiator/pmv_initiator.h"
 
 #define SPACE 4096
 

@@ -12,7 +12,7 @@
 
 #include <criterion/criterion.h>
 
-#include "pmv.h"
+#include "pmv_objects.h"
 #include "target/pmv_target.h"
 
 #define SLOT 128

@@ -19,6 +19,43 @@
 #define PMV_RING 64 /* commits in flight per endpoint */
 #define PMV_REQ_BUF_WORDS (256 / sizeof(uint64_t)) /* the largest slot */
 
+/* Ranges written to one key since its last commit (pmv_scope.c). */
+#define PMV_MAX_EXTENTS 16
+/* Extents kept per key at most; past it the closest merge, holes or not */
+#define PMV_SCOPE_CAP 1024
+struct pmv_key_scope {
+	uint64_t key;
+	unsigned count, cap;
+	uint32_t gen;   /* generation known at its oldest write (count > 0) */
+	struct pmv_extent *ext; /* sorted by address, disjoint, not touching */
+};
+
+struct pmv_scope {
+	struct pmv_key_scope *keys;
+	size_t nkeys, cap;
+	unsigned limit; /* extents kept per key before neighbours coalesce */
+	uint64_t gap;   /* unwritten bytes two extents may merge over */
+	uint64_t page;  /* pages no write touched are never covered */
+	uint32_t gen;   /* the peer's generation known now (pmv_scope_add) */
+};
+
+#define PMV_MAX_IOV 4
+
+/* What decides the commit method for a key (pmv_method.c). */
+struct pmv_key_facts {
+	uint8_t profile;   /* enum fi_pmem_profile the target reported */
+	uint8_t transport; /* enum pmv_transport */
+	bool ddio_off;     /* the target declared DDIO off */
+	bool raw_ordered;  /* the core orders reads after writes */
+	bool gated;        /* the peer offered a gate: one-write agent */
+};
+
+/* The older of two generations. */
+static inline uint32_t pmv_gen_older(uint32_t a, uint32_t b)
+{
+	return pmv_gen_before(a, b) ? a : b;
+}
+
 enum pmv_commit_state {
 	PMV_C_FREE,
 	PMV_C_POSTED,   /* its operations are with the core */
@@ -120,6 +157,37 @@ extern const struct pmv_method_ops pmv_m_agent;
 extern const struct pmv_method_ops pmv_m_send;
 extern const struct pmv_method_ops pmv_m_read_flush;
 extern const struct pmv_method_ops pmv_m_completion;
+
+/* pmv_method.c */
+bool pmv_method_correct(enum fi_pmem_method method,
+			const struct pmv_key_facts *k);
+enum fi_pmem_method pmv_method_fastest(const struct pmv_key_facts *k);
+enum fi_pmem_method pmv_method_select(const struct pmv_key_facts *k,
+				      uint64_t flags);
+bool pmv_method_may_send(void);
+
+/* pmv_scope.c */
+void pmv_scope_init(struct pmv_scope *scope, unsigned limit);
+void pmv_scope_fini(struct pmv_scope *scope);
+int pmv_scope_add(struct pmv_scope *scope, uint64_t key, uint64_t addr,
+		  uint64_t len);
+int pmv_scope_add_gen(struct pmv_scope *scope, uint64_t key, uint64_t addr,
+		      uint64_t len, uint32_t gen);
+bool pmv_scope_empty(const struct pmv_scope *scope, uint64_t key);
+bool pmv_scope_gen(const struct pmv_scope *scope, uint64_t key,
+		   uint32_t *gen);
+unsigned pmv_scope_count(const struct pmv_scope *scope, uint64_t key);
+unsigned pmv_scope_take(struct pmv_scope *scope, uint64_t key,
+			struct pmv_extent *out, unsigned max);
+unsigned pmv_scope_fit(struct pmv_scope *scope, uint64_t key, unsigned max,
+		       bool any);
+unsigned pmv_scope_take_all(struct pmv_scope *scope, uint64_t key,
+			    struct pmv_extent *out, unsigned max);
+
+bool pmv_send_conflict_locked(struct pmv_ep *ep, uint64_t key, uint64_t addr,
+			      uint64_t len);
+/* pmv_m_send.c: send commits in flight on ep (one load). */
+unsigned pmv_ini_sends_busy(const struct pmv_ep *ep);
 
 /* pmv_ring.c */
 void pmv_ini_unref(struct pmv_ini *ini);

@@ -147,3 +147,11 @@ bool pmv_send_conflict_locked(struct pmv_ep *ep, uint64_t key, uint64_t addr,
 	pthread_mutex_unlock(&ini->lock);
 	return busy;
 }
+
+/* Fast path (one load while no send commit is in flight): see pmv.h. */
+bool pmv_send_conflict(struct pmv_ep *ep, uint64_t key, uint64_t addr,
+		       uint64_t len)
+{
+	return ep->ini && pmv_ini_sends_busy(ep) &&
+	       pmv_send_conflict_locked(ep, key, addr, len);
+}

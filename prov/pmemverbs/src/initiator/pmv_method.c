@@ -42,7 +42,7 @@
  * RDMA.
  * Read-flush can always be forced.
  */
-#include "pmv.h"
+#include "pmv_initiator.h"
 
 static bool pmv_read_flush_correct(const struct pmv_key_facts *k)
 {

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pmv.h"
+#include "pmv_initiator.h"
 
 void pmv_scope_init(struct pmv_scope *scope, unsigned limit)
 {

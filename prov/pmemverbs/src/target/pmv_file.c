@@ -30,7 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pmv.h"
+#include "target/pmv_target.h"
 
 struct pmv_file {
 	struct pmv_file *next;

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pmv.h"
+#include "target/pmv_target.h"
 
 /* True if [off, off + len) of fd has a hole (or cannot be told). */
 static bool pmv_range_has_hole(int fd, uint64_t off, uint64_t len)

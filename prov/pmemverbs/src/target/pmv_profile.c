@@ -38,7 +38,7 @@
 
 #include <libpmem2.h>
 
-#include "pmv.h"
+#include "target/pmv_target.h"
 
 /* The mapping (one line of /proc/self/maps) that contains addr. */
 struct pmv_mapping {

@@ -6,9 +6,9 @@
   RUNTIME PARAMETERS, whose text holds the help text (`fi_info -e`) word
   for word; every FI_PMEMVERBS_* either man page names is defined.
 - Every PMV_ERR_* code has an entry in fi_ext_pmem(3), "CQ error entries
-  of a commit", with the errno pmv_err_to_fi maps it to, its value and
-  the text pmv_strerror gives; fi_ext_pmem.h exports it as FI_PMEM_ERR_*
-  with the same value, and no entry names a code that does not exist.
+  of a commit", with the errno and the fi_cq_strerror text of its row in
+  the one table (pmv_err.c) and its value; fi_ext_pmem.h exports it as
+  FI_PMEM_ERR_* with the same value, and no entry names a code that does not exist.
 - fi_pmemverbs(7) has REQUIREMENTS and TROUBLESHOOTING sections, and every
   program `make install` puts in bindir has a man page that it installs.
 - Every function of struct fi_pmem_ops_domain and every inline function
@@ -121,22 +121,12 @@ def code_errors():
     base = int(enum.group(1), 16)
     names = re.findall(r'(PMV_ERR_\w+)', enum.group(2))
     names = [n for n in names if n != 'PMV_ERR_LAST']
-    ring = read(os.path.join(SRC, 'initiator', 'pmv_ring.c'))
-    switch = re.search(r'int pmv_err_to_fi\(.*?\n\}', ring, re.S).group(0)
-    errnos, pending = {}, []
-    for m in re.finditer(r'case (PMV_ERR_\w+):|return (FI_\w+);|default:',
-                         switch):
-        if m.group(1):
-            pending.append(m.group(1))
-        elif m.group(2):
-            for n in pending or ['default']:
-                errnos[n] = m.group(2)
-            pending = []
-        else:
-            pending.append('default')
-    cq = read(os.path.join(SRC, 'pmv_strerror.c'))
-    texts = {m.group(1): c_strings(m.group(2)) for m in re.finditer(
-        r'\[(PMV_ERR_\w+) - PMV_ERR_BASE\] =(.*?),\n', cq, re.S)}
+    table = read(os.path.join(SRC, 'pmv_err.c'))
+    errnos, texts = {'default': 'FI_EINVAL'}, {}
+    for m in re.finditer(r'\[(PMV_ERR_\w+) - PMV_ERR_BASE\] = \{ (FI_\w+),'
+                         r'(.*?) \},\n', table, re.S):
+        errnos[m.group(1)] = m.group(2)
+        texts[m.group(1)] = c_strings(m.group(3))
     return [(n, base + 1 + i, errnos.get(n, errnos.get('default')),
              texts.get(n, '')) for i, n in enumerate(names)]
 

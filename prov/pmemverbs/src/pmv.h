@@ -418,8 +418,6 @@ void pmv_ini_counters(struct pmv_ep *ep, struct fi_pmem_ep_counters *out);
 bool pmv_send_conflict(struct pmv_ep *ep, uint64_t key, uint64_t addr,
 		       uint64_t len);
 
-/* fi_errno for one of pmemverbs's prov_errno values (initiator/pmv_ring.c). */
-int pmv_err_to_fi(int prov_errno);
 /* pmv_fault.c: milliseconds on CLOCK_MONOTONIC. */
 uint64_t pmv_ms_now(void);
 /* Microseconds on CLOCK_MONOTONIC (no test skew). */
@@ -473,8 +471,9 @@ void pmv_cq_take_core(struct pmv_cq *cq);
 bool pmv_gate_passed(const struct pmv_ep *ep, uint64_t seq);
 /* pmv_cq_wait.c */
 void pmv_cq_progress_core(struct pmv_cq *cq);
-/* pmv_strerror.c */
+/* pmv_err.c: the one table of PMV_ERR_* codes */
 const char *pmv_strerror(int prov_errno);
+int pmv_err_to_fi(int prov_errno);
 
 /* pmv_ep_cntr.c: counts one success (or, err, one error) in ep's counter
  * of which, if any. */

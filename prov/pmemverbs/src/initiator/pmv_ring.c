@@ -15,32 +15,6 @@
 
 #include "pmv_initiator.h"
 
-int pmv_err_to_fi(int prov_errno)
-{
-	switch (prov_errno) {
-	case PMV_ERR_NO_KEY:
-		return FI_ENOKEY;
-	case PMV_ERR_ACCESS:
-		return FI_EACCES;
-	case PMV_ERR_MULTI_IOV:
-	case PMV_ERR_METHOD:
-		return FI_EOPNOTSUPP;
-	case PMV_ERR_PEER_GONE:
-		return FI_ENOTCONN;
-	case PMV_ERR_CLOSED:
-		return FI_ECANCELED;
-	case PMV_ERR_REREGISTERED: /* durability unknown, as a failed persist */
-	case PMV_ERR_SCOPE_LOST:
-	case PMV_ERR_FENCE:
-	case PMV_ERR_PERSIST:
-		return FI_EIO;
-	case PMV_ERR_PEER_TIMEOUT:
-		return FI_ETIMEDOUT;
-	default:
-		return FI_EINVAL;
-	}
-}
-
 struct pmv_commit *pmv_ini_commit(struct pmv_ini *ini, uint64_t cseq)
 {
 	struct pmv_commit *c = &ini->ring[cseq % PMV_RING];

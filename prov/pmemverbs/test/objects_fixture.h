@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* The unit tests' pmemverbs objects over the tcp core (objects_fixture.c),
- * shared by test_objects.c, test_warnings.c, test_agent.c, test_close.c. */
+ * shared by test_objects.c, test_connect.c, test_warnings.c, test_agent.c,
+ * test_close.c. */
 #ifndef PMV_OBJECTS_FIXTURE_H
 #define PMV_OBJECTS_FIXTURE_H
 

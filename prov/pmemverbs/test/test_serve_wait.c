@@ -251,7 +251,9 @@ Test(serve_wait, a_counter_wait_on_its_endpoints_cq_keeps_serving_it,
 	t_rx->wait_fd = fd;
 	(void) agent_wakes();
 	put_req(1, KEY, BASE + 64, 64, 0);
-	cr_assert_eq(fi_cntr_wait(g_cntr, 8, 30), -FI_ETIMEDOUT);
+	/* 300 ms: room for three sleeps on a loaded machine (30 ms gave
+	 * "the wait slept 2 times" at load 8 on 2 cores) */
+	cr_assert_eq(fi_cntr_wait(g_cntr, 8, 300), -FI_ETIMEDOUT);
 	cr_assert_eq(g_waits, 0, "the wait fell back to the core's");
 	cr_assert_gt(g_trywaits, 2, "the wait slept %d times", g_trywaits);
 	cr_assert_eq(ack_status(1), 0, "the wait did not serve first");

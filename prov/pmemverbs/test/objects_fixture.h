@@ -24,5 +24,8 @@ struct fid_ep *open_bound_ep(struct fi_info *info, struct fid_cq *cq);
 uint32_t read_cm_event(struct fi_eq_cm_entry *entry, size_t len);
 /* A pmemverbs passive endpoint listening on 127.0.0.1; its name in addr. */
 struct fid_pep *listen_on_loopback(char *addr, size_t *addrlen);
+/* A MAP_SHARED mapping of len bytes of an unlinked temporary file (in the
+ * page cache: a PAGE region); munmap it. */
+void *map_temp_file(size_t len);
 
 #endif

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "objects_fixture.h"
 #include "serve_fixture.h"
 
 struct pmv_ack t_acks[16];
@@ -45,15 +46,7 @@ uint8_t *t_region;
 /* A region of LEN bytes of a PAGE-profile temporary file, key KEY. */
 static void open_region(void)
 {
-	char path[] = "/tmp/pmv_serve_XXXXXX";
-	int fd = mkstemp(path);
-
-	cr_assert_geq(fd, 0);
-	unlink(path);
-	cr_assert_eq(ftruncate(fd, LEN), 0);
-	t_region = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	cr_assert_neq(t_region, MAP_FAILED);
+	t_region = map_temp_file(LEN);
 	unsetenv("PMEM2_FORCE_GRANULARITY");
 	cr_assert_eq(pmv_persistence_detect(t_region, LEN, &t_mr.persistence), 0);
 	t_mr.mr_fid.key = KEY;

@@ -9,6 +9,10 @@
 
 TestSuite(engine, .init = setup, .fini = teardown);
 
+/*
+ * Moves the engine's clock ms forward and runs its progress, so time-outs
+ * are tested without waiting and without depending on the scheduler.
+ */
 static void progress_jump(int ms)
 {
 	g_ep->hook.progress(g_ep->hook.arg);

@@ -31,8 +31,7 @@ Test(m_agent, agent_commit_completes_only_at_its_ack)
 	cr_assert(!pop(&e, &err), "reported twice");
 }
 
-Test(m_agent, joined_agent_commit_is_one_write_with_the_request_last,
-     .init = setup)
+Test(m_agent, joined_agent_commit_is_one_write_with_the_request_last)
 {
 	struct fi_cq_err_entry e;
 	uint64_t buf[32];
@@ -153,8 +152,7 @@ static void commit_two_and_place_them(void)
 		     g_requests_landed);
 }
 
-Test(m_agent, default_agent_commits_requests_land_after_their_data_in_any_segment_order,
-     .init = setup)
+Test(m_agent, default_agent_commits_requests_land_after_their_data_in_any_segment_order)
 {
 	pmv_params.join_request = PMV_JOIN_REQUEST_DEFAULT;
 	commit_two_and_place_them(); /* toward a gated peer: one write each */
@@ -170,8 +168,7 @@ Test(m_agent, default_agent_commits_requests_land_after_their_data_in_any_segmen
  * data, then its request (marked gated), with remote CQ data naming the
  * peer's gate and the request's seq.
  */
-Test(m_agent, a_gated_agent_commit_is_one_write_with_remote_cq_data,
-     .init = setup)
+Test(m_agent, a_gated_agent_commit_is_one_write_with_remote_cq_data)
 {
 	uint64_t buf[32];
 	struct pmv_req *req;
@@ -194,8 +191,7 @@ Test(m_agent, a_gated_agent_commit_is_one_write_with_remote_cq_data,
 }
 
 /* Toward a peer without a gate: two writes, neither with remote CQ data. */
-Test(m_agent, toward_an_ungated_peer_an_agent_commit_is_two_writes,
-     .init = setup)
+Test(m_agent, toward_an_ungated_peer_an_agent_commit_is_two_writes)
 {
 	uint64_t buf[32];
 
@@ -208,7 +204,7 @@ Test(m_agent, toward_an_ungated_peer_an_agent_commit_is_two_writes,
 	cr_assert_not(request_of(&g_posts[1], 1, buf)->flags & PMV_REQ_GATED);
 }
 
-Test(m_agent, inject_commits_and_full_iovs_keep_two_writes, .init = setup)
+Test(m_agent, inject_commits_and_full_iovs_keep_two_writes)
 {
 	static uint8_t buf[4][16];
 	struct iovec iov[4];

@@ -63,8 +63,7 @@ Test(request, ack_before_the_data_write_completes_waits_for_it)
 	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx);
 }
 
-Test(request, a_joined_write_the_core_refuses_sends_nothing_and_loses_no_range,
-     .init = setup)
+Test(request, a_joined_write_the_core_refuses_sends_nothing_and_loses_no_range)
 {
 	uint64_t buf[32];
 	struct pmv_req *req;
@@ -83,7 +82,7 @@ Test(request, a_joined_write_the_core_refuses_sends_nothing_and_loses_no_range,
 	cr_assert(req->ext[0].addr == 0 && req->ext[1].addr == 4096);
 }
 
-Test(request, a_failed_joined_write_fails_its_commit, .init = setup)
+Test(request, a_failed_joined_write_fails_its_commit)
 {
 	struct fi_cq_err_entry e;
 	bool err;

@@ -44,70 +44,19 @@
  * (FI_ENODATA, a fabtests skip) for -e rdm.
  */
 #include <endian.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/pmem_common.h"
-
-#define DEFAULT_PROVIDER PM_PROVIDER
-#define DEFAULT_PORT "9229"
-#define DEFAULT_SIZES "4096,65536,1048576"
-#define DEFAULT_BATCHES "1,16,mib"
-#define DEFAULT_PMEM_MODES "write,commit,core_commit"
-#define DEFAULT_CORE_MODES "write,core_commit"
-#define DEFAULT_WINDOW 64
-#define DEFAULT_BYTES (256UL << 20) /* per measurement, without -I */
-#define MIN_WRITES 64
-#define MAX_WRITES 32768
-#define MAX_SIZE (64UL << 20)
-#define MAX_WINDOW 1024
-#define MAX_BATCHES 8
-#define MAX_BATCH 65536
-#define BATCH_MIB 0 /* "mib" in -b */
-#define MAX_MODES 4
-#define MAX_ROUNDS 100
-#define MIN_REGION (16UL << 20)
-#define MAX_REGION (1UL << 30)
-#define MIB (1UL << 20)
+#include "fi_pmem_bw.h"
 
 #define SETUP_MAGIC 0x31305742564d50ULL /* "PMVBW01" */
-
-struct options {
-	const char *prov;
-	enum fi_ep_type ep_type;
-	const char *server; /* NULL: this process is the target */
-	const char *port;
-	size_t sizes[PM_MAX_SIZES];
-	int nsizes;
-	long batches[MAX_BATCHES]; /* BATCH_MIB: one commit per MiB */
-	int nbatches;
-	const struct mode *modes[MAX_MODES];
-	int nmodes;
-	long window;
-	long writes; /* 0: DEFAULT_BYTES worth */
-	long warmup; /* -1: writes / 8 */
-	long rounds;
-	long limit_ms; /* per measurement, 0: none */
-	const char *file;
-	bool csv;
-};
 
 /* The initiator's request for a region, little-endian. */
 struct setup_msg {
 	uint64_t magic;
 	uint64_t region_len;
-};
-
-
-struct mode {
-	const char *name;
-	bool pmem_only;
-	bool batched;  /* one row per batch; else batch 0 or 1 */
-	bool flush;    /* the batch ends with a pure flush */
-	long fixed_batch;
 };
 
 static const struct mode all_modes[] = {
@@ -116,6 +65,16 @@ static const struct mode all_modes[] = {
 	{ "commit_flush", true, true, true, 0 },
 	{ "core_commit", false, false, false, 1 },
 };
+
+const struct mode *bw_find_mode(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(all_modes) / sizeof(all_modes[0]); i++)
+		if (!strcmp(all_modes[i].name, name))
+			return &all_modes[i];
+	return NULL;
+}
 
 /* The initiator's state while it streams. */
 struct bench {
@@ -289,7 +248,7 @@ static long warmup_for(const struct options *opts, long writes, long batch)
 
 static void print_header(const struct options *opts)
 {
-	if (opts->csv)
+	if (opts->pm.csv)
 		printf("provider,profile,mode,size,batch,bytes,seconds,mbps,"
 		       "ops_per_s\n");
 	else
@@ -301,13 +260,13 @@ static void print_header(const struct options *opts)
 static void print_row(const struct bench *b, const struct mode *mode,
 		      size_t size, long batch, const struct result *r)
 {
-	const char *fmt = b->opts->csv ?
+	const char *fmt = b->opts->pm.csv ?
 		"%s,%s,%s,%zu,%ld,%" PRIu64 ",%.6f,%.2f,%.1f\n" :
 		"%-10s %-8s %-13s %9zu %6ld %12" PRIu64 " %9.4f %10.2f "
 		"%11.1f\n";
 
-	printf(fmt, b->opts->prov, b->region.profile, mode->name, size, batch,
-	       r->bytes, r->seconds, (double) r->bytes / r->seconds / 1e6,
+	printf(fmt, b->opts->pm.prov, b->region.profile, mode->name, size,
+	       batch, r->bytes, r->seconds, (double) r->bytes / r->seconds / 1e6,
 	       (double) r->writes / r->seconds);
 	fflush(stdout);
 }
@@ -362,6 +321,7 @@ static int batches_for(const struct options *opts, size_t size, long *out)
 static int measure_all(struct bench *b)
 {
 	const struct options *opts = b->opts;
+	const size_t *sizes = opts->pm.sizes;
 	long batches[MAX_BATCHES];
 	uint64_t index = 0;
 	int r, m, s, i, n, ret = 0;
@@ -369,18 +329,18 @@ static int measure_all(struct bench *b)
 
 	print_header(opts);
 	for (r = 0; !ret && r < opts->rounds; r++) {
-		for (s = 0; !ret && s < opts->nsizes; s++) {
+		for (s = 0; !ret && s < opts->pm.nsizes; s++) {
 			for (m = 0; !ret && m < opts->nmodes; m++) {
 				mode = opts->modes[m];
 				if (!mode->batched) {
-					ret = measure(b, mode, opts->sizes[s],
+					ret = measure(b, mode, sizes[s],
 						      mode->fixed_batch,
 						      &index);
 					continue;
 				}
-				n = batches_for(opts, opts->sizes[s], batches);
+				n = batches_for(opts, sizes[s], batches);
 				for (i = 0; !ret && i < n; i++)
-					ret = measure(b, mode, opts->sizes[s],
+					ret = measure(b, mode, sizes[s],
 						      batches[i], &index);
 			}
 		}
@@ -393,9 +353,9 @@ static size_t largest_size(const struct options *opts)
 	size_t max = 0;
 	int i;
 
-	for (i = 0; i < opts->nsizes; i++)
-		if (opts->sizes[i] > max)
-			max = opts->sizes[i];
+	for (i = 0; i < opts->pm.nsizes; i++)
+		if (opts->pm.sizes[i] > max)
+			max = opts->pm.sizes[i];
 	return max;
 }
 
@@ -408,6 +368,7 @@ static size_t wanted_region(const struct options *opts)
 
 static int run_initiator(const struct options *opts)
 {
+	const struct pm_opts *pm = &opts->pm;
 	struct pm_fabric res = { 0 };
 	struct pm_conn conn = { 0 };
 	struct bench *b = calloc(1, sizeof(*b));
@@ -419,9 +380,9 @@ static int run_initiator(const struct options *opts)
 	long i;
 
 	if (!ret)
-		ret = pm_open_fabric(opts->prov, opts->server, opts->port, &res);
+		ret = pm_open_fabric(pm->prov, pm->server, pm->port, &res);
 	if (!ret)
-		ret = pm_connect(&res, opts->server, opts->port,
+		ret = pm_connect(&res, pm->server, pm->port,
 				 largest_size(opts), 2 * MAX_WINDOW, &conn);
 	if (!ret)
 		ret = pm_send_ctrl(&conn, &setup, sizeof(setup),
@@ -435,8 +396,8 @@ static int run_initiator(const struct options *opts)
 	}
 	if (!ret) {
 		pm_say("%s to %s port %s: region of %" PRIu64 " bytes, "
-		       "profile %s, window %ld", opts->prov, opts->server,
-		       opts->port, b->region.len, b->region.profile,
+		       "profile %s, window %ld", pm->prov, pm->server,
+		       pm->port, b->region.len, b->region.profile,
 		       opts->window);
 		b->opts = opts;
 		b->conn = &conn;
@@ -478,164 +439,15 @@ static int serve_initiator(const void *arg, const struct pm_fabric *res,
 			    "fi_pmem_bw?)");
 		return -FI_EINVAL;
 	}
-	ret = pm_map_file(opts->file, "fi_pmem_bw", (size_t) len, false, file);
+	ret = pm_map_file(opts->pm.file, "fi_pmem_bw", (size_t) len, false,
+			  file);
 	return ret ? ret : pm_serve_region(res, conn, file);
 }
 
 static int run_target(const struct options *opts)
 {
-	return pm_run_target(opts->prov, opts->port, 16, serve_initiator, opts);
-}
-
-/* --------------------------------------------------------------- options */
-
-static void usage(const char *prog)
-{
-	fprintf(stderr,
-		"usage: %s [-p PROV] [-e msg|rdm] [-s SERVER_ADDR] [-B PORT] "
-		"[-S SIZE[,SIZE...]]\n"
-		"        [-b BATCH[,BATCH...]] [-w WINDOW] [-m MODE[,MODE...]] "
-		"[-I WRITES] [-W WARMUP]\n"
-		"        [-R ROUNDS] [-T MS] [-f FILE] [-P] [--csv]\n"
-		"  -P  both sides, not pmemverbs: ask the core for FI_RMA_PMEM\n"
-		"  without -s: the target; with -s: the initiator, which "
-		"measures\n"
-		"  -p  provider (%s); -e endpoint type (msg); -B port (%s)\n"
-		"  -S  write sizes (%s)\n"
-		"  -b  writes per commit, numbers or \"mib\" for one commit "
-		"per MiB (%s)\n"
-		"  -w  operations outstanding (%d)\n"
-		"  -m  modes among write,commit,commit_flush,core_commit "
-		"(%s; %s off pmemverbs)\n"
-		"  -I  writes per measurement (256 MiB worth, %d..%d); -W "
-		"warmup writes (WRITES/8)\n"
-		"  -R  rounds of the whole matrix (1)\n"
-		"  -T  stop a measurement after MS ms, at a batch boundary "
-		"(0: no limit)\n"
-		"  -f  target's file (default: a temporary file)\n",
-		prog, DEFAULT_PROVIDER, DEFAULT_PORT, DEFAULT_SIZES,
-		DEFAULT_BATCHES, DEFAULT_WINDOW, DEFAULT_PMEM_MODES,
-		DEFAULT_CORE_MODES, MIN_WRITES, MAX_WRITES);
-}
-
-static bool parse_batches(char *list, struct options *opts)
-{
-	char *save = NULL, *item;
-	long batch;
-
-	opts->nbatches = 0;
-	for (item = strtok_r(list, ",", &save); item;
-	     item = strtok_r(NULL, ",", &save)) {
-		if (opts->nbatches == MAX_BATCHES)
-			return false;
-		if (!strcmp(item, "mib"))
-			batch = BATCH_MIB;
-		else if (!pm_parse_long(item, 1, MAX_BATCH, &batch))
-			return false;
-		opts->batches[opts->nbatches++] = batch;
-	}
-	return opts->nbatches > 0;
-}
-
-static bool parse_modes(char *list, struct options *opts)
-{
-	char *save = NULL, *item;
-	size_t i;
-
-	opts->nmodes = 0;
-	for (item = strtok_r(list, ",", &save); item;
-	     item = strtok_r(NULL, ",", &save)) {
-		for (i = 0; i < sizeof(all_modes) / sizeof(all_modes[0]) &&
-			    strcmp(all_modes[i].name, item); i++)
-			;
-		if (i == sizeof(all_modes) / sizeof(all_modes[0])) {
-			fprintf(stderr, "unknown mode \"%s\"\n", item);
-			return false;
-		}
-		if (opts->nmodes == MAX_MODES)
-			return false;
-		opts->modes[opts->nmodes++] = &all_modes[i];
-	}
-	return opts->nmodes > 0;
-}
-
-static bool parse_option(int c, char *arg, struct options *opts)
-{
-	long value;
-
-	switch (c) {
-	case 'p': opts->prov = arg; return true;
-	case 'e': return pm_parse_ep_type(arg, &opts->ep_type);
-	case 's': opts->server = arg; return true;
-	case 'B': opts->port = arg; return pm_parse_long(arg, 1, 65535, &value);
-	case 'S': return pm_parse_sizes(arg, 1, MAX_SIZE, opts->sizes,
-					&opts->nsizes);
-	case 'b': return parse_batches(arg, opts);
-	case 'w': return pm_parse_long(arg, 1, MAX_WINDOW, &opts->window);
-	case 'm': return parse_modes(arg, opts);
-	case 'I': return pm_parse_long(arg, 1, 100000000L, &opts->writes);
-	case 'W': return pm_parse_long(arg, 0, 100000000L, &opts->warmup);
-	case 'R': return pm_parse_long(arg, 1, MAX_ROUNDS, &opts->rounds);
-	case 'T': return pm_parse_long(arg, 0, 3600000L, &opts->limit_ms);
-	case 'f': opts->file = arg; return true;
-	case 'P': pm_core_pmem = true; return true;
-	case 'C': opts->csv = true; return true;
-	default: return false;
-	}
-}
-
-static bool options_consistent(struct options *opts)
-{
-	char modes[] = DEFAULT_CORE_MODES;
-	int i;
-
-	if (!opts->nmodes && !pm_is_pmemverbs(opts->prov) &&
-	    !parse_modes(modes, opts))
-		return false;
-	for (i = 0; i < opts->nmodes; i++) {
-		if (opts->modes[i]->pmem_only && !pm_is_pmemverbs(opts->prov)) {
-			fprintf(stderr, "mode %s needs -p %s\n",
-				opts->modes[i]->name, PM_PROVIDER);
-			return false;
-		}
-	}
-	if (opts->server && opts->file) {
-		fprintf(stderr, "-f is for the target (no -s)\n");
-		return false;
-	}
-	return true;
-}
-
-static bool parse_options(int argc, char **argv, struct options *opts)
-{
-	static const struct option long_opts[] = {
-		{ "csv", no_argument, NULL, 'C' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char sizes[] = DEFAULT_SIZES, batches[] = DEFAULT_BATCHES;
-	char modes[] = DEFAULT_PMEM_MODES;
-	bool modes_given = false;
-	int c;
-
-	*opts = (struct options) {
-		.prov = DEFAULT_PROVIDER, .ep_type = FI_EP_MSG,
-		.port = DEFAULT_PORT, .window = DEFAULT_WINDOW,
-		.warmup = -1, .rounds = 1,
-	};
-	if (!pm_parse_sizes(sizes, 1, MAX_SIZE, opts->sizes, &opts->nsizes) ||
-	    !parse_batches(batches, opts))
-		return false;
-	while ((c = getopt_long(argc, argv, "p:e:s:B:S:b:w:m:I:W:R:T:f:Ph",
-				long_opts, NULL)) != -1) {
-		if (!parse_option(c, optarg, opts))
-			return false;
-		modes_given |= c == 'm';
-	}
-	if (!modes_given && pm_is_pmemverbs(opts->prov) &&
-	    !parse_modes(modes, opts))
-		return false;
-	return optind == argc && options_consistent(opts);
+	return pm_run_target(opts->pm.prov, opts->pm.port, 16, serve_initiator,
+			     opts);
 }
 
 int main(int argc, char **argv)
@@ -643,13 +455,13 @@ int main(int argc, char **argv)
 	struct options opts;
 	int ret;
 
-	if (!parse_options(argc, argv, &opts)) {
-		usage(argv[0]);
+	if (!bw_parse_options(argc, argv, &opts)) {
+		bw_usage(argv[0]);
 		return PM_EXIT_USAGE;
 	}
-	pm_role = opts.server ? "[initiator]" : "[target]";
+	pm_role = opts.pm.server ? "[initiator]" : "[target]";
 	if (opts.ep_type != FI_EP_MSG)
-		return pm_check_ep_type(opts.prov, opts.ep_type);
-	ret = opts.server ? run_initiator(&opts) : run_target(&opts);
+		return pm_check_ep_type(opts.pm.prov, opts.ep_type);
+	ret = opts.pm.server ? run_initiator(&opts) : run_target(&opts);
 	return ret ? PM_EXIT_FAIL : PM_EXIT_PASS;
 }

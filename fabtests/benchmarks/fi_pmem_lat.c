@@ -94,9 +94,9 @@ static size_t region_len(const struct options *opts)
 	size_t len = MIN_REGION;
 	int i;
 
-	for (i = 0; i < opts->nsizes; i++)
-		if (2 * opts->sizes[i] > len)
-			len = 2 * opts->sizes[i];
+	for (i = 0; i < opts->pm.nsizes; i++)
+		if (2 * opts->pm.sizes[i] > len)
+			len = 2 * opts->pm.sizes[i];
 	return len;
 }
 
@@ -106,7 +106,7 @@ static int map_and_serve(const void *arg, const struct pm_fabric *res,
 			 struct pm_conn *conn, struct pm_file *file)
 {
 	const struct options *opts = arg;
-	int ret = pm_map_file(opts->file, "fi_pmem_lat", region_len(opts),
+	int ret = pm_map_file(opts->pm.file, "fi_pmem_lat", region_len(opts),
 			      false, file);
 
 	return ret ? ret : pm_serve_region(res, conn, file);
@@ -114,8 +114,8 @@ static int map_and_serve(const void *arg, const struct pm_fabric *res,
 
 static int run_target(const struct options *opts)
 {
-	return pm_run_target(opts->prov, opts->port, 2 * MAX_OPS_PER_SAMPLE,
-			     map_and_serve, opts);
+	return pm_run_target(opts->pm.prov, opts->pm.port,
+			     2 * MAX_OPS_PER_SAMPLE, map_and_serve, opts);
 }
 
 /* ------------------------------------------------- initiator: posting */
@@ -357,7 +357,7 @@ static int measure(struct bench *b, size_t size, int64_t *samples)
 
 static void print_header(const struct options *opts)
 {
-	if (opts->csv)
+	if (opts->pm.csv)
 		printf("provider,profile,mode,size,iters,p50_us,p99_us,max_us,"
 		       "mean_us,method\n");
 	else
@@ -369,14 +369,14 @@ static void print_header(const struct options *opts)
 static void print_row(const struct bench *b, const struct mode *mode,
 		      size_t size, const struct pm_stats *s)
 {
-	const char *fmt = b->opts->csv ?
+	const char *fmt = b->opts->pm.csv ?
 		"%s,%s,%s,%zu,%ld,%.2f,%.2f,%.2f,%.2f,%s\n" :
 		"%-10s %-8s %-10s %9zu %8ld %10.2f %10.2f %10.2f %10.2f %s\n";
 	/* the method the commits took, known once one has completed */
 	const char *method = strcmp(mode->name, "commit") ? PM_NO_PROFILE :
 		pm_commit_method(b->res, b->conn->ep, b->region.key);
 
-	printf(fmt, b->opts->prov, b->region.profile, mode->name, size,
+	printf(fmt, b->opts->pm.prov, b->region.profile, mode->name, size,
 	       b->opts->iters, s->p50_us, s->p99_us, s->max_us, s->mean_us,
 	       method);
 	fflush(stdout);
@@ -394,11 +394,11 @@ static int measure_all(struct bench *b)
 	if (!samples)
 		return pm_check(-FI_ENOMEM, "allocating samples");
 	print_header(opts);
-	for (i = 0; !ret && i < opts->nsizes; i++) {
-		ret = measure(b, opts->sizes[i], samples);
+	for (i = 0; !ret && i < opts->pm.nsizes; i++) {
+		ret = measure(b, opts->pm.sizes[i], samples);
 		for (m = 0; !ret && m < opts->nmodes; m++) {
 			pm_summarize(samples + m * opts->iters, opts->iters, &s);
-			print_row(b, opts->modes[m], opts->sizes[i], &s);
+			print_row(b, opts->modes[m], opts->pm.sizes[i], &s);
 		}
 	}
 	free(samples);
@@ -412,9 +412,9 @@ static size_t largest_size(const struct options *opts)
 	size_t max = PROBE_SIZE;
 	int i;
 
-	for (i = 0; i < opts->nsizes; i++)
-		if (opts->sizes[i] > max)
-			max = opts->sizes[i];
+	for (i = 0; i < opts->pm.nsizes; i++)
+		if (opts->pm.sizes[i] > max)
+			max = opts->pm.sizes[i];
 	return max;
 }
 
@@ -435,15 +435,16 @@ static int receive_region(const struct options *opts, struct pm_conn *conn,
 
 static int run_initiator(const struct options *opts)
 {
+	const struct pm_opts *pm = &opts->pm;
 	struct pm_fabric res = { 0 };
 	struct pm_conn conn = { 0 };
 	struct bench *b = calloc(1, sizeof(*b));
 	int ret = b ? 0 : pm_check(-FI_ENOMEM, "allocating the benchmark");
 
 	if (!ret)
-		ret = pm_open_fabric(opts->prov, opts->server, opts->port, &res);
+		ret = pm_open_fabric(pm->prov, pm->server, pm->port, &res);
 	if (!ret)
-		ret = pm_connect(&res, opts->server, opts->port,
+		ret = pm_connect(&res, pm->server, pm->port,
 				 largest_size(opts), 2 * MAX_OPS_PER_SAMPLE,
 				 &conn);
 	if (!ret)
@@ -451,7 +452,7 @@ static int run_initiator(const struct options *opts)
 	if (!ret) {
 		pm_say("%s to %s port %s: region of %" PRIu64 " bytes, "
 		       "profile %s, %ld us idle before each operation",
-		       opts->prov, opts->server, opts->port, b->region.len,
+		       pm->prov, pm->server, pm->port, b->region.len,
 		       b->region.profile, opts->idle_us);
 		b->opts = opts;
 		b->res = &res;
@@ -462,7 +463,7 @@ static int run_initiator(const struct options *opts)
 			ret = pm_check(-FI_EINVAL, "opening -D, -V or -O's file");
 		if (!ret)
 			ret = measure_all(b);
-		pm_early_report(&b->early, opts->prov);
+		pm_early_report(&b->early, pm->prov);
 		pm_early_close(&b->early);
 		pm_report_counters(&res, conn.ep);
 	}
@@ -500,8 +501,8 @@ int main(int argc, char **argv)
 		lat_usage(argv[0]);
 		return 2;
 	}
-	pm_role = opts.server ? "[initiator]" : "[target]";
+	pm_role = opts.pm.server ? "[initiator]" : "[target]";
 	/* Every failure has already been reported where it happened. */
-	ret = opts.server ? run_initiator(&opts) : run_target(&opts);
+	ret = opts.pm.server ? run_initiator(&opts) : run_target(&opts);
 	return ret ? 1 : 0;
 }

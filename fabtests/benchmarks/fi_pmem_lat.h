@@ -8,6 +8,7 @@
 
 #include "../common/pmem_common.h"
 #include "../common/pmem_early.h"
+#include "../common/pmem_opts.h"
 
 #define DEFAULT_PROVIDER PM_PROVIDER
 #define DEFAULT_PORT "9228"
@@ -36,22 +37,16 @@ struct mode {
 };
 
 struct options {
-	const char *prov;
-	const char *server; /* NULL: this process is the target */
-	const char *port;
-	size_t sizes[PM_MAX_SIZES];
-	int nsizes;
+	struct pm_opts pm; /* -p -s -B -S -f -P --csv (pmem_opts.h) */
 	const struct mode *modes[MAX_MODES];
 	int nmodes;
 	long iters;
 	long warmup;
 	int batch;
 	long idle_us; /* sleep before each iteration, 0: none */
-	const char *file;
 	const char *dirty_file;  /* -D: initiator checks the target's pages */
 	const char *oracle_file; /* -O: initiator checks pmemverbs' oracle */
 	const char *placed_file; /* -V: initiator checks the bytes placed */
-	bool csv;
 };
 
 /* The mode of that name (fi_pmem_lat.c's table), NULL with a message. */

@@ -1,9 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /* fi_pmem_lat: usage and options (see fi_pmem_lat.c). */
 #include <stdio.h>
-#include <string.h>
-
-#include <getopt.h>
 
 #include "fi_pmem_lat.h"
 #include "../common/pmem_wait.h"
@@ -58,21 +55,22 @@ void lat_usage(const char *prog)
 		pm_wait_names(), PM_POLL_INTERVAL_MS);
 }
 
+/* pm_opts_list's callback: one -m mode. */
+static bool add_mode(const char *name, void *arg)
+{
+	struct options *opts = arg;
+	const struct mode *mode = lat_find_mode(name);
+
+	if (!mode || opts->nmodes == MAX_MODES)
+		return false;
+	opts->modes[opts->nmodes++] = mode;
+	return true;
+}
 
 static bool parse_modes(char *list, struct options *opts)
 {
-	char *save = NULL, *item;
-	const struct mode *mode;
-
 	opts->nmodes = 0;
-	for (item = strtok_r(list, ",", &save); item;
-	     item = strtok_r(NULL, ",", &save)) {
-		mode = lat_find_mode(item);
-		if (!mode || opts->nmodes == MAX_MODES)
-			return false;
-		opts->modes[opts->nmodes++] = mode;
-	}
-	return opts->nmodes > 0;
+	return pm_opts_list(list, add_mode, opts);
 }
 
 /* Checks what getopt cannot: mode and provider agree, and so on. */
@@ -80,44 +78,33 @@ static bool options_consistent(const struct options *opts)
 {
 	int i;
 
-	for (i = 0; i < opts->nmodes; i++) {
-		if (opts->modes[i]->pmem_only && !pm_is_pmemverbs(opts->prov)) {
-			fprintf(stderr, "mode %s needs -p %s\n",
-				opts->modes[i]->name, PM_PROVIDER);
+	for (i = 0; i < opts->nmodes; i++)
+		if (!pm_opts_mode_ok(opts->modes[i]->name,
+				     opts->modes[i]->pmem_only, opts->pm.prov))
 			return false;
-		}
-	}
-	if (opts->server && opts->file) {
-		fprintf(stderr, "-f is for the target (no -s)\n");
-		return false;
-	}
-	if (opts->server && (pm_wait_on_cntr || pm_wait_mode)) {
+	if (opts->pm.server && (pm_wait_on_cntr || pm_wait_mode)) {
 		fprintf(stderr, "-K and -w are for the target (no -s)\n");
 		return false;
 	}
-	if (!opts->server && (opts->dirty_file || opts->oracle_file ||
-			      opts->placed_file)) {
+	if (!opts->pm.server && (opts->dirty_file || opts->oracle_file ||
+				 opts->placed_file)) {
 		fprintf(stderr, "-D, -V and -O are for the initiator (-s)\n");
 		return false;
 	}
-	if (!opts->server && opts->idle_us) {
+	if (!opts->pm.server && opts->idle_us) {
 		fprintf(stderr, "-i is for the initiator (-s)\n");
 		return false;
 	}
 	return true;
 }
 
-/* Parses one option letter with its argument; false if invalid. */
-static bool parse_option(int c, char *arg, struct options *opts)
+/* Parses one of fi_pmem_lat's own option letters; false if invalid. */
+static bool parse_option(int c, char *arg, void *prog_opts)
 {
+	struct options *opts = prog_opts;
 	long value;
 
 	switch (c) {
-	case 'p': opts->prov = arg; return true;
-	case 's': opts->server = arg; return true;
-	case 'B': opts->port = arg; return pm_parse_long(arg, 1, 65535, &value);
-	case 'S': return pm_parse_sizes(arg, 1, MAX_SIZE, opts->sizes,
-					&opts->nsizes);
 	case 'I': return pm_parse_long(arg, 1, MAX_ITERS, &opts->iters);
 	case 'W': return pm_parse_long(arg, 0, MAX_ITERS, &opts->warmup);
 	case 'm': return parse_modes(arg, opts);
@@ -127,7 +114,6 @@ static bool parse_option(int c, char *arg, struct options *opts)
 		opts->batch = (int) value;
 		return true;
 	case 'i': return pm_parse_long(arg, 0, MAX_IDLE_US, &opts->idle_us);
-	case 'f': opts->file = arg; return true;
 	case 'y': pm_busy_poll = true; return true;
 	case 'K': pm_wait_on_cntr = true; return true;
 	case 'w':
@@ -135,8 +121,6 @@ static bool parse_option(int c, char *arg, struct options *opts)
 			return false;
 		pm_wait_on_cntr |= pm_wait_mode == PM_WAIT_CNTR;
 		return true;
-	case 'C': opts->csv = true; return true;
-	case 'P': pm_core_pmem = true; return true;
 	case 'D': opts->dirty_file = arg; return true;
 	case 'O': opts->oracle_file = arg; return true;
 	case 'V': opts->placed_file = arg; return true;
@@ -146,25 +130,18 @@ static bool parse_option(int c, char *arg, struct options *opts)
 
 bool lat_parse_options(int argc, char **argv, struct options *opts)
 {
-	static const struct option long_opts[] = {
-		{ "csv", no_argument, NULL, 'C' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	const struct pm_opts_prog prog = {
+		.default_port = DEFAULT_PORT, .default_sizes = DEFAULT_SIZES,
+		.max_size = MAX_SIZE, .letters = "I:W:m:b:i:yKw:D:O:V:",
+		.parse = parse_option, .prog_opts = opts,
 	};
-	char sizes[] = DEFAULT_SIZES, modes[] = DEFAULT_MODES;
-	int c;
+	char modes[] = DEFAULT_MODES;
 
 	*opts = (struct options) {
-		.prov = DEFAULT_PROVIDER, .port = DEFAULT_PORT,
 		.iters = DEFAULT_ITERS, .warmup = DEFAULT_WARMUP,
 		.batch = DEFAULT_BATCH,
 	};
-	if (!pm_parse_sizes(sizes, 1, MAX_SIZE, opts->sizes, &opts->nsizes) ||
-	    !parse_modes(modes, opts))
-		return false;
-	while ((c = getopt_long(argc, argv, "p:s:B:S:I:W:m:b:i:f:yKw:PD:O:V:h", long_opts,
-				NULL)) != -1)
-		if (!parse_option(c, optarg, opts))
-			return false;
-	return optind == argc && options_consistent(opts);
+	return parse_modes(modes, opts) &&
+	       pm_opts_parse(argc, argv, &opts->pm, &prog) &&
+	       options_consistent(opts);
 }

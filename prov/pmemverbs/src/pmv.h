@@ -67,6 +67,7 @@ struct pmv_params {
 	char *oracle;         /* FI_PMEMVERBS_ORACLE (test only) */
 	int fault_skip;       /* FI_PMEMVERBS_FAULT_SKIP_EXTENT (test only) */
 	int fault_core;       /* FI_PMEMVERBS_FAULT_CORE_OP (test only) */
+	int fault_core_full;  /* FI_PMEMVERBS_FAULT_CORE_FULL (test only) */
 	int fault_persist;    /* FI_PMEMVERBS_FAULT_PERSIST (test only) */
 	int fault_alloc;      /* FI_PMEMVERBS_FAULT_ALLOC (test only) */
 	int fault_mr_reg;     /* FI_PMEMVERBS_FAULT_MR_REG (test only) */
@@ -371,6 +372,7 @@ struct pmv_mr {
 /* pmv_fault.c: fault injection at every failure point (test only). */
 enum pmv_fault_point {
 	PMV_FAULT_CORE_OP, /* an operation the engine posts to the core */
+	PMV_FAULT_CORE_FULL, /* the same, refused as if the core were full */
 	PMV_FAULT_PERSIST, /* a persist call of the agent (msync, flush) */
 	PMV_FAULT_ALLOC,   /* an allocation of the commit machinery */
 	PMV_FAULT_MR_REG,  /* a registration with the core (inbox, region) */

@@ -28,6 +28,12 @@ void pmv_fault_define_params(void)
 			"fails with FI_EIO as if the core had refused it; the "
 			"commit must end in an error return or completion, "
 			"never a hang or a false success (default: 0, off)");
+	fi_param_define(&pmv_prov, "fault_core_full", FI_PARAM_INT,
+			"Test only: the N-th operation the commit engine posts "
+			"to the core is refused with FI_EAGAIN as if the "
+			"core's queue were full; the commit must wait and go "
+			"later, or return -FI_EAGAIN with nothing sent, never "
+			"lose a range (default: 0, off)");
 	fi_param_define(&pmv_prov, "fault_persist", FI_PARAM_INT,
 			"Test only: the N-th persist call of the agent (an "
 			"msync or a CPU flush of one range) fails with FI_EIO "
@@ -63,6 +69,8 @@ void pmv_fault_read_params(void)
 	fi_param_get_str(&pmv_prov, "oracle", &pmv_params.oracle);
 	fi_param_get_int(&pmv_prov, "fault_skip_extent", &pmv_params.fault_skip);
 	fi_param_get_int(&pmv_prov, "fault_core_op", &pmv_params.fault_core);
+	fi_param_get_int(&pmv_prov, "fault_core_full",
+			 &pmv_params.fault_core_full);
 	fi_param_get_int(&pmv_prov, "fault_persist", &pmv_params.fault_persist);
 	fi_param_get_int(&pmv_prov, "fault_alloc", &pmv_params.fault_alloc);
 	fi_param_get_int(&pmv_prov, "fault_mr_reg", &pmv_params.fault_mr_reg);
@@ -86,6 +94,8 @@ static int pmv_fault_nth(enum pmv_fault_point point)
 	switch (point) {
 	case PMV_FAULT_CORE_OP:
 		return pmv_params.fault_core;
+	case PMV_FAULT_CORE_FULL:
+		return pmv_params.fault_core_full;
 	case PMV_FAULT_PERSIST:
 		return pmv_params.fault_persist;
 	case PMV_FAULT_ALLOC:

@@ -5,6 +5,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -78,4 +80,19 @@ struct fid_pep *listen_on_loopback(char *addr, size_t *addrlen)
 	cr_assert_eq(fi_listen(pep), 0);
 	cr_assert_eq(fi_getname(&pep->fid, addr, addrlen), 0);
 	return pep;
+}
+
+void *map_temp_file(size_t len)
+{
+	char path[] = "/tmp/pmv_unit_XXXXXX";
+	int fd = mkstemp(path);
+	void *mem;
+
+	cr_assert_geq(fd, 0);
+	unlink(path);
+	cr_assert_eq(ftruncate(fd, (off_t) len), 0);
+	mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	cr_assert_neq(mem, MAP_FAILED);
+	return mem;
 }

@@ -53,22 +53,6 @@ static void close_pair(struct pair *p)
 	cr_assert_eq(fi_close(&p->cq->fid), 0);
 }
 
-/* REGION_LEN bytes of a file in the page cache: a PAGE region. */
-static void *map_page_region(void)
-{
-	char path[] = "/tmp/pmv_close_XXXXXX";
-	int fd = mkstemp(path);
-	void *mem;
-
-	cr_assert_geq(fd, 0);
-	unlink(path);
-	cr_assert_eq(ftruncate(fd, REGION_LEN), 0);
-	mem = mmap(NULL, REGION_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	cr_assert_neq(mem, MAP_FAILED);
-	return mem;
-}
-
 /* The server's region for the client's commits, FI_RMA_PMEM. */
 static struct fid_mr *register_region(void *mem)
 {
@@ -165,7 +149,7 @@ TestSuite(close, .init = setup, .fini = teardown);
  */
 Test(close, a_region_whose_core_close_failed_still_takes_commits)
 {
-	void *mem = map_page_region();
+	void *mem = map_temp_file(REGION_LEN);
 	struct fid_mr *mr = register_region(mem);
 	struct pair p;
 
@@ -184,7 +168,7 @@ Test(close, a_region_whose_core_close_failed_still_takes_commits)
  */
 Test(close, an_endpoint_whose_core_close_failed_still_serves_its_peer)
 {
-	void *mem = map_page_region();
+	void *mem = map_temp_file(REGION_LEN);
 	struct fid_mr *mr = register_region(mem);
 	struct pair p;
 

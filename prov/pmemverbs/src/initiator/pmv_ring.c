@@ -287,14 +287,15 @@ static int pmv_ini_post_iop(struct pmv_ini *ini, uint64_t cseq,
 	struct pmv_iop *iop;
 	ssize_t ret;
 
-	if (pmv_fault(PMV_FAULT_CORE_OP))
-		return -FI_EIO;
 	iop = pmv_iop_get(&ep->tx_cq->iops, pmv_ini_iop_done, ini, kind, cseq);
 	if (!iop)
 		return -FI_EAGAIN;
 	core_msg.context = iop;
 	flags |= FI_COMPLETION;
-	ret = read ? fi_readmsg(ep->core, &core_msg, flags) :
+	/* the fault points stand where the core would refuse the call */
+	ret = pmv_fault(PMV_FAULT_CORE_OP) ? -FI_EIO :
+	      pmv_fault(PMV_FAULT_CORE_FULL) ? -FI_EAGAIN :
+	      read ? fi_readmsg(ep->core, &core_msg, flags) :
 		     fi_writemsg(ep->core, &core_msg, flags);
 	if (ret) {
 		pmv_iop_put(&ep->tx_cq->iops, iop);

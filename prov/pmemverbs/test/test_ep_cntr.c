@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * Unit tests: the FI_WRITE and FI_READ counters of a pmem endpoint
+ * (pmv_ep_cntr.c) over the fake core: a commit counts once, at its ack,
+ * never at pmemverbs's own writes and reads.
+ */
+#include <inttypes.h>
+
+#include "engine_fixture.h"
+
+TestSuite(ep_cntr, .init = setup, .fini = teardown);
+
+static uint64_t g_cnt, g_cnt_err;
+
+static int fake_cntr_add(struct fid_cntr *c, uint64_t v)
+{
+	(void) c;
+	g_cnt += v;
+	return 0;
+}
+
+static int fake_cntr_adderr(struct fid_cntr *c, uint64_t v)
+{
+	(void) c;
+	g_cnt_err += v;
+	return 0;
+}
+
+static struct fi_ops_cntr g_fake_cntr_ops = {
+	.size = sizeof(struct fi_ops_cntr),
+	.add = fake_cntr_add,
+	.adderr = fake_cntr_adderr,
+};
+static struct fid_cntr g_core_cntr = { .ops = &g_fake_cntr_ops };
+static struct pmv_cntr g_cntr = { .core = &g_core_cntr };
+
+/* g_ep counts its writes (or reads) in g_cntr, from zero. */
+static void count_in_g_cntr(enum pmv_rma_cntr which)
+{
+	g_cnt = g_cnt_err = 0;
+	g_cntr.refs = 1;
+	g_ep->rma_cntr[which] = &g_cntr;
+}
+
+Test(ep_cntr, a_write_counter_counts_a_commit_at_its_ack_never_at_its_writes)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+	int ctx;
+
+	count_in_g_cntr(PMV_CNTR_WRITE);
+	cr_assert_eq(commit(g_ep, 0, 1000, 0, &ctx), 0);
+	complete_post(0, 0);
+	complete_post(1, 0);
+	g_ep->hook.progress(g_ep->hook.arg);
+	cr_assert_eq(g_cnt, 0, "counted before the target's ack: its data "
+		     "write and request are pmemverbs's own");
+	ack(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 0);
+	cr_assert(pop(&e, &err));
+	cr_assert_eq(g_cnt, 1, "the durable commit counted %" PRIu64 " times",
+		     g_cnt);
+	cr_assert_eq(g_cnt_err, 0);
+}
+
+Test(ep_cntr, a_failed_commit_counts_in_the_error_count_only)
+{
+	int ctx;
+
+	count_in_g_cntr(PMV_CNTR_WRITE);
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
+	complete_post(0, 0);
+	complete_post(1, 0);
+	ack(g_ep, 1, PMV_ERR_PERSIST, FI_PMEM_PROFILE_PAGE, 0);
+	cr_assert_eq(g_cnt, 0, "a failed commit counted as a success");
+	cr_assert_eq(g_cnt_err, 1);
+}
+
+Test(ep_cntr, a_commit_without_fi_completion_still_counts)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+	int ctx;
+
+	count_in_g_cntr(PMV_CNTR_WRITE);
+	g_ep->tx_selective = true;
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
+	complete_post(0, 0);
+	complete_post(1, 0);
+	ack(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 0);
+	cr_assert(!pop(&e, &err), "an entry that was not asked for");
+	cr_assert_eq(g_cnt, 1);
+}
+
+/* A plain write (or read) of 64 bytes through the counted path. */
+static ssize_t counted(bool read, uint64_t flags, void *ctx)
+{
+	static uint8_t buf[64];
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct fi_rma_iov rma = { .addr = 0, .len = sizeof(buf),
+				  .key = REGION_KEY };
+	struct fi_msg_rma msg = { .msg_iov = &iov, .iov_count = 1,
+				  .rma_iov = &rma, .rma_iov_count = 1,
+				  .context = ctx };
+
+	return read ? pmv_counted_readmsg(g_ep, &msg, flags) :
+		      pmv_counted_writemsg(g_ep, &msg, flags);
+}
+
+/*
+ * Under FI_PMEMVERBS_DELIVERY_IS_COMMIT an FI_DELIVERY_COMPLETE write on
+ * an endpoint with a write counter is a commit: it goes as one with the
+ * application's context, and counts once, at its ack (not once more as a
+ * plain write of the counted path).
+ */
+Test(ep_cntr, a_delivery_complete_commit_on_a_counted_endpoint_counts_once)
+{
+	int ctx;
+
+	pmv_params.delivery_is_commit = 1;
+	pmv_ep_set_op_flags(g_ep, 0);
+	count_in_g_cntr(PMV_CNTR_WRITE);
+	cr_assert_eq(counted(false, FI_DELIVERY_COMPLETE, &ctx), 0);
+	cr_assert_eq(g_cnt, 0, "counted before it was posted");
+	assert_agent_commit(&ctx);
+	cr_assert_eq(g_cnt, 1, "the commit counted %" PRIu64 " times", g_cnt);
+}
+
+Test(ep_cntr, a_plain_write_counts_at_its_completion_asked_for_or_not)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+	int ctx[3];
+
+	count_in_g_cntr(PMV_CNTR_WRITE);
+	g_ep->tx_selective = true;
+	cr_assert_eq(counted(false, 0, &ctx[0]), 0);
+	cr_assert_eq(counted(false, FI_COMPLETION, &ctx[1]), 0);
+	cr_assert_eq(counted(false, FI_COMPLETION, &ctx[2]), 0);
+	cr_assert_eq(g_nposts, 3);
+	cr_assert(g_posts[0].flags & FI_COMPLETION, "the core must complete "
+		  "it, or nothing counts it");
+	cr_assert_eq(g_cnt, 0, "counted before the core completed it");
+	complete_post(0, 0);
+	cr_assert_eq(g_cnt, 1);
+	cr_assert(!pop(&e, &err), "an entry without FI_COMPLETION");
+	complete_post(1, 0);
+	cr_assert(pop(&e, &err));
+	cr_assert(!err);
+	cr_assert_eq(e.op_context, &ctx[1], "the application's context");
+	cr_assert_eq(e.flags, FI_RMA | FI_WRITE);
+	complete_post(2, FI_ECONNRESET);
+	cr_assert(pop(&e, &err));
+	cr_assert(err);
+	cr_assert_eq(e.op_context, &ctx[2]);
+	cr_assert_eq(g_cnt, 2);
+	cr_assert_eq(g_cnt_err, 1, "a failed write counts as an error");
+	cr_assert_eq(g_cntr.refs, 1, "operations hold the counter until done");
+}
+
+Test(ep_cntr, a_read_counter_counts_the_applications_reads_not_read_flushes)
+{
+	struct fi_cq_err_entry e;
+	unsigned first;
+	bool err;
+	int ctx;
+
+	learn_mhp(5);
+	count_in_g_cntr(PMV_CNTR_READ);
+	first = g_nposts;
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
+	cr_assert(g_posts[first + 1].read, "a read-flush follows the data");
+	complete_post(first, 0);
+	reads_bring(5);
+	complete_post(first + 1, 0);
+	cr_assert(pop(&e, &err) && !err);
+	cr_assert_eq(g_cnt, 0, "pmemverbs's read-flush counted as a read");
+	cr_assert_eq(counted(true, 0, &ctx), 0);
+	complete_post(g_nposts - 1, 0);
+	cr_assert_eq(g_cnt, 1, "the application's read");
+	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx &&
+		  e.flags == (FI_RMA | FI_READ));
+}

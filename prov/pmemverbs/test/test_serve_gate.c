@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * Unit tests: gated requests (target/pmv_serve_gate.c, pmv_gate.c) over
+ * the fake core of serve_fixture.h: a request joined to its data in one
+ * write is served only once that write's completion (its remote CQ data)
+ * is read, by the application or by the server itself, and refused when
+ * it never comes or the endpoint offered no gate.
+ */
+#include <string.h>
+
+#include "serve_fixture.h"
+
+TestSuite(serve_gate, .init = serve_setup, .fini = serve_teardown);
+
+/* A fake core receive CQ (FI_CQ_FORMAT_DATA) handing out staged entries. */
+static struct fi_cq_data_entry g_staged[4];
+static unsigned g_nstaged;
+
+static ssize_t fake_data_cq_read(struct fid_cq *cq, void *buf, size_t count)
+{
+	size_t n = g_nstaged < count ? g_nstaged : count;
+
+	(void) cq;
+	if (!n)
+		return -FI_EAGAIN;
+	memcpy(buf, g_staged, n * sizeof(g_staged[0]));
+	g_nstaged -= (unsigned) n;
+	memmove(g_staged, g_staged + n, g_nstaged * sizeof(g_staged[0]));
+	return (ssize_t) n;
+}
+
+static struct fi_ops_cq g_data_cq_ops = { .size = sizeof(struct fi_ops_cq),
+					  .read = fake_data_cq_read };
+static struct fid_cq g_core_data_rx = { .ops = &g_data_cq_ops };
+
+/* Stages a remote write's completion carrying data. */
+static void stage_remote_write(uint64_t data)
+{
+	cr_assert_lt(g_nstaged, 4);
+	g_staged[g_nstaged++] = (struct fi_cq_data_entry) {
+		.flags = FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, .data = data };
+}
+
+/* t_rx as the application's receive CQ over the fake core, ep gated. */
+static void gate_ep(void)
+{
+	t_dom.transport = PMV_TRANSPORT_TCP;
+	t_rx->core = &g_core_data_rx;
+	t_rx->domain = &t_dom;
+	t_rx->format = FI_CQ_FORMAT_DATA;
+	t_rx->pmem_refs = 1;
+	t_rx->wait_fd = -1;
+	pthread_mutex_init(&t_rx->lock, NULL);
+	g_nstaged = 0;
+	cr_assert(pmv_gate_open(&t_ep), "a tcp endpoint whose receive CQ "
+		  "carries data got no gate");
+}
+
+/*
+ * A gated request's bytes may be in its slot before the rest of its
+ * write's data (no rule orders one write's segments): it is served only
+ * once that write's completion (remote CQ data: magic, gate, seq) is read,
+ * by whoever reads the CQ, and the completion never reaches the
+ * application; another endpoint's completion does not release it.
+ */
+Test(serve_gate, a_gated_request_is_served_only_after_its_writes_completion)
+{
+	struct pmv_ep other = { .domain = &t_dom, .rx_cq = t_rx };
+	struct fi_cq_data_entry got[4];
+
+	gate_ep();
+	cr_assert(pmv_gate_open(&other) && other.gate_id != t_ep.gate_id);
+	put_req(1, KEY, BASE + 100, 64, PMV_REQ_GATED);
+	pmv_serve_ep(&t_dom, &t_ep);
+	cr_assert_eq(t_nacks, 0, "a gated request was served before its "
+		     "write's completion was read");
+	stage_remote_write(pmv_gate_data(other.gate_id, 1));
+	cr_assert_eq(pmv_cq_read(&t_rx->cq_fid, got, 4), -FI_EAGAIN,
+		     "another endpoint's gated completion reached the "
+		     "application");
+	pmv_serve_ep(&t_dom, &t_ep);
+	cr_assert_eq(t_nacks, 0, "another endpoint's completion released it");
+	stage_remote_write(pmv_gate_data(t_ep.gate_id, 1));
+	stage_remote_write(0xfeed); /* the application's own */
+	cr_assert_eq(pmv_cq_read(&t_rx->cq_fid, got, 4), 1,
+		     "the gated completion reached the application");
+	cr_assert_eq(got[0].data, 0xfeed);
+	cr_assert_eq(serve_and_ack(1), 0, "not served once its write's "
+		     "completion was read");
+	pmv_gate_close(&other);
+	pmv_gate_close(&t_ep);
+}
+
+/*
+ * A target that reads no CQ (it polls a counter; its agent is off because
+ * it progresses): the server reads the receive CQ's core entries itself,
+ * so a gated request is served once its write's completion is there, and
+ * the application's own entries wait for it, in order (was: refused as a
+ * request never whole, "a malformed request", after 100 ms).
+ */
+Test(serve_gate, a_gated_request_is_served_when_nobody_reads_the_cq)
+{
+	struct fi_cq_data_entry got[4];
+
+	gate_ep();
+	put_req(1, KEY, BASE + 100, 64, PMV_REQ_GATED);
+	stage_remote_write(0xfeed); /* the application's own */
+	stage_remote_write(pmv_gate_data(t_ep.gate_id, 1));
+	cr_assert_eq(serve_and_ack(1), 0, "a gated request whose completion "
+		     "sat in the core CQ was not served");
+	cr_assert_eq(pmv_cq_read(&t_rx->cq_fid, got, 4), 1,
+		     "the application's entry was lost or the gated one "
+		     "reached it");
+	cr_assert_eq(got[0].data, 0xfeed);
+	pmv_gate_close(&t_ep);
+}
+
+/*
+ * A gated request whose write's completion never comes (a peer that sent
+ * the flag without the remote CQ data) is refused as a slot without a
+ * valid request is, after FI_PMEMVERBS_BAD_REQUEST_MS: it does not stall
+ * the connection.
+ */
+Test(serve_gate, a_gated_request_whose_completion_never_comes_is_refused)
+{
+	gate_ep();
+	pmv_params.bad_request_ms = 0;
+	put_req(1, KEY, BASE + 100, 64, PMV_REQ_GATED);
+	put_req(2, KEY, BASE + 200, 64, 0);
+	cr_assert_eq(serve_and_ack(1), PMV_ERR_BAD_REQUEST, "a gated request "
+		     "without its completion was not refused");
+	cr_assert_eq(serve_and_ack(2), 0, "the next request was not served");
+	cr_assert_eq(t_ep.counters.bytes_persisted, 64);
+	pmv_gate_close(&t_ep);
+}
+
+/* A gated request to an endpoint that offered no gate is refused. */
+Test(serve_gate, a_gated_request_to_an_ungated_endpoint_is_refused)
+{
+	put_req(1, KEY, BASE + 100, 64, PMV_REQ_GATED);
+	cr_assert_eq(serve_and_ack(1), PMV_ERR_BAD_REQUEST);
+	cr_assert_eq(t_ep.counters.bytes_persisted, 0);
+}

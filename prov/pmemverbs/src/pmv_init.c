@@ -141,7 +141,9 @@ static void pmv_define_params(void)
 			"one) before the agent refuses it: it acks that "
 			"sequence number with an error (the commit fails with "
 			"FI_EINVAL), warns, and serves the next slot instead "
-			"of waiting for ever. Default 100.");
+			"of waiting for ever. A whole gated request waiting "
+			"for its write's completion to be read waits "
+			"FI_PMEMVERBS_PEER_TIMEOUT_MS instead. Default 100.");
 }
 
 /* FI_PMEMVERBS_METHOD as a method; NONE stands for auto. */

@@ -116,17 +116,44 @@ Test(serve_gate, a_gated_request_is_served_when_nobody_reads_the_cq)
 }
 
 /*
+ * A whole gated request waits for its write's completion longer than a
+ * malformed one: reading that completion depends on the target's threads
+ * being scheduled (over 100 ms on a loaded host refused a commit as "a
+ * malformed request" in a threads run at load 10), so it waits the peer
+ * timeout, not FI_PMEMVERBS_BAD_REQUEST_MS.
+ */
+Test(serve_gate, a_gated_request_waits_longer_than_a_malformed_one)
+{
+	gate_ep();
+	pmv_params.bad_request_ms = 0;
+	pmv_params.peer_timeout_ms = 5000;
+	put_req(1, KEY, BASE + 100, 64, PMV_REQ_GATED);
+	pmv_serve_ep(&t_dom, &t_ep);
+	__atomic_add_fetch(&pmv_clock_skew_ms, 1000, __ATOMIC_RELAXED);
+	pmv_serve_ep(&t_dom, &t_ep);
+	cr_assert_eq(ack_status(1), -1, "a whole gated request was refused "
+		     "before the peer timeout while its completion was late");
+	stage_remote_write(pmv_gate_data(t_ep.gate_id, 1));
+	cr_assert_eq(serve_and_ack(1), 0, "the late completion did not "
+		     "serve it");
+	pmv_gate_close(&t_ep);
+}
+
+/*
  * A gated request whose write's completion never comes (a peer that sent
  * the flag without the remote CQ data) is refused as a slot without a
- * valid request is, after FI_PMEMVERBS_BAD_REQUEST_MS: it does not stall
- * the connection.
+ * valid request is, after the peer timeout: it does not stall the
+ * connection for ever.
  */
 Test(serve_gate, a_gated_request_whose_completion_never_comes_is_refused)
 {
 	gate_ep();
 	pmv_params.bad_request_ms = 0;
+	pmv_params.peer_timeout_ms = 5000;
 	put_req(1, KEY, BASE + 100, 64, PMV_REQ_GATED);
 	put_req(2, KEY, BASE + 200, 64, 0);
+	pmv_serve_ep(&t_dom, &t_ep);
+	__atomic_add_fetch(&pmv_clock_skew_ms, 5000, __ATOMIC_RELAXED);
 	cr_assert_eq(serve_and_ack(1), PMV_ERR_BAD_REQUEST, "a gated request "
 		     "without its completion was not refused");
 	cr_assert_eq(serve_and_ack(2), 0, "the next request was not served");

@@ -213,12 +213,14 @@ static bool pmv_serve_slot_written(struct pmv_ep *ep);
 
 /*
  * True once the slot for the expected seq has held something other than
- * its previous occupant's seq (a slot still empty) and no whole, valid
- * request for that seq for FI_PMEMVERBS_BAD_REQUEST_MS: corrupt,
- * malformed, out of sequence, or torn and never finished.  A request
- * still arriving is valid within microseconds.
+ * its previous occupant's seq (a slot still empty) and no request that
+ * can be served for limit_ms: FI_PMEMVERBS_BAD_REQUEST_MS for one that is
+ * corrupt, malformed, out of sequence, or torn and never finished (a
+ * request still arriving is valid within microseconds);
+ * pmv_gate_wait_ms() for a whole gated request whose write's completion
+ * was not read yet.
  */
-static bool pmv_agent_slot_bad(struct pmv_ep *ep)
+static bool pmv_agent_slot_bad(struct pmv_ep *ep, uint64_t limit_ms)
 {
 	uint64_t seq = ep->agent_seq, now;
 
@@ -233,7 +235,23 @@ static bool pmv_agent_slot_bad(struct pmv_ep *ep)
 		ep->bad_since_ms = now;
 		return false;
 	}
-	return now - ep->bad_since_ms >= (uint64_t) pmv_params.bad_request_ms;
+	return now - ep->bad_since_ms >= limit_ms;
+}
+
+/*
+ * How long a whole gated request waits for its write's completion to be
+ * read before it is refused: that read depends on the target's threads
+ * being scheduled (seen over 100 ms on a loaded host), so the peer's
+ * commit timeout, not the bound for malformed bytes; a peer that never
+ * sends the completion stalls only its own connection meanwhile.
+ */
+static uint64_t pmv_gate_wait_ms(void)
+{
+	uint64_t t = pmv_params.peer_timeout_ms > 0 ?
+		     (uint64_t) pmv_params.peer_timeout_ms : 10000;
+
+	return t > (uint64_t) pmv_params.bad_request_ms ? t :
+	       (uint64_t) pmv_params.bad_request_ms;
 }
 
 /*
@@ -274,13 +292,13 @@ int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep)
 		if (pmv_agent_must_ack(ep) && !pmv_agent_send_ack(ep))
 			return served;
 		if (!pmv_agent_read_req(ep, ep->agent_seq, req, sizeof(buf))) {
-			if (!pmv_agent_slot_bad(ep))
+			if (!pmv_agent_slot_bad(ep, pmv_params.bad_request_ms))
 				break;
 			pmv_agent_refuse_slot(ep);
 		} else if (pmv_serve_gate_shut(ep, req)) {
-			/* its write's completion never read: refused as a
-			 * slot without a valid request would be */
-			if (!pmv_agent_slot_bad(ep))
+			/* its write's completion never read: refused, as a
+			 * slot without a valid request is, but later */
+			if (!pmv_agent_slot_bad(ep, pmv_gate_wait_ms()))
 				break;
 			pmv_agent_refuse_slot(ep);
 		} else if (!pmv_agent_immed_room(ep, req, &rx)) {

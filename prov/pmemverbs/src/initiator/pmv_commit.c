@@ -42,82 +42,20 @@ static const struct pmv_method_ops *pmv_ini_choose(struct pmv_ini *ini,
 		facts.profile = f->profile;
 		facts.ddio_off = f->target_flags & PMV_ACK_DDIO_OFF;
 	}
-	switch (pmv_method_select(&facts, flags)) {
-	case FI_PMEM_METHOD_AGENT:
-		return &pmv_m_agent;
-	case FI_PMEM_METHOD_SEND:
-		return &pmv_m_send;
-	case FI_PMEM_METHOD_READ_FLUSH:
-		return &pmv_m_read_flush;
-	case FI_PMEM_METHOD_COMPLETION:
-		return &pmv_m_completion;
-	default:
-		return NULL;
-	}
-}
-
-/* Sends an internal request that flushes the key's scope; lock held. */
-static int pmv_fence_flush_scope(struct pmv_ini *ini, uint64_t key)
-{
-	struct pmv_commit *f;
-	int ret;
-
-	if (pmv_ini_ring_full(ini) || !pmv_req_room(ini))
-		return -FI_EAGAIN;
-	f = pmv_ini_commit_new(ini, NULL, 0);
-	f->key = key;
-	f->internal = true;
-	f->m = &pmv_m_agent;
-	ret = pmv_req_send(ini, f, NULL, 0);
-	if (ret) {
-		pmv_ini_commit_drop(ini, f);
-		return ret == -FI_EAGAIN ? ret : PMV_ERR_PEER_GONE;
-	}
-	return 0;
+	return pmv_method_ops(pmv_method_select(&facts, flags));
 }
 
 /*
- * A fenced agent commit whose data does not fit a request beside the
- * key's scope: the scope is flushed by an internal request first.  If the
- * data then fits a request alone it goes by send at once (the agent
- * serves requests in order, and checks the flush's status); otherwise it
- * waits (-FI_EAGAIN) until every older commit to the key has completed.
- */
-static int pmv_fence_agent(struct pmv_ini *ini,
-			   const struct pmv_method_ops **m,
-			   const struct fi_msg_rma *msg)
-{
-	uint64_t key = msg->rma_iov[0].key;
-	int ret;
-
-	if (!pmv_scope_empty(&ini->scope, key) &&
-	    (ret = pmv_fence_flush_scope(ini, key)))
-		return ret;
-	if (pmv_method_may_send() && pmv_send_fits(ini, msg)) {
-		*m = &pmv_m_send;
-		return 0;
-	}
-	return pmv_ini_key_busy(ini, key, NULL, true) ? -FI_EAGAIN : 0;
-}
-
-/*
- * FI_FENCE's rule before anything is posted: 0 to go on, -FI_EAGAIN to
- * wait, PMV_ERR_FENCE when an earlier commit to the key failed.
+ * FI_FENCE's rule before anything is posted, the method's own (its fence
+ * op; none for a method that fences in its post): 0 to go on, -FI_EAGAIN
+ * to wait, PMV_ERR_FENCE when an earlier commit to the key failed.
  */
 static int pmv_fence_check(struct pmv_ini *ini,
 			   const struct pmv_method_ops **m,
 			   const struct fi_msg_rma *msg)
 {
-	uint64_t key = msg->rma_iov[0].key;
-
-	if (*m == &pmv_m_send && !pmv_send_fits(ini, msg))
-		*m = &pmv_m_agent;
-	if (*m == &pmv_m_agent) {
-		if (pmv_ini_key_busy(ini, key, NULL, false))
-			return -FI_EAGAIN;
-		return pmv_fence_agent(ini, m, msg);
-	}
-	return 0;
+	*m = pmv_method_fit(ini, *m, msg);
+	return (*m)->fence ? (*m)->fence(ini, m, msg) : 0;
 }
 
 /*
@@ -138,9 +76,9 @@ static int pmv_overlap_check(struct pmv_ini *ini,
 	uint64_t key = msg->rma_iov[0].key;
 	size_t i;
 
-	if (!ini->sends_busy || m == &pmv_m_send)
+	if (!ini->sends_busy || m->overlap == PMV_OVERLAP_NONE)
 		return 0;
-	if (m != &pmv_m_agent)
+	if (m->overlap == PMV_OVERLAP_KEY)
 		return pmv_send_overlaps(ini, key, 0, 0) ? -FI_EAGAIN : 0;
 	for (i = 0; i < msg->rma_iov_count; i++)
 		if (msg->rma_iov[i].len &&
@@ -169,8 +107,7 @@ static int pmv_commit_post(struct pmv_ini *ini, const struct fi_msg_rma *msg,
 		return PMV_ERR_METHOD;
 	if ((flags & FI_FENCE) && (ret = pmv_fence_check(ini, &m, msg)))
 		return ret;
-	if (m == &pmv_m_send && !pmv_send_fits(ini, msg))
-		m = &pmv_m_agent;
+	m = pmv_method_fit(ini, m, msg);
 	if ((ret = pmv_overlap_check(ini, m, msg)) ||
 	    (ret = m->can_post(ini, msg, flags)))
 		return ret;

@@ -139,8 +139,45 @@ struct pmv_ini {
 };
 
 /* A commit method (librpma's flush object: one implementation each). */
+/* Which side proves a commit durable (FI_FENCE's rule, the overlap rule). */
+enum pmv_method_family {
+	PMV_FAMILY_AGENT, /* the target's agent persists what a request names */
+	PMV_FAMILY_FLUSH, /* an operation behind the data proves it placed */
+};
+
+/* What a commit must wait for while send commits are in flight. */
+enum pmv_overlap_rule {
+	PMV_OVERLAP_NONE,   /* nothing: the agent serves requests in order */
+	PMV_OVERLAP_RANGES, /* a send whose range its data meets */
+	PMV_OVERLAP_KEY,    /* every send to the key (placement != durable) */
+};
+
+/*
+ * A method: its behaviour is all here, and pmv_commit.c reads nothing
+ * else; no method names another (fallback, fenced and takeover are ids,
+ * resolved by pmv_method_ops()).
+ */
 struct pmv_method_ops {
 	enum fi_pmem_method id;
+	enum pmv_method_family family;
+	enum pmv_overlap_rule overlap;
+	/* false if msg cannot go by this method (NULL: any can) */
+	bool (*fits)(const struct pmv_ini *ini, const struct fi_msg_rma *msg);
+	/* the method a commit that does not fit takes */
+	enum fi_pmem_method fallback;
+	/* FI_FENCE's rule before anything is posted (NULL: the method
+	 * fences in its own post): 0, -FI_EAGAIN or a PMV_ERR_*; may move
+	 * the commit to the fenced method (*m); lock held */
+	int (*fence)(struct pmv_ini *ini, const struct pmv_method_ops **m,
+		     const struct fi_msg_rma *msg);
+	/* the method a fenced commit takes when its data fits it, once the
+	 * fence rule passed (one round trip; NONE: this one) */
+	enum fi_pmem_method fenced;
+	/* the method that takes over a commit this one cannot finish (its
+	 * data already placed): its takeover op resends c */
+	enum fi_pmem_method takeover;
+	/* makes c this method's, its data placed: 0 (sent or deferred) */
+	int (*take_over)(struct pmv_ini *ini, struct pmv_commit *c);
 	/* 0 if the commit can be posted now, else -FI_EAGAIN; lock held */
 	int (*can_post)(struct pmv_ini *ini, const struct fi_msg_rma *msg,
 			uint64_t flags);
@@ -159,12 +196,17 @@ extern const struct pmv_method_ops pmv_m_read_flush;
 extern const struct pmv_method_ops pmv_m_completion;
 
 /* pmv_method.c */
+const struct pmv_method_ops *pmv_method_ops(enum fi_pmem_method id);
+const struct pmv_method_ops *pmv_method_fit(const struct pmv_ini *ini,
+					    const struct pmv_method_ops *m,
+					    const struct fi_msg_rma *msg);
+int pmv_method_take_over(struct pmv_ini *ini, struct pmv_commit *c);
 bool pmv_method_correct(enum fi_pmem_method method,
 			const struct pmv_key_facts *k);
 enum fi_pmem_method pmv_method_fastest(const struct pmv_key_facts *k);
 enum fi_pmem_method pmv_method_select(const struct pmv_key_facts *k,
 				      uint64_t flags);
-bool pmv_method_may_send(void);
+bool pmv_method_may_take(enum fi_pmem_method id);
 
 /* pmv_scope.c */
 void pmv_scope_init(struct pmv_scope *scope, unsigned limit);
@@ -255,8 +297,6 @@ const struct pmv_key_fact *pmv_ini_fact(struct pmv_ini *ini, uint64_t key);
 void pmv_ini_learn_gen(struct pmv_ini *ini, uint32_t gen);
 void pmv_ini_cover_floor(struct pmv_ini *ini, struct pmv_commit *c);
 
-/* pmv_m_agent.c */
-int pmv_agent_resend(struct pmv_ini *ini, struct pmv_commit *c);
 
 /* pmv_m_send.c */
 bool pmv_send_fits(const struct pmv_ini *ini, const struct fi_msg_rma *msg);

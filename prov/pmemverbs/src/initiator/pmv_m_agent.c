@@ -77,7 +77,7 @@ static int pmv_agent_resume(struct pmv_ini *ini, struct pmv_commit *c)
  * persists the ranges it covered (its data is already placed).  The
  * commit's method becomes agent; its request goes now or from progress.
  */
-int pmv_agent_resend(struct pmv_ini *ini, struct pmv_commit *c)
+static int pmv_agent_take_over(struct pmv_ini *ini, struct pmv_commit *c)
 {
 	unsigned i;
 
@@ -94,6 +94,55 @@ int pmv_agent_resend(struct pmv_ini *ini, struct pmv_commit *c)
 	return 0;
 }
 
+/* Sends an internal request that flushes the key's scope; lock held. */
+static int pmv_agent_flush_scope(struct pmv_ini *ini, uint64_t key)
+{
+	struct pmv_commit *f;
+	int ret;
+
+	if (pmv_ini_ring_full(ini) || !pmv_req_room(ini))
+		return -FI_EAGAIN;
+	f = pmv_ini_commit_new(ini, NULL, 0);
+	f->key = key;
+	f->internal = true;
+	f->m = &pmv_m_agent;
+	ret = pmv_req_send(ini, f, NULL, 0);
+	if (ret) {
+		pmv_ini_commit_drop(ini, f);
+		return ret == -FI_EAGAIN ? ret : PMV_ERR_PEER_GONE;
+	}
+	return 0;
+}
+
+/*
+ * FI_FENCE for an agent commit: it waits for the key's read-flush and
+ * completion commits (their flush op proves placement, not durability),
+ * then the key's scope is flushed by an internal request.  If the data
+ * then fits the fenced method (send) it goes by it at once (the agent
+ * serves requests in order, and checks the flush's status); otherwise it
+ * waits (-FI_EAGAIN) until every older commit to the key has completed.
+ */
+static int pmv_agent_fence(struct pmv_ini *ini,
+			   const struct pmv_method_ops **m,
+			   const struct fi_msg_rma *msg)
+{
+	const struct pmv_method_ops *fenced = pmv_method_ops((*m)->fenced);
+	uint64_t key = msg->rma_iov[0].key;
+	int ret;
+
+	if (pmv_ini_key_busy(ini, key, NULL, false))
+		return -FI_EAGAIN;
+	if (!pmv_scope_empty(&ini->scope, key) &&
+	    (ret = pmv_agent_flush_scope(ini, key)))
+		return ret;
+	if (fenced && pmv_method_may_take(fenced->id) &&
+	    pmv_method_fit(ini, fenced, msg) == fenced) {
+		*m = fenced;
+		return 0;
+	}
+	return pmv_ini_key_busy(ini, key, NULL, true) ? -FI_EAGAIN : 0;
+}
+
 static void pmv_agent_op_done(struct pmv_ini *ini, struct pmv_commit *c)
 {
 	(void) ini;
@@ -102,6 +151,11 @@ static void pmv_agent_op_done(struct pmv_ini *ini, struct pmv_commit *c)
 
 const struct pmv_method_ops pmv_m_agent = {
 	.id = FI_PMEM_METHOD_AGENT,
+	.family = PMV_FAMILY_AGENT,
+	.overlap = PMV_OVERLAP_RANGES,
+	.fence = pmv_agent_fence,
+	.fenced = FI_PMEM_METHOD_SEND,
+	.take_over = pmv_agent_take_over,
 	.can_post = pmv_agent_can_post,
 	.post = pmv_agent_post,
 	.resume = pmv_agent_resume,

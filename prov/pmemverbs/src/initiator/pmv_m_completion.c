@@ -16,6 +16,9 @@
 
 const struct pmv_method_ops pmv_m_completion = {
 	.id = FI_PMEM_METHOD_COMPLETION,
+	.family = PMV_FAMILY_FLUSH,
+	.overlap = PMV_OVERLAP_KEY,
+	.takeover = FI_PMEM_METHOD_AGENT,
 	.can_post = pmv_flush_can_post,
 	.post = pmv_read_flush_post,
 	.resume = pmv_read_flush_resume,

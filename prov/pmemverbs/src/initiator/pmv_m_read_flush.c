@@ -154,11 +154,14 @@ void pmv_read_flush_op_done(struct pmv_ini *ini, struct pmv_commit *c)
 		 "commit goes to the agent\n", gen, c->gen, c->floor);
 	if (gen != c->gen)
 		pmv_ini_forget_facts(ini, gen);
-	pmv_agent_resend(ini, c);
+	pmv_method_take_over(ini, c);
 }
 
 const struct pmv_method_ops pmv_m_read_flush = {
 	.id = FI_PMEM_METHOD_READ_FLUSH,
+	.family = PMV_FAMILY_FLUSH,
+	.overlap = PMV_OVERLAP_KEY,
+	.takeover = FI_PMEM_METHOD_AGENT,
 	.can_post = pmv_flush_can_post,
 	.post = pmv_read_flush_post,
 	.resume = pmv_read_flush_resume,

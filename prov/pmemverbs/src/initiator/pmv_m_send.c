@@ -100,6 +100,10 @@ static void pmv_send_op_done(struct pmv_ini *ini, struct pmv_commit *c)
 
 const struct pmv_method_ops pmv_m_send = {
 	.id = FI_PMEM_METHOD_SEND,
+	.family = PMV_FAMILY_AGENT,
+	.overlap = PMV_OVERLAP_NONE,
+	.fits = pmv_send_fits,
+	.fallback = FI_PMEM_METHOD_AGENT,
 	.can_post = pmv_send_can_post,
 	.post = pmv_send_post,
 	.resume = pmv_send_resume,

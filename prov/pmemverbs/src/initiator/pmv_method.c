@@ -123,9 +123,38 @@ enum fi_pmem_method pmv_method_select(const struct pmv_key_facts *k,
 	return pmv_method_correct(m, k) ? m : FI_PMEM_METHOD_NONE;
 }
 
-/* True unless an override keeps agent commits off the send method. */
-bool pmv_method_may_send(void)
+/* True unless an override (FI_PMEMVERBS_METHOD) keeps commits off id. */
+bool pmv_method_may_take(enum fi_pmem_method id)
 {
 	return pmv_params.method == FI_PMEM_METHOD_NONE ||
-	       pmv_params.method == FI_PMEM_METHOD_SEND;
+	       pmv_params.method == id;
+}
+
+/* The ops of a method, or NULL for NONE and unknown ids: the registry. */
+const struct pmv_method_ops *pmv_method_ops(enum fi_pmem_method id)
+{
+	static const struct pmv_method_ops *const methods[] = {
+		[FI_PMEM_METHOD_AGENT] = &pmv_m_agent,
+		[FI_PMEM_METHOD_READ_FLUSH] = &pmv_m_read_flush,
+		[FI_PMEM_METHOD_COMPLETION] = &pmv_m_completion,
+		[FI_PMEM_METHOD_SEND] = &pmv_m_send,
+	};
+
+	return (unsigned) id < sizeof(methods) / sizeof(methods[0]) ?
+	       methods[id] : NULL;
+}
+
+/* m, or its fallback when msg does not fit it. */
+const struct pmv_method_ops *pmv_method_fit(const struct pmv_ini *ini,
+					    const struct pmv_method_ops *m,
+					    const struct fi_msg_rma *msg)
+{
+	return !m->fits || m->fits(ini, msg) ? m :
+	       pmv_method_ops(m->fallback);
+}
+
+/* c's method cannot finish it (its data placed): its takeover does. */
+int pmv_method_take_over(struct pmv_ini *ini, struct pmv_commit *c)
+{
+	return pmv_method_ops(c->m->takeover)->take_over(ini, c);
 }

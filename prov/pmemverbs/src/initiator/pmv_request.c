@@ -331,7 +331,7 @@ static int pmv_spill_one(struct pmv_ini *ini, uint64_t key)
 	f->key = key;
 	f->internal = true;
 	f->spill = true;
-	f->m = &pmv_m_agent;
+	f->m = pmv_method_ops(FI_PMEM_METHOD_AGENT); /* served in order */
 	ret = pmv_req_send(ini, f, NULL, 0);
 	if (ret)
 		pmv_ini_commit_drop(ini, f);

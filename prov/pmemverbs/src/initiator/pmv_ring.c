@@ -382,7 +382,7 @@ bool pmv_ini_key_busy(const struct pmv_ini *ini, uint64_t key,
 			break;
 		if (c->state == PMV_C_DONE || c->key != key || !c->m)
 			continue;
-		agent = c->m == &pmv_m_agent || c->m == &pmv_m_send;
+		agent = c->m->family == PMV_FAMILY_AGENT;
 		if (agent == agent_family)
 			return true;
 	}

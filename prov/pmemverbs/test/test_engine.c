@@ -36,11 +36,22 @@ struct post {
 	struct fi_rma_iov last_rma; /* its last remote segment */
 	struct fi_rma_iov rma[8];   /* its remote segments (8 at most) */
 	uint8_t last_bytes[256];    /* and the bytes it carries */
+	bool watched_held;          /* posted with g_watched held (by us) */
 };
 static struct post g_posts[MAX_POSTS];
 static unsigned g_nposts;
 static unsigned g_calls, g_fail_at; /* fail the g_fail_at-th call */
 static ssize_t g_fail_ret = -FI_EIO;
+static pthread_mutex_t *g_watched; /* a pmemverbs lock posts must not hold */
+
+/* True if this thread holds g_watched (a default mutex: trylock fails). */
+static bool watched_held(void)
+{
+	if (!g_watched || pthread_mutex_trylock(g_watched))
+		return g_watched != NULL;
+	pthread_mutex_unlock(g_watched);
+	return false;
+}
 
 static ssize_t fake_post(const struct fi_msg_rma *msg, uint64_t flags,
 			 bool read)
@@ -54,6 +65,7 @@ static ssize_t fake_post(const struct fi_msg_rma *msg, uint64_t flags,
 	memset(p, 0, sizeof(*p));
 	p->read = read;
 	p->flags = flags;
+	p->watched_held = watched_held();
 	p->addr = msg->rma_iov[0].addr;
 	p->len = msg->rma_iov[0].len;
 	p->context = msg->context;
@@ -211,6 +223,7 @@ static void setup_params(void)
 	g_control_flags = 0;
 	g_control_ret = 0;
 	g_nposts = g_calls = g_fail_at = 0;
+	g_watched = NULL;
 	g_fail_ret = -FI_EIO;
 }
 
@@ -1890,6 +1903,61 @@ Test(engine, a_commit_finished_by_a_core_entry_returns_without_a_second_core_rea
 	cr_assert_eq(out[0].op_context, &ctx);
 	cr_assert_eq(g_core_reads, 1, "the core was read %u times",
 		     g_core_reads);
+}
+
+/*
+ * A read-flush read's completion, read from the core by the application,
+ * finds a new generation: the commit's request to the agent is posted
+ * after the CQ's lock is released (a completion callback that posts runs
+ * outside it: no other reader of the CQ waits behind a core call).
+ */
+Test(engine, a_completion_read_from_the_core_posts_with_no_cq_lock_held,
+     .init = setup_with_core_cq)
+{
+	struct fi_cq_entry out[4];
+	unsigned first;
+	int ctx;
+
+	learn_mhp(5);
+	reads_bring(6);
+	first = g_nposts;
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
+	complete_post(first, 0);
+	g_core_entries[0].op_context = g_posts[first + 1].context;
+	g_core_staged = 1;
+	g_watched = &g_cq->lock;
+	cr_assert_eq(fi_cq_read(&g_cq->cq_fid, out, 4), -FI_EAGAIN);
+	g_watched = NULL;
+	cr_assert_eq(g_nposts, first + 3, "the request to the agent");
+	cr_assert_not(g_posts[first + 2].watched_held,
+		      "the request was posted under the CQ's lock");
+}
+
+/*
+ * A read-flush read the core refused at first (-FI_EAGAIN) is posted by
+ * the engine's progress, which a CQ read runs as a hook: with no lock of
+ * the hook list held (hooks persist and post; other readers of the CQ
+ * and endpoint closes must not wait behind them).
+ */
+Test(engine, a_hook_runs_with_no_hook_list_lock_held,
+     .init = setup_with_core_cq)
+{
+	struct fi_cq_entry out[4];
+	unsigned first;
+
+	learn_mhp(5);
+	first = g_nposts;
+	g_fail_at = g_calls + 2; /* the read */
+	g_fail_ret = -FI_EAGAIN;
+	cr_assert_eq(commit(g_ep, 0, 64, 0, NULL), 0);
+	cr_assert_eq(g_nposts, first + 1, "the read waits");
+	g_watched = &g_cq->hooks.lock;
+	(void) fi_cq_read(&g_cq->cq_fid, out, 4);
+	g_watched = NULL;
+	cr_assert_eq(g_nposts, first + 2, "the read went from progress");
+	cr_assert(g_posts[first + 1].read);
+	cr_assert_not(g_posts[first + 1].watched_held,
+		      "the hook ran under its list's lock");
 }
 
 static void *sread_thread(void *arg)

@@ -270,13 +270,13 @@ static void pmv_ini_iop_done(struct pmv_iop *iop,
 	struct pmv_ini *ini = iop->owner;
 	struct pmv_commit *c;
 
-	pthread_mutex_lock(&ini->lock);
+	pmv_lock(&ini->lock, PMV_LOCK_INI);
 	ini->quiet_since = 0; /* the peer answered */
 	if (iop->kind == PMV_IOP_PROBE) {
 		ini->probing = false;
 		if (err && ini->ep) /* the peer cannot answer: gone */
 			pmv_ini_conn_failed(ini, (int) err->err);
-		pthread_mutex_unlock(&ini->lock);
+		pmv_unlock(&ini->lock, PMV_LOCK_INI);
 		pmv_ini_unref(ini);
 		return;
 	}
@@ -291,7 +291,7 @@ static void pmv_ini_iop_done(struct pmv_iop *iop,
 			pmv_ini_try_done(ini, c);
 		}
 	}
-	pthread_mutex_unlock(&ini->lock);
+	pmv_unlock(&ini->lock, PMV_LOCK_INI);
 	pmv_ini_unref(ini);
 }
 

@@ -31,13 +31,13 @@ struct pmv_mr *pmv_domain_get_mr(struct pmv_domain *dom, uint64_t key)
 {
 	struct pmv_mr *mr;
 
-	pthread_mutex_lock(&dom->lock);
+	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
 	for (mr = dom->mrs; mr; mr = mr->next)
 		if (fi_mr_key(&mr->mr_fid) == key)
 			break;
 	if (mr)
 		__atomic_add_fetch(&mr->refs, 1, __ATOMIC_ACQ_REL);
-	pthread_mutex_unlock(&dom->lock);
+	pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
 	return mr;
 }
 
@@ -489,10 +489,10 @@ int pmv_serve_try(struct pmv_domain *dom, struct pmv_ep *ep)
 {
 	int served;
 
-	if (pthread_mutex_trylock(&ep->serve_lock))
+	if (!pmv_trylock(&ep->serve_lock, PMV_LOCK_SERVE))
 		return 0;
 	served = pmv_serve_ep(dom, ep);
-	pthread_mutex_unlock(&ep->serve_lock);
+	pmv_unlock(&ep->serve_lock, PMV_LOCK_SERVE);
 	return served;
 }
 

@@ -65,6 +65,7 @@ def object_symbols():
     for o in objs:
         name = os.path.relpath(o, BUILD).replace(
             '/.libs/libpmv_la-', '/').replace('prov/pmemverbs/src/', '')
+        name = name.replace('.libs/', '')  # src/'s objects: folder src
         out = subprocess.run(['nm', o], capture_output=True,
                              text=True).stdout.split('\n')
         defs[name] = {l.split()[-1] for l in out

@@ -35,6 +35,7 @@
 
 #include "proto/pmv_proto.h"
 #include "pmv_iop.h"
+#include "pmv_lock.h" /* after libfabric's: it checks their calls */
 
 #define PMV_PROV_NAME "pmemverbs"
 #define PMV_PROV_VERSION FI_VERSION(0, 1)
@@ -165,6 +166,40 @@ struct pmv_agent;
 /* Gates a domain keeps (pmv_gate.c): a power of two below 65536. */
 #define PMV_GATES 1024u
 
+/*
+ * Locks.  Each is taken with pmv_lock(&lock, class) (pmv_lock.h), and a
+ * thread nests them only in this order, outer first:
+ *   dom->push_lock  profile pushes, one at a time (a peer never gets an
+ *                   older table after a newer one); held across their
+ *                   fi_inject_write calls, with nothing else held
+ *   ep->serve_lock  the one server of an inbox: the agent, or an
+ *                   application thread whose read serves it (application
+ *                   threads only try it; an endpoint's close waits for
+ *                   it); held across persists, ack posts and the read of
+ *                   a gated write's completion
+ *   dom->lock       the MR table and the agent's endpoint list; memory
+ *                   only (holders copy or hold what they need, then let go)
+ *   cq->lock        one reader of the core CQ at a time (the application's
+ *                   entries stay in order); held across the core's
+ *                   fi_cq_read*; the internal completions read under it
+ *                   run after it is released (they post)
+ *   ini->lock       an initiator's commit engine; held across posting its
+ *                   operations, which go in ring order
+ *   hooks->lock     a hook list's links; hooks run without it, each held
+ *                   by a count its removal waits on
+ *   cq->aux_lock, the iop pool lock, pmv_files_lock, pmv_agents_lock:
+ *   leaves, memory only (ep->lock / srx->lock is never taken).
+ * Never under any pmemverbs lock: a wait (sread, fi_cntr_wait, fi_wait, a
+ * poll with a timeout, a yield until something closes), fi_trywait, a
+ * control call of the core (fi_close, fi_mr_reg, fi_control).  Posts
+ * (fi_write*, fi_read*, fi_send*, fi_inject*) only under ini->lock,
+ * serve_lock or push_lock, core reads only under cq->lock or serve_lock,
+ * persists only under serve_lock: posts and reads never block
+ * (-FI_EAGAIN), the core calls nothing of ours back (its locks are
+ * always innermost), and of application threads only an endpoint's
+ * close waits for its serve_lock (its server must finish first).  Test
+ * builds abort on any breach (pmv_lock.c).
+ */
 struct pmv_domain {
 	struct fid_domain domain_fid;
 	struct fid_domain *core;
@@ -178,6 +213,7 @@ struct pmv_domain {
 	uint64_t mr_gen;          /* regions closed so far, counted once each
 				   * core registration is gone (under lock) */
 	pthread_mutex_t lock;     /* MR table and agent endpoint list */
+	pthread_mutex_t push_lock; /* profile pushes, one at a time */
 	struct pmv_mr *mrs;       /* registered regions, for the agent */
 	struct pmv_agent *agent;  /* started with the first pmem endpoint */
 	int agent_wake_fd;        /* the agent's eventfd (-1: no agent) */
@@ -208,10 +244,13 @@ struct pmv_hook {
 	void *arg;
 	struct pmv_ep *ep;         /* the endpoint served, or NULL */
 	struct pmv_hook *next;
+	int runs;                  /* reads running it (under the list's
+				    * lock): its removal waits for none */
+	bool listed;               /* on its list (under the list's lock) */
 };
 
 struct pmv_hooks {
-	pthread_mutex_t lock;
+	pthread_mutex_t lock;      /* the links only: hooks run without it */
 	struct pmv_hook *head;     /* read without the lock when empty */
 };
 
@@ -246,7 +285,7 @@ struct pmv_ep {
 	struct pmv_peer peer;
 	bool gated;                /* takes gated requests (pmv_gate.c) */
 	uint16_t gate_id;          /* ... at this gate */
-	pthread_mutex_t lock;      /* srx contexts only */
+	pthread_mutex_t lock;      /* srx contexts only; never taken */
 	struct pmv_ini *ini;       /* initiator commit engine (initiator/) */
 	bool raw_ordered;          /* the core orders reads after writes */
 	uint64_t agent_seq;        /* next request our agent expects */
@@ -313,8 +352,8 @@ struct pmv_cq {
 	struct fid_cq *core;
 	struct pmv_domain *domain;
 	enum fi_cq_format format;
-	pthread_mutex_t lock;       /* reads of the core CQ */
-	pthread_mutex_t aux_lock;   /* the queue; taken after lock, ep locks */
+	pthread_mutex_t lock;       /* reads of the core CQ ("Locks") */
+	pthread_mutex_t aux_lock;   /* the queue; a leaf ("Locks") */
 	size_t aux_head, aux_count, aux_cap; /* aux_count read without lock */
 	size_t aux_reserved;        /* room promised to entries to come */
 	struct pmv_cq_aux *aux;     /* growable: nothing is ever dropped */

@@ -64,10 +64,10 @@ int pmv_cq_reserve(struct pmv_cq *cq)
 {
 	bool ok;
 
-	pthread_mutex_lock(&cq->aux_lock);
+	pmv_lock(&cq->aux_lock, PMV_LOCK_CQ_AUX);
 	ok = pmv_cq_aux_grow(cq);
 	cq->aux_reserved += ok;
-	pthread_mutex_unlock(&cq->aux_lock);
+	pmv_unlock(&cq->aux_lock, PMV_LOCK_CQ_AUX);
 	if (ok)
 		return 0;
 	PMV_WARN(FI_LOG_CQ, "out of memory for a completion queue entry; the "
@@ -78,9 +78,9 @@ int pmv_cq_reserve(struct pmv_cq *cq)
 /* Gives back a reservation that raised nothing. */
 void pmv_cq_unreserve(struct pmv_cq *cq)
 {
-	pthread_mutex_lock(&cq->aux_lock);
+	pmv_lock(&cq->aux_lock, PMV_LOCK_CQ_AUX);
 	cq->aux_reserved--;
-	pthread_mutex_unlock(&cq->aux_lock);
+	pmv_unlock(&cq->aux_lock, PMV_LOCK_CQ_AUX);
 }
 
 /* Queues an entry into room reserved for it (pmv_cq_reserve). */
@@ -89,14 +89,14 @@ void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
 {
 	struct pmv_cq_aux *a;
 
-	pthread_mutex_lock(&cq->aux_lock);
+	pmv_lock(&cq->aux_lock, PMV_LOCK_CQ_AUX);
 	cq->aux_reserved--;
 	a = &cq->aux[(cq->aux_head + cq->aux_count) % cq->aux_cap];
 	a->is_error = is_error;
 	a->entry = *entry;
 	a->src_addr = FI_ADDR_NOTAVAIL;
 	__atomic_store_n(&cq->aux_count, cq->aux_count + 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&cq->aux_lock);
+	pmv_unlock(&cq->aux_lock, PMV_LOCK_CQ_AUX);
 }
 
 /* Entries pmemverbs holds for the application (an FI_IMMED flood's size). */
@@ -128,7 +128,7 @@ static ssize_t pmv_cq_pop_aux(struct pmv_cq *cq, void *buf, size_t count,
 	size_t size = pmv_cq_entry_size(cq->format), n = 0;
 	struct pmv_cq_aux *a;
 
-	pthread_mutex_lock(&cq->aux_lock);
+	pmv_lock(&cq->aux_lock, PMV_LOCK_CQ_AUX);
 	while (n < count && cq->aux_count) {
 		a = &cq->aux[cq->aux_head];
 		if (a->is_error)
@@ -142,7 +142,7 @@ static ssize_t pmv_cq_pop_aux(struct pmv_cq *cq, void *buf, size_t count,
 	}
 	if (!n && cq->aux_count)
 		n = (size_t) -FI_EAVAIL;
-	pthread_mutex_unlock(&cq->aux_lock);
+	pmv_unlock(&cq->aux_lock, PMV_LOCK_CQ_AUX);
 	return n ? (ssize_t) n : -FI_EAGAIN;
 }
 
@@ -196,10 +196,12 @@ static bool pmv_cq_gate_entry(struct pmv_cq *cq, const void *entry)
 /*
  * Hands the internal entries among n core entries to their owners (a gated
  * write's completion to its gate) and keeps the application's, in order.
- * Returns how many are kept.
+ * Returns how many are kept.  An internal operation's completion goes
+ * into done to run later (the CQ's lock held), or at once if done is NULL.
  */
-ssize_t pmv_cq_filter_internal(struct pmv_cq *cq, void *buf,
-			       fi_addr_t *src_addr, ssize_t n)
+static ssize_t pmv_cq_filter(struct pmv_cq *cq, void *buf,
+			     fi_addr_t *src_addr, ssize_t n,
+			     struct pmv_iop_batch *done)
 {
 	size_t size = pmv_cq_entry_size(cq->format);
 	struct pmv_iop *iop;
@@ -210,6 +212,10 @@ ssize_t pmv_cq_filter_internal(struct pmv_cq *cq, void *buf,
 		entry = (char *) buf + i * size;
 		iop = pmv_iop_find(&cq->iops,
 				   ((struct fi_cq_entry *) entry)->op_context);
+		if (iop && done) {
+			pmv_iop_batch_add(done, iop, NULL);
+			continue;
+		}
 		if (iop) {
 			pmv_iop_complete(&cq->iops, iop, NULL);
 			continue;
@@ -224,6 +230,13 @@ ssize_t pmv_cq_filter_internal(struct pmv_cq *cq, void *buf,
 		kept++;
 	}
 	return kept;
+}
+
+/* pmv_cq_filter with no lock held: internal completions run at once. */
+ssize_t pmv_cq_filter_internal(struct pmv_cq *cq, void *buf,
+			       fi_addr_t *src_addr, ssize_t n)
+{
+	return pmv_cq_filter(cq, buf, src_addr, n, NULL);
 }
 
 /*
@@ -246,10 +259,11 @@ static bool pmv_cq_internal_inject_error(struct pmv_cq *cq,
 
 /*
  * The core has an error entry first: an internal one goes to its owner
- * (true: read on), the application's is queued so that read reports
- * -FI_EAVAIL and readerr returns it.  Lock held.
+ * through done (true: read on), the application's is queued so that read
+ * reports -FI_EAVAIL and readerr returns it.  Lock held; room in done.
  */
-static bool pmv_cq_take_core_error(struct pmv_cq *cq)
+static bool pmv_cq_take_core_error(struct pmv_cq *cq,
+				   struct pmv_iop_batch *done)
 {
 	struct fi_cq_err_entry err = { 0 };
 	struct pmv_iop *iop;
@@ -266,7 +280,7 @@ static bool pmv_cq_take_core_error(struct pmv_cq *cq)
 	if (iop || pmv_cq_internal_inject_error(cq, &err)) {
 		pmv_cq_unreserve(cq);
 		if (iop)
-			pmv_iop_complete(&cq->iops, iop, &err);
+			pmv_iop_batch_add(done, iop, &err);
 		return true;
 	}
 	if (err.err_data && err.err_data_size) {
@@ -281,35 +295,34 @@ static bool pmv_cq_take_core_error(struct pmv_cq *cq)
 }
 
 /*
- * Reads the core CQ, keeping only the application's entries; lock held.
- * When its entries were all internal and finished a commit, the commit is
- * read at once (-FI_EAGAIN sends the caller to the queue): reading the
- * core again would run its progress once more for nothing (over tcp a
- * poll, and a re-armed signal for the next completion: 3 system calls, a
- * tenth of a read-flush commit).
+ * Reads the core CQ once, keeping only the application's entries; lock
+ * held.  The internal ones go into done (never more than its room is
+ * read); -FI_EAGAIN with *more set: they were all internal, and once they
+ * ran the caller looks at the queue first (a commit they finished is read
+ * at once: reading the core again would run its progress once more for
+ * nothing; over tcp a poll, and a re-armed signal for the next completion:
+ * 3 system calls, a tenth of a read-flush commit), then reads on.
  */
 static ssize_t pmv_cq_read_core(struct pmv_cq *cq, void *buf, size_t count,
-				fi_addr_t *src_addr)
+				fi_addr_t *src_addr, struct pmv_iop_batch *done,
+				bool *more)
 {
+	size_t room = pmv_iop_batch_room(done);
 	ssize_t ret;
-	int rounds;
 
-	for (rounds = 0; rounds < 64; rounds++) {
-		ret = src_addr ? fi_cq_readfrom(cq->core, buf, count, src_addr) :
-				 fi_cq_read(cq->core, buf, count);
-		if (ret == -FI_EAVAIL) {
-			if (!pmv_cq_take_core_error(cq))
-				return -FI_EAVAIL;
-		} else if (ret <= 0) {
-			return ret;
-		} else if ((ret = pmv_cq_filter_internal(cq, buf, src_addr,
-							 ret))) {
-			return ret;
-		}
-		if (pmv_cq_backlog(cq))
-			return -FI_EAGAIN;
+	count = count < room ? count : room;
+	*more = false;
+	ret = src_addr ? fi_cq_readfrom(cq->core, buf, count, src_addr) :
+			 fi_cq_read(cq->core, buf, count);
+	if (ret == -FI_EAVAIL) {
+		*more = pmv_cq_take_core_error(cq, done);
+		return *more ? -FI_EAGAIN : -FI_EAVAIL;
 	}
-	return -FI_EAGAIN;
+	if (ret <= 0)
+		return ret;
+	ret = pmv_cq_filter(cq, buf, src_addr, ret, done);
+	*more = !ret;
+	return ret ? ret : -FI_EAGAIN;
 }
 
 /* An entry of the CQ's format as an aux entry (the formats are prefixes
@@ -324,20 +337,20 @@ static void pmv_cq_entry_to_aux(const struct fi_cq_tagged_entry *t,
 }
 
 /*
- * Takes one core entry: an internal one goes to its owner, the
- * application's is queued.  False when there is none, or no room (then
- * the entry stays in the core).  Lock held.
+ * Takes one core entry: an internal one goes into done, the application's
+ * is queued.  False when there is none, or no room (then the entry stays
+ * in the core).  Lock held.
  */
-static bool pmv_cq_take_one(struct pmv_cq *cq)
+static bool pmv_cq_take_one(struct pmv_cq *cq, struct pmv_iop_batch *done)
 {
 	struct fi_cq_tagged_entry t = { 0 };
 	struct fi_cq_err_entry e;
 	ssize_t n;
 
-	if (pmv_cq_reserve(cq))
+	if (!pmv_iop_batch_room(done) || pmv_cq_reserve(cq))
 		return false;
 	n = fi_cq_read(cq->core, &t, 1);
-	if (n == 1 && !pmv_cq_filter_internal(cq, &t, NULL, 1)) {
+	if (n == 1 && !pmv_cq_filter(cq, &t, NULL, 1, done)) {
 		pmv_cq_unreserve(cq); /* an internal one, completed */
 		return true;
 	}
@@ -347,7 +360,25 @@ static bool pmv_cq_take_one(struct pmv_cq *cq)
 		return true;
 	}
 	pmv_cq_unreserve(cq);
-	return n == -FI_EAVAIL && pmv_cq_take_core_error(cq);
+	return n == -FI_EAVAIL && pmv_cq_take_core_error(cq, done);
+}
+
+/* Takes up to 64 core entries under the lock; their internal completions
+ * run after it (pmv_iop_batch).  Only if the lock is free when try. */
+static void pmv_cq_take_entries(struct pmv_cq *cq, bool try)
+{
+	struct pmv_iop_batch done;
+	int rounds;
+
+	done.n = 0;
+	if (try && !pmv_trylock(&cq->lock, PMV_LOCK_CQ))
+		return;
+	if (!try)
+		pmv_lock(&cq->lock, PMV_LOCK_CQ);
+	for (rounds = 0; rounds < 64 && pmv_cq_take_one(cq, &done); rounds++)
+		;
+	pmv_unlock(&cq->lock, PMV_LOCK_CQ);
+	pmv_iop_batch_run(&cq->iops, &done);
 }
 
 /*
@@ -358,13 +389,7 @@ static bool pmv_cq_take_one(struct pmv_cq *cq)
  */
 void pmv_cq_take_core(struct pmv_cq *cq)
 {
-	int rounds;
-
-	if (pthread_mutex_trylock(&cq->lock))
-		return;
-	for (rounds = 0; rounds < 64 && pmv_cq_take_one(cq); rounds++)
-		;
-	pthread_mutex_unlock(&cq->lock);
+	pmv_cq_take_entries(cq, true);
 }
 
 /*
@@ -374,16 +399,39 @@ void pmv_cq_take_core(struct pmv_cq *cq)
  */
 static ssize_t pmv_cq_progress_only(struct pmv_cq *cq)
 {
-	int rounds;
-
 	pmv_cq_run_hooks(cq);
-	pthread_mutex_lock(&cq->lock);
-	for (rounds = 0; rounds < 64 && pmv_cq_take_one(cq); rounds++)
-		;
-	pthread_mutex_unlock(&cq->lock);
+	pmv_cq_take_entries(cq, false);
 	pmv_cq_run_hooks(cq); /* what those completions let progress */
 	pmv_domain_nudge_agent(cq->domain);
 	return pmv_cq_backlog(cq) ? 0 : -FI_EAGAIN;
+}
+
+/*
+ * The queue first, then the core, under the lock; internal completions
+ * read on the way run after it (they may queue commits: the queue is
+ * looked at again), at most 64 rounds of them.
+ */
+static ssize_t pmv_cq_read_queued(struct pmv_cq *cq, void *buf, size_t count,
+				  fi_addr_t *src_addr)
+{
+	struct pmv_iop_batch done;
+	bool more = false;
+	ssize_t ret;
+	int rounds;
+
+	done.n = 0;
+	for (rounds = 0; rounds < 64; rounds++) {
+		pmv_lock(&cq->lock, PMV_LOCK_CQ);
+		ret = pmv_cq_pop_aux(cq, buf, count, src_addr);
+		if (ret == -FI_EAGAIN)
+			ret = pmv_cq_read_core(cq, buf, count, src_addr,
+					       &done, &more);
+		pmv_unlock(&cq->lock, PMV_LOCK_CQ);
+		pmv_iop_batch_run(&cq->iops, &done);
+		if (ret != -FI_EAGAIN || !more)
+			break;
+	}
+	return ret;
 }
 
 ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
@@ -398,15 +446,7 @@ ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 		return src_addr ? fi_cq_readfrom(cq->core, buf, count, src_addr) :
 				  fi_cq_read(cq->core, buf, count);
 	pmv_cq_run_hooks(cq);
-	pthread_mutex_lock(&cq->lock);
-	ret = pmv_cq_pop_aux(cq, buf, count, src_addr);
-	if (ret == -FI_EAGAIN) {
-		ret = pmv_cq_read_core(cq, buf, count, src_addr);
-		/* completing internal ops may have queued commits */
-		if (ret == -FI_EAGAIN)
-			ret = pmv_cq_pop_aux(cq, buf, count, src_addr);
-	}
-	pthread_mutex_unlock(&cq->lock);
+	ret = pmv_cq_read_queued(cq, buf, count, src_addr);
 	pmv_domain_nudge_agent(cq->domain);
 	return ret;
 }
@@ -416,15 +456,17 @@ ssize_t pmv_cq_read(struct fid_cq *cq, void *buf, size_t count)
 	return pmv_cq_readfrom(cq, buf, count, NULL);
 }
 
-/* An internal op's error read by readerr goes to its owner: true. */
+/* An internal op's error read by readerr goes to its owner through done
+ * (run once the lock is released): true. */
 static bool pmv_cq_take_internal(struct pmv_cq *cq,
-				 const struct fi_cq_err_entry *err)
+				 const struct fi_cq_err_entry *err,
+				 struct pmv_iop_batch *done)
 {
 	struct pmv_iop *iop = pmv_iop_find(&cq->iops, err->op_context);
 
 	if (!iop)
 		return false;
-	pmv_iop_complete(&cq->iops, iop, err);
+	pmv_iop_batch_add(done, iop, err);
 	return true;
 }
 
@@ -455,27 +497,30 @@ ssize_t pmv_cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
 			      uint64_t flags)
 {
 	struct pmv_cq *cq = pmv_cq(cq_fid);
+	struct pmv_iop_batch done;
 	struct fi_cq_err_entry e;
 	ssize_t ret = 0;
 
-	pthread_mutex_lock(&cq->lock);
-	pthread_mutex_lock(&cq->aux_lock);
+	done.n = 0;
+	pmv_lock(&cq->lock, PMV_LOCK_CQ);
+	pmv_lock(&cq->aux_lock, PMV_LOCK_CQ_AUX);
 	if (cq->aux_count && cq->aux[cq->aux_head].is_error) {
 		e = cq->aux[cq->aux_head].entry;
 		cq->aux_head = (cq->aux_head + 1) % cq->aux_cap;
 		cq->aux_count--;
 		ret = 1;
 	}
-	pthread_mutex_unlock(&cq->aux_lock);
+	pmv_unlock(&cq->aux_lock, PMV_LOCK_CQ_AUX);
 	if (ret) {
 		pmv_cq_give_error(cq, buf, &e);
 	} else {
 		ret = fi_cq_readerr(cq->core, buf, flags);
 		if (ret > 0 && !pmv_cq_plain(cq) &&
-		    (pmv_cq_take_internal(cq, buf) ||
+		    (pmv_cq_take_internal(cq, buf, &done) ||
 		     pmv_cq_internal_inject_error(cq, buf)))
 			ret = -FI_EAGAIN;
 	}
-	pthread_mutex_unlock(&cq->lock);
+	pmv_unlock(&cq->lock, PMV_LOCK_CQ);
+	pmv_iop_batch_run(&cq->iops, &done);
 	return ret;
 }

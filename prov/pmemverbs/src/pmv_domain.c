@@ -22,6 +22,7 @@ static int pmv_domain_close(struct fid *fid)
 		return ret;
 	pmv_agent_stop(dom);
 	pthread_mutex_destroy(&dom->lock);
+	pthread_mutex_destroy(&dom->push_lock);
 	free(dom);
 	return 0;
 }
@@ -200,6 +201,7 @@ static void pmv_domain_init_pmem(struct pmv_domain *dom,
 				 const struct fi_info *core_info)
 {
 	pthread_mutex_init(&dom->lock, NULL);
+	pthread_mutex_init(&dom->push_lock, NULL);
 	dom->mr_mode = core_info->domain_attr->mr_mode;
 	dom->caps = info->caps | (info->domain_attr ? info->domain_attr->caps : 0);
 	dom->inject_size = core_info->tx_attr->inject_size;

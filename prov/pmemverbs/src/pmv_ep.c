@@ -23,9 +23,9 @@ static bool pmv_ep_stop_serving(struct pmv_ep *ep)
 {
 	bool in_agent;
 
-	pthread_mutex_lock(&ep->domain->lock);
+	pmv_lock(&ep->domain->lock, PMV_LOCK_DOMAIN);
 	in_agent = ep->in_agent;
-	pthread_mutex_unlock(&ep->domain->lock);
+	pmv_unlock(&ep->domain->lock, PMV_LOCK_DOMAIN);
 	pmv_ep_cntr_pause(ep); /* a counter's wait serves ep through it */
 	pmv_agent_remove(ep->domain, ep);
 	if (ep->tx_cq)
@@ -49,11 +49,11 @@ static void pmv_ep_serve_again(struct pmv_ep *ep, bool in_agent)
 	pmv_ep_cntr_resume(ep);
 	if (!in_agent)
 		return;
-	pthread_mutex_lock(&ep->serve_lock);
+	pmv_lock(&ep->serve_lock, PMV_LOCK_SERVE);
 	ret = pmv_agent_add(ep->domain, ep);
 	__atomic_store_n(&ep->agent_seq, seq, __ATOMIC_RELAXED);
 	ep->agent_acked = acked;
-	pthread_mutex_unlock(&ep->serve_lock);
+	pmv_unlock(&ep->serve_lock, PMV_LOCK_SERVE);
 	if (ret)
 		PMV_WARN(FI_LOG_EP_CTRL, "fi_close failed and the endpoint "
 			 "stays open, but its commit agent could not take it "

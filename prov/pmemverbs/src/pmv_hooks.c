@@ -6,6 +6,7 @@
  * application reads or waits on it, so that a target application that
  * polls any of them serves its commit requests on its own thread.
  */
+#include <sched.h>
 #include <stdlib.h>
 
 #include "pmv_objects.h"
@@ -40,42 +41,85 @@ int pmv_hooks_close_wrapper(struct fid *core_fid, const char *what,
 
 void pmv_hooks_add(struct pmv_hooks *hooks, struct pmv_hook *hook)
 {
-	pthread_mutex_lock(&hooks->lock);
+	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
 	hook->next = hooks->head;
+	hook->listed = true;
 	__atomic_store_n(&hooks->head, hook, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&hooks->lock);
+	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
 }
 
-/* Takes hook off the list; returns once no read is running it. */
+/* Runs left of hook, read under the list's lock (a remover polls it). */
+static int pmv_hook_runs(struct pmv_hooks *hooks, struct pmv_hook *hook)
+{
+	int runs;
+
+	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
+	runs = hook->runs;
+	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
+	return runs;
+}
+
+/*
+ * Takes hook off the list; returns once no read is running it (reads run
+ * hooks without the list's lock, each hook held by its runs count).  Never
+ * called from a hook.
+ */
 void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook)
 {
 	struct pmv_hook **pp;
 
-	pthread_mutex_lock(&hooks->lock);
+	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
 	for (pp = &hooks->head; *pp; pp = &(*pp)->next) {
 		if (*pp == hook) {
 			__atomic_store_n(pp, hook->next, __ATOMIC_RELEASE);
 			break;
 		}
 	}
-	pthread_mutex_unlock(&hooks->lock);
+	hook->listed = false;
+	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
+	while (pmv_hook_runs(hooks, hook))
+		sched_yield();
 }
 
-/* Runs every hook's progress, or before a wait its before_wait if set. */
+/*
+ * The hook to run after h (NULL: the first), held for the run; h, if not
+ * NULL, is let go.  A hook taken off the list while it ran has no next
+ * one to trust: the walk starts again from the head (running a hook twice
+ * is harmless; removals are rare).
+ */
+static struct pmv_hook *pmv_hooks_next(struct pmv_hooks *hooks,
+				       struct pmv_hook *h)
+{
+	struct pmv_hook *next;
+
+	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
+	next = h && h->listed ? h->next : hooks->head;
+	if (h)
+		h->runs--;
+	if (next)
+		next->runs++;
+	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
+	return next;
+}
+
+/*
+ * Runs every hook's progress, or before a wait its before_wait if set,
+ * with no lock held: a hook serves requests (persists, posts acks) and
+ * progresses the commit engine (posts), and other reads of the same
+ * object must not wait behind it.
+ */
 static void pmv_hooks_each(struct pmv_hooks *hooks, bool before_wait)
 {
-	struct pmv_hook *h;
+	struct pmv_hook *h = NULL;
 
 	if (!__atomic_load_n(&hooks->head, __ATOMIC_ACQUIRE))
 		return; /* a plain object: no lock on its reads */
-	pthread_mutex_lock(&hooks->lock);
-	for (h = hooks->head; h; h = h->next) {
+	while ((h = pmv_hooks_next(hooks, h))) {
 		if (before_wait && h->before_wait)
 			h->before_wait(h->arg);
 		else
 			h->progress(h->arg);
 	}
-	pthread_mutex_unlock(&hooks->lock);
 }
 
 void pmv_hooks_run(struct pmv_hooks *hooks)
@@ -88,18 +132,20 @@ void pmv_hooks_run_before_wait(struct pmv_hooks *hooks)
 	pmv_hooks_each(hooks, true);
 }
 
-/* True if a hook reports work in flight (commits whose acks may land). */
+/*
+ * True if a hook reports work in flight (commits whose acks may land);
+ * asked with no lock held, as progress is (a counter's hook asks its
+ * endpoint's CQ's hooks).
+ */
 bool pmv_hooks_busy(struct pmv_hooks *hooks)
 {
-	struct pmv_hook *h;
+	struct pmv_hook *h = NULL;
 	bool busy = false;
 
 	if (!__atomic_load_n(&hooks->head, __ATOMIC_ACQUIRE))
 		return false;
-	pthread_mutex_lock(&hooks->lock);
-	for (h = hooks->head; h && !busy; h = h->next)
-		busy = h->busy && h->busy(h->arg);
-	pthread_mutex_unlock(&hooks->lock);
+	while ((h = pmv_hooks_next(hooks, h)))
+		busy = busy || (h->busy && h->busy(h->arg));
 	return busy;
 }
 
@@ -115,13 +161,13 @@ unsigned pmv_hooks_hold_eps(struct pmv_hooks *hooks, struct pmv_ep **eps,
 
 	if (!__atomic_load_n(&hooks->head, __ATOMIC_ACQUIRE))
 		return 0;
-	pthread_mutex_lock(&hooks->lock);
+	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
 	for (h = hooks->head; h && n < max; h = h->next) {
 		if (!h->ep)
 			continue;
 		__atomic_add_fetch(&h->ep->serve_holds, 1, __ATOMIC_ACQ_REL);
 		eps[n++] = h->ep;
 	}
-	pthread_mutex_unlock(&hooks->lock);
+	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
 	return n;
 }

@@ -71,7 +71,7 @@ struct pmv_iop *pmv_iop_get(struct pmv_iop_pool *pool, pmv_iop_done_fn done,
 {
 	struct pmv_iop *iop = NULL;
 
-	pthread_mutex_lock(&pool->lock);
+	pmv_lock(&pool->lock, PMV_LOCK_IOPS);
 	if (pool->free || pmv_iop_grow(pool)) {
 		iop = pool->free;
 		pool->free = iop->next;
@@ -81,19 +81,19 @@ struct pmv_iop *pmv_iop_get(struct pmv_iop_pool *pool, pmv_iop_done_fn done,
 		iop->kind = kind;
 		iop->cseq = cseq;
 	}
-	pthread_mutex_unlock(&pool->lock);
+	pmv_unlock(&pool->lock, PMV_LOCK_IOPS);
 	return iop;
 }
 
 void pmv_iop_put(struct pmv_iop_pool *pool, struct pmv_iop *iop)
 {
-	pthread_mutex_lock(&pool->lock);
+	pmv_lock(&pool->lock, PMV_LOCK_IOPS);
 	iop->done = NULL;
 	iop->owner = NULL;
 	iop->next = pool->free;
 	pool->free = iop;
 	__atomic_sub_fetch(&pool->outstanding, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&pool->lock);
+	pmv_unlock(&pool->lock, PMV_LOCK_IOPS);
 }
 
 /* The iop a completion's context names, or NULL for the application's. */
@@ -105,14 +105,14 @@ struct pmv_iop *pmv_iop_find(struct pmv_iop_pool *pool, const void *context)
 
 	if (!__atomic_load_n(&pool->slabs, __ATOMIC_ACQUIRE))
 		return NULL;
-	pthread_mutex_lock(&pool->lock);
+	pmv_lock(&pool->lock, PMV_LOCK_IOPS);
 	for (slab = pool->slabs; slab && !found; slab = slab->next)
 		if (c >= (const char *) slab->iops &&
 		    c < (const char *) (slab->iops + PMV_IOP_SLAB))
 			found = (struct pmv_iop *) context;
 	if (found && !found->done)
 		found = NULL; /* not posted: cannot be a completion of ours */
-	pthread_mutex_unlock(&pool->lock);
+	pmv_unlock(&pool->lock, PMV_LOCK_IOPS);
 	return found;
 }
 
@@ -122,4 +122,27 @@ void pmv_iop_complete(struct pmv_iop_pool *pool, struct pmv_iop *iop,
 {
 	iop->done(iop, err);
 	pmv_iop_put(pool, iop);
+}
+
+/* Keeps a completion for later (room checked by the caller). */
+void pmv_iop_batch_add(struct pmv_iop_batch *b, struct pmv_iop *iop,
+		       const struct fi_cq_err_entry *err)
+{
+	b->e[b->n].iop = iop;
+	b->e[b->n].failed = err != NULL;
+	if (err) {
+		b->e[b->n].err = *err;
+		b->e[b->n].err.err_data = NULL; /* the core's, gone by then */
+		b->e[b->n].err.err_data_size = 0;
+	}
+	b->n++;
+}
+
+/* Runs the completions kept, in the order they were read; no lock held. */
+void pmv_iop_batch_run(struct pmv_iop_pool *pool, struct pmv_iop_batch *b)
+{
+	for (unsigned i = 0; i < b->n; i++)
+		pmv_iop_complete(pool, b->e[i].iop,
+				 b->e[i].failed ? &b->e[i].err : NULL);
+	b->n = 0;
 }

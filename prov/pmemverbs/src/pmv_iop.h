@@ -62,4 +62,28 @@ struct pmv_iop *pmv_iop_find(struct pmv_iop_pool *pool, const void *context);
 void pmv_iop_complete(struct pmv_iop_pool *pool, struct pmv_iop *iop,
 		      const struct fi_cq_err_entry *err);
 
+/*
+ * Completions taken under a CQ's lock, run once it is released: their
+ * owners post to the core (a commit's next operation, its request), which
+ * no reader of that CQ must wait behind.
+ */
+#define PMV_IOP_BATCH 32
+struct pmv_iop_batch {
+	unsigned n;
+	struct {
+		struct pmv_iop *iop;
+		bool failed;
+		struct fi_cq_err_entry err; /* err_data not kept */
+	} e[PMV_IOP_BATCH];
+};
+
+static inline unsigned pmv_iop_batch_room(const struct pmv_iop_batch *b)
+{
+	return PMV_IOP_BATCH - b->n;
+}
+
+void pmv_iop_batch_add(struct pmv_iop_batch *b, struct pmv_iop *iop,
+		       const struct fi_cq_err_entry *err);
+void pmv_iop_batch_run(struct pmv_iop_pool *pool, struct pmv_iop_batch *b);
+
 #endif /* PMV_IOP_H */

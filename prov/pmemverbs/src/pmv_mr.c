@@ -29,7 +29,7 @@ static void pmv_mr_gone(struct pmv_mr *mr)
 	struct pmv_domain *dom = mr->domain;
 	struct pmv_mr **pp;
 
-	pthread_mutex_lock(&dom->lock);
+	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
 	for (pp = &dom->mrs; *pp; pp = &(*pp)->next) {
 		if (*pp == mr) {
 			*pp = mr->next;
@@ -37,8 +37,8 @@ static void pmv_mr_gone(struct pmv_mr *mr)
 		}
 	}
 	pmv_domain_publish_gen(dom);
+	pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
 	pmv_domain_publish_profiles(dom);
-	pthread_mutex_unlock(&dom->lock);
 }
 
 /*
@@ -80,12 +80,12 @@ static int pmv_mr_control(struct fid *fid, int command, void *arg)
 	struct pmv_domain *dom = mr->domain;
 	int ret = fi_control(&mr->core->fid, command, arg);
 
-	pthread_mutex_lock(&dom->lock);
+	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
 	mr->mr_fid.key = mr->core->key;
 	mr->mr_fid.mem_desc = mr->core->mem_desc;
+	pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
 	if (!ret && command == FI_ENABLE)
 		pmv_domain_publish_profiles(dom);
-	pthread_mutex_unlock(&dom->lock);
 	return ret;
 }
 
@@ -157,12 +157,12 @@ static void pmv_mr_describe(struct pmv_mr *mr, const struct fi_mr_attr *attr,
 	 * core). */
 	mr->rma_base = (dom->mr_mode & FI_MR_VIRT_ADDR) ?
 		       (uint64_t) (uintptr_t) mr->base : 0;
-	pthread_mutex_lock(&dom->lock);
+	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
 	mr->reg_gen = (uint32_t) dom->mr_gen;
 	mr->next = dom->mrs;
 	dom->mrs = mr;
+	pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
 	pmv_domain_publish_profiles(dom);
-	pthread_mutex_unlock(&dom->lock);
 }
 
 /*

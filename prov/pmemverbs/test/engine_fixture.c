@@ -14,6 +14,16 @@
 /* The fake core endpoint. */
 struct post g_posts[MAX_POSTS];
 unsigned g_nposts;
+pthread_mutex_t *g_watched;
+
+/* True if this thread holds g_watched (a default mutex: trylock fails). */
+static bool watched_held(void)
+{
+	if (!g_watched || pthread_mutex_trylock(g_watched))
+		return g_watched != NULL;
+	pthread_mutex_unlock(g_watched);
+	return false;
+}
 
 /* Records one call of the core. */
 static ssize_t fake_post(const struct fi_msg_rma *msg, uint64_t flags,
@@ -25,6 +35,7 @@ static ssize_t fake_post(const struct fi_msg_rma *msg, uint64_t flags,
 	p = &g_posts[g_nposts++];
 	memset(p, 0, sizeof(*p));
 	p->read = read;
+	p->watched_held = watched_held();
 	p->flags = flags;
 	p->addr = msg->rma_iov[0].addr;
 	p->len = msg->rma_iov[0].len;
@@ -169,6 +180,7 @@ void setup_params(void)
 {
 	memset(&g_dom, 0, sizeof(g_dom));
 	pthread_mutex_init(&g_dom.lock, NULL);
+	g_watched = NULL;
 	g_dom.inject_size = 128;
 	g_dom.caps = FI_RMA_PMEM;
 	g_dom.transport = PMV_TRANSPORT_TCP;

@@ -29,9 +29,12 @@ struct post {
 	struct fi_rma_iov last_rma; /* its last remote segment */
 	struct fi_rma_iov rma[8];   /* its remote segments (8 at most) */
 	uint8_t last_bytes[256];    /* and the bytes it carries */
+	bool watched_held;          /* posted with g_watched held (by us) */
 };
 extern struct post g_posts[MAX_POSTS];
 extern unsigned g_nposts;
+/* A pmemverbs lock posts must not be made under (NULL: none watched). */
+extern pthread_mutex_t *g_watched;
 
 /* The core's fi_control: FI_SETOPSFLAG's flags, and what it answers. */
 extern uint64_t g_control_flags;

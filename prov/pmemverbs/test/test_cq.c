@@ -184,6 +184,60 @@ static void setup_with_core_cq(void)
 }
 
 /*
+ * A read-flush read's completion, read from the core by the application,
+ * finds a new generation: the commit's request to the agent is posted
+ * after the CQ's lock is released (a completion callback that posts runs
+ * outside it: no other reader of the CQ waits behind a core call).
+ */
+Test(cq, a_completion_read_from_the_core_posts_with_no_cq_lock_held,
+     .init = setup_with_core_cq)
+{
+	struct fi_cq_entry out[4];
+	unsigned first;
+	int ctx;
+
+	learn_mhp(5);
+	reads_bring(6);
+	first = g_nposts;
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
+	complete_post(first, 0);
+	g_core_entries[0].op_context = g_posts[first + 1].context;
+	g_core_staged = 1;
+	g_watched = &g_cq->lock;
+	cr_assert_eq(fi_cq_read(&g_cq->cq_fid, out, 4), -FI_EAGAIN);
+	g_watched = NULL;
+	cr_assert_eq(g_nposts, first + 3, "the request to the agent");
+	cr_assert_not(g_posts[first + 2].watched_held,
+		      "the request was posted under the CQ's lock");
+}
+
+/*
+ * A read-flush read the core refused at first (-FI_EAGAIN) is posted by
+ * the engine's progress, which a CQ read runs as a hook: with no lock of
+ * the hook list held (hooks persist and post; other readers of the CQ
+ * and endpoint closes must not wait behind them).
+ */
+Test(cq, a_hook_runs_with_no_hook_list_lock_held,
+     .init = setup_with_core_cq)
+{
+	struct fi_cq_entry out[4];
+	unsigned first;
+
+	learn_mhp(5);
+	first = g_nposts;
+	fail_core_call(2, -FI_EAGAIN); /* the read */
+	cr_assert_eq(commit(g_ep, 0, 64, 0, NULL), 0);
+	cr_assert_eq(g_nposts, first + 1, "the read waits");
+	g_watched = &g_cq->hooks.lock;
+	(void) fi_cq_read(&g_cq->cq_fid, out, 4);
+	g_watched = NULL;
+	cr_assert_eq(g_nposts, first + 2, "the read went from progress");
+	cr_assert(g_posts[first + 1].read);
+	cr_assert_not(g_posts[first + 1].watched_held,
+		      "the hook ran under its list's lock");
+}
+
+/*
  * The application's fi_cq_read finds the core entry of a read-flush
  * commit's read: it returns the commit's completion without reading the
  * core a second time (over tcp each core read runs a progress pass).

@@ -144,10 +144,10 @@ static bool pmv_desc_known(struct pmv_domain *dom, void *desc)
 	struct pmv_mr *mr;
 	bool found = false;
 
-	pthread_mutex_lock(&dom->lock);
+	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
 	for (mr = dom->mrs; mr && !found; mr = mr->next)
 		found = mr->mr_fid.mem_desc == desc;
-	pthread_mutex_unlock(&dom->lock);
+	pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
 	return found;
 }
 
@@ -291,9 +291,9 @@ static ssize_t pmv_commit(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 
 	if (ret)
 		return ret;
-	pthread_mutex_lock(&ep->ini->lock);
+	pmv_lock(&ep->ini->lock, PMV_LOCK_INI);
 	ret = pmv_commit_post(ep->ini, msg, flags, silent);
-	pthread_mutex_unlock(&ep->ini->lock);
+	pmv_unlock(&ep->ini->lock, PMV_LOCK_INI);
 	if (ret > 0) {
 		if (pmv_ep_first_warning(ep, PMV_WARNED_ERR(ret)))
 			PMV_WARN(FI_LOG_EP_DATA, "commit refused: %s (warned "
@@ -325,9 +325,9 @@ ssize_t pmv_ini_track(struct pmv_ep *ep, uint64_t key, uint64_t addr,
 {
 	struct pmv_ini *ini = ep->ini;
 
-	pthread_mutex_lock(&ini->lock);
+	pmv_lock(&ini->lock, PMV_LOCK_INI);
 	pmv_ini_scope_add(ini, key, addr, len, ini->scope.gen);
-	pthread_mutex_unlock(&ini->lock);
+	pmv_unlock(&ini->lock, PMV_LOCK_INI);
 	return 0;
 }
 
@@ -338,9 +338,9 @@ enum fi_pmem_method pmv_ini_method(struct pmv_ep *ep, uint64_t key)
 
 	if (!ep->ini || !ep->peer.has_inbox)
 		return FI_PMEM_METHOD_NONE;
-	pthread_mutex_lock(&ep->ini->lock);
+	pmv_lock(&ep->ini->lock, PMV_LOCK_INI);
 	m = pmv_ini_choose(ep->ini, key, 0, &gen);
-	pthread_mutex_unlock(&ep->ini->lock);
+	pmv_unlock(&ep->ini->lock, PMV_LOCK_INI);
 	return m ? m->id : FI_PMEM_METHOD_NONE;
 }
 
@@ -351,10 +351,10 @@ enum fi_pmem_profile pmv_ini_peer_profile(struct pmv_ep *ep, uint64_t key)
 
 	if (!ep->ini)
 		return profile;
-	pthread_mutex_lock(&ep->ini->lock);
+	pmv_lock(&ep->ini->lock, PMV_LOCK_INI);
 	f = ep->ini->ep ? pmv_ini_fact(ep->ini, key) : NULL;
 	if (f)
 		profile = f->profile;
-	pthread_mutex_unlock(&ep->ini->lock);
+	pmv_unlock(&ep->ini->lock, PMV_LOCK_INI);
 	return profile;
 }

@@ -85,9 +85,9 @@ static void pmv_ini_progress(void *arg)
 {
 	struct pmv_ini *ini = arg;
 
-	pthread_mutex_lock(&ini->lock);
+	pmv_lock(&ini->lock, PMV_LOCK_INI);
 	pmv_ini_progress_locked(ini);
-	pthread_mutex_unlock(&ini->lock);
+	pmv_unlock(&ini->lock, PMV_LOCK_INI);
 }
 
 int pmv_ini_open(struct pmv_ep *ep)
@@ -120,10 +120,10 @@ void pmv_ini_close(struct pmv_ep *ep)
 
 	if (!ini)
 		return;
-	pthread_mutex_lock(&ini->lock);
+	pmv_lock(&ini->lock, PMV_LOCK_INI);
 	pmv_ini_fail_ring(ini, PMV_ERR_CLOSED, 0);
 	ini->ep = NULL;
-	pthread_mutex_unlock(&ini->lock);
+	pmv_unlock(&ini->lock, PMV_LOCK_INI);
 	ep->ini = NULL;
 	pmv_ini_unref(ini);
 }
@@ -134,10 +134,10 @@ void pmv_ini_fail_all(struct pmv_ep *ep, int err)
 
 	if (!ini)
 		return;
-	pthread_mutex_lock(&ini->lock);
+	pmv_lock(&ini->lock, PMV_LOCK_INI);
 	pmv_ini_set_error(ini, err);
 	pmv_ini_fail_ring(ini, PMV_ERR_PEER_GONE, 0);
-	pthread_mutex_unlock(&ini->lock);
+	pmv_unlock(&ini->lock, PMV_LOCK_INI);
 }
 
 /*
@@ -151,14 +151,14 @@ void pmv_ini_counters(struct pmv_ep *ep, struct fi_pmem_ep_counters *out)
 
 	*out = (struct fi_pmem_ep_counters) { 0 };
 	if (ep->ini)
-		pthread_mutex_lock(&ep->ini->lock);
+		pmv_lock(&ep->ini->lock, PMV_LOCK_INI);
 	out->commits = c->commits;
 	out->commit_errors = c->commit_errors;
 	out->requests_sent = c->requests_sent;
 	out->flush_ops = c->flush_ops;
 	out->sends = c->sends;
 	if (ep->ini)
-		pthread_mutex_unlock(&ep->ini->lock);
+		pmv_unlock(&ep->ini->lock, PMV_LOCK_INI);
 	out->requests_served = __atomic_load_n(&c->requests_served,
 					       __ATOMIC_RELAXED);
 	out->bytes_persisted = __atomic_load_n(&c->bytes_persisted,

@@ -145,10 +145,10 @@ bool pmv_send_conflict_locked(struct pmv_ep *ep, uint64_t key, uint64_t addr,
 	struct pmv_ini *ini = ep->ini;
 	bool busy;
 
-	pthread_mutex_lock(&ini->lock);
+	pmv_lock(&ini->lock, PMV_LOCK_INI);
 	pmv_ini_poll_acks(ini);
 	busy = pmv_send_overlaps(ini, key, addr, len);
-	pthread_mutex_unlock(&ini->lock);
+	pmv_unlock(&ini->lock, PMV_LOCK_INI);
 	return busy;
 }
 

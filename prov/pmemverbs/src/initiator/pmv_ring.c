@@ -244,7 +244,7 @@ static void pmv_ini_iop_done(struct pmv_iop *iop,
 	struct pmv_ini *ini = iop->owner;
 	struct pmv_commit *c;
 
-	pthread_mutex_lock(&ini->lock);
+	pmv_lock(&ini->lock, PMV_LOCK_INI);
 	/* a probe's answer shows the connection alive, not the target
 	 * serving: only acks and our data's completions end the quiet */
 	if (iop->kind != PMV_IOP_PROBE)
@@ -253,7 +253,7 @@ static void pmv_ini_iop_done(struct pmv_iop *iop,
 		ini->probing = false;
 		if (err && ini->ep) /* the peer cannot answer: gone */
 			pmv_ini_conn_failed(ini, (int) err->err);
-		pthread_mutex_unlock(&ini->lock);
+		pmv_unlock(&ini->lock, PMV_LOCK_INI);
 		pmv_ini_unref(ini);
 		return;
 	}
@@ -268,7 +268,7 @@ static void pmv_ini_iop_done(struct pmv_iop *iop,
 			pmv_ini_try_done(ini, c);
 		}
 	}
-	pthread_mutex_unlock(&ini->lock);
+	pmv_unlock(&ini->lock, PMV_LOCK_INI);
 	pmv_ini_unref(ini);
 }
 

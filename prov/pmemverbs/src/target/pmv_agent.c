@@ -72,29 +72,6 @@ static void pmv_agent_progress(struct pmv_agent *agent, size_t neps)
 		pmv_cq_progress_core(agent->cqs.cq[i]);
 }
 
-/*
- * Holds the agent's endpoints in agent->snap for a pass, first taking the
- * larger array an endpoint that joined left (the agent thread alone uses
- * snap, outside the lock, so nobody else may move it); domain lock held.
- */
-static size_t pmv_agent_hold_eps(struct pmv_agent *agent)
-{
-	size_t n = 0;
-
-	if (agent->snap_new) {
-		free(agent->snap);
-		agent->snap = agent->snap_new;
-		agent->snap_len = agent->snap_cap;
-		agent->snap_new = NULL;
-	}
-	for (struct pmv_ep *ep = agent->eps; ep && n < agent->snap_len;
-	     ep = ep->agent_next) {
-		__atomic_add_fetch(&ep->serve_holds, 1, __ATOMIC_ACQ_REL);
-		agent->snap[n++] = ep;
-	}
-	return n;
-}
-
 /* After a pass that followed a wake by CQ fds: counts such wakes in a row
  * that served nothing (pmv_agent_sleep.c looks for fds that stay readable
  * after a few); a wake that served resets the bound of such sleeps. */
@@ -120,19 +97,17 @@ static int pmv_agent_pass(struct pmv_domain *dom)
 	size_t n, i, left_to_app = 0;
 	int served = 0;
 
-	pthread_mutex_lock(&dom->lock);
+	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
 	n = pmv_agent_hold_eps(agent);
-	pthread_mutex_unlock(&dom->lock);
+	pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
 	for (i = 0; i < n; i++)
 		left_to_app += pmv_serve_by_app(agent->snap[i], now);
 	if (left_to_app < n)
 		pmv_agent_progress(agent, n);
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		if (!pmv_serve_by_app(agent->snap[i], now))
 			served += pmv_serve_try(dom, agent->snap[i]);
-		__atomic_sub_fetch(&agent->snap[i]->serve_holds, 1,
-				   __ATOMIC_ACQ_REL);
-	}
+	pmv_agent_drop_eps(agent, n);
 	pmv_agent_count_wake(agent, served);
 	return n && left_to_app == n ? -1 : served;
 }
@@ -286,10 +261,10 @@ static int pmv_agent_start(struct pmv_domain *dom)
 		return -FI_EAGAIN;
 	}
 	(void) pthread_setname_np(agent->thread, "pmv_agent");
-	pthread_mutex_lock(&pmv_agents_lock);
+	pmv_lock(&pmv_agents_lock, PMV_LOCK_AGENTS);
 	agent->next = pmv_agents;
 	pmv_agents = agent;
-	pthread_mutex_unlock(&pmv_agents_lock);
+	pmv_unlock(&pmv_agents_lock, PMV_LOCK_AGENTS);
 	return 0;
 }
 
@@ -336,9 +311,9 @@ int pmv_agent_add(struct pmv_domain *dom, struct pmv_ep *ep)
 {
 	int ret;
 
-	pthread_mutex_lock(&dom->lock);
+	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
 	ret = pmv_agent_link(dom, ep);
-	pthread_mutex_unlock(&dom->lock);
+	pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
 	/* outside the domain lock: a hook runs under the CQ's hook lock */
 	if (!ret)
 		pmv_serve_attach(ep);
@@ -363,28 +338,6 @@ void pmv_domain_publish_gen(struct pmv_domain *dom)
 }
 
 /*
- * The domain's regions changed: every connected endpoint pushes the new
- * profile table to its peer; dom->lock held.
- */
-void pmv_domain_publish_profiles(struct pmv_domain *dom)
-{
-	if (!dom->agent)
-		return;
-	for (struct pmv_ep *ep = dom->agent->eps; ep; ep = ep->agent_next)
-		pmv_publish_profiles(ep);
-}
-
-/* The connection is established: ep's peer gets the profile table. */
-void pmv_ep_connected(struct pmv_ep *ep)
-{
-	pthread_mutex_lock(&ep->domain->lock);
-	ep->connected = true;
-	if (ep->in_agent)
-		pmv_publish_profiles(ep);
-	pthread_mutex_unlock(&ep->domain->lock);
-}
-
-/*
  * Unlinks ep, then waits (no lock held) until neither an agent pass nor
  * an application's CQ read is serving it.
  */
@@ -392,7 +345,7 @@ void pmv_agent_remove(struct pmv_domain *dom, struct pmv_ep *ep)
 {
 	struct pmv_ep **pp;
 
-	pthread_mutex_lock(&dom->lock);
+	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
 	if (ep->in_agent && !dom->agent) { /* stopped at unload */
 		ep->in_agent = false;
 	} else if (ep->in_agent) {
@@ -405,12 +358,12 @@ void pmv_agent_remove(struct pmv_domain *dom, struct pmv_ep *ep)
 		ep->in_agent = false;
 		dom->agent->neps--;
 	}
-	pthread_mutex_unlock(&dom->lock);
+	pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
 	pmv_serve_detach(ep);
 	while (__atomic_load_n(&ep->serve_holds, __ATOMIC_ACQUIRE))
 		sched_yield();
-	pthread_mutex_lock(&ep->serve_lock);
-	pthread_mutex_unlock(&ep->serve_lock);
+	pmv_lock(&ep->serve_lock, PMV_LOCK_SERVE);
+	pmv_unlock(&ep->serve_lock, PMV_LOCK_SERVE);
 }
 
 /* Takes an agent off the list of running agents; false if not on it. */
@@ -419,7 +372,7 @@ static bool pmv_agent_unlist(struct pmv_agent *agent)
 	struct pmv_agent **pp;
 	bool found = false;
 
-	pthread_mutex_lock(&pmv_agents_lock);
+	pmv_lock(&pmv_agents_lock, PMV_LOCK_AGENTS);
 	for (pp = &pmv_agents; *pp; pp = &(*pp)->next) {
 		if (*pp == agent) {
 			*pp = agent->next;
@@ -427,7 +380,7 @@ static bool pmv_agent_unlist(struct pmv_agent *agent)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&pmv_agents_lock);
+	pmv_unlock(&pmv_agents_lock, PMV_LOCK_AGENTS);
 	return found;
 }
 
@@ -463,11 +416,11 @@ static struct pmv_agent *pmv_agent_unlist_first(void)
 {
 	struct pmv_agent *agent;
 
-	pthread_mutex_lock(&pmv_agents_lock);
+	pmv_lock(&pmv_agents_lock, PMV_LOCK_AGENTS);
 	agent = pmv_agents;
 	if (agent)
 		pmv_agents = agent->next;
-	pthread_mutex_unlock(&pmv_agents_lock);
+	pmv_unlock(&pmv_agents_lock, PMV_LOCK_AGENTS);
 	return agent;
 }
 

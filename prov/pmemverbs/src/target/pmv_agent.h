@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * pmemverbs: the agent thread's state, shared by its loop (pmv_agent.c)
- * and its sleep (pmv_agent_sleep.c); internal to those two files.
+ * and its sleep (pmv_agent_sleep.c), and its endpoint list to the profile
+ * pushes (pmv_publish.c); internal to those files.
  */
 #ifndef PMV_AGENT_H
 #define PMV_AGENT_H
@@ -61,6 +62,8 @@ bool pmv_agent_cqs_has(const struct pmv_agent_cqs *set,
 bool pmv_agent_cqs_waited(const struct pmv_cq *rx, const struct pmv_cq *tx);
 bool pmv_agent_app_waits(const struct pmv_ep *ep);
 enum pmv_agent_rest pmv_agent_sleep(struct pmv_domain *dom);
+size_t pmv_agent_hold_eps(struct pmv_agent *agent);
+void pmv_agent_drop_eps(struct pmv_agent *agent, size_t n);
 void pmv_agent_wake(struct pmv_agent *agent);
 void pmv_agent_sleep_free(struct pmv_agent *agent);
 

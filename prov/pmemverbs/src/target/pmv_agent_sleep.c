@@ -102,6 +102,37 @@ static bool pmv_agent_add_fds(struct pmv_agent_fds *fds, struct pmv_cq *cq)
 	return true;
 }
 
+/*
+ * Holds the agent's endpoints in agent->snap for a pass, first taking the
+ * larger array an endpoint that joined left (the agent thread alone uses
+ * snap, outside the lock, so nobody else may move it); domain lock held.
+ */
+size_t pmv_agent_hold_eps(struct pmv_agent *agent)
+{
+	size_t n = 0;
+
+	if (agent->snap_new) {
+		free(agent->snap);
+		agent->snap = agent->snap_new;
+		agent->snap_len = agent->snap_cap;
+		agent->snap_new = NULL;
+	}
+	for (struct pmv_ep *ep = agent->eps; ep && n < agent->snap_len;
+	     ep = ep->agent_next) {
+		__atomic_add_fetch(&ep->serve_holds, 1, __ATOMIC_ACQ_REL);
+		agent->snap[n++] = ep;
+	}
+	return n;
+}
+
+/* Lets go of the n endpoints pmv_agent_hold_eps held. */
+void pmv_agent_drop_eps(struct pmv_agent *agent, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		__atomic_sub_fetch(&agent->snap[i]->serve_holds, 1,
+				   __ATOMIC_ACQ_REL);
+}
+
 /* Whether an application thread waits in rx or tx (fi_cq_sread): that
  * wait takes their endpoint's bytes and serves its requests, and progress
  * through its other CQ would only take the bytes from under it. */
@@ -119,12 +150,13 @@ bool pmv_agent_app_waits(const struct pmv_ep *ep)
 		__atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE));
 }
 
-/* The distinct CQs of the agent's endpoints into agent->cqs; false if no
- * memory; domain lock held. */
-static bool pmv_agent_list_cqs(struct pmv_agent *agent)
+/* The distinct CQs of the agent's n held endpoints (agent->snap) into
+ * agent->cqs; false if no memory. */
+static bool pmv_agent_list_cqs(struct pmv_agent *agent, size_t n)
 {
 	agent->cqs.n = 0;
-	for (struct pmv_ep *ep = agent->eps; ep; ep = ep->agent_next) {
+	for (size_t k = 0; k < n; k++) {
+		struct pmv_ep *ep = agent->snap[k];
 		struct pmv_cq *rx = __atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE);
 		struct pmv_cq *tx = __atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE);
 
@@ -137,11 +169,12 @@ static bool pmv_agent_list_cqs(struct pmv_agent *agent)
 
 /*
  * Nothing is pending: the core says so for every CQ (fi_trywait, one call
- * per CQ as their wait objects may differ) and no request waits in an
- * inbox (fi_trywait's progress may have moved one there); notes whether
- * an application thread waits in a CQ; domain lock held.
+ * per CQ as their wait objects may differ) and no request waits in the
+ * inbox of one of the n held endpoints (fi_trywait's progress may have
+ * moved one there); notes whether an application thread waits in a CQ.
+ * No lock held: fi_trywait runs the core's progress.
  */
-static bool pmv_agent_nothing_pending(struct pmv_domain *dom)
+static bool pmv_agent_nothing_pending(struct pmv_domain *dom, size_t n)
 {
 	struct pmv_agent *agent = dom->agent;
 	struct fid *fid;
@@ -152,27 +185,27 @@ static bool pmv_agent_nothing_pending(struct pmv_domain *dom)
 			return false;
 	}
 	agent->app_waits = false;
-	for (struct pmv_ep *ep = agent->eps; ep; ep = ep->agent_next) {
-		if (pmv_serve_pending(ep))
+	for (size_t k = 0; k < n; k++) {
+		if (pmv_serve_pending(agent->snap[k]))
 			return false;
-		agent->app_waits |= pmv_agent_app_waits(ep);
+		agent->app_waits |= pmv_agent_app_waits(agent->snap[k]);
 	}
 	return true;
 }
 
 /*
- * Fills agent->fds with every CQ's wait object and, last, the agent's
- * eventfd.  Returns how many, 0 if it cannot sleep on fds (over verbs an
- * incoming RDMA write, a request, makes no fd readable), -1 if work is
- * pending; domain lock held.
+ * Fills agent->fds with the wait object of every CQ of the n held
+ * endpoints and, last, the agent's eventfd.  Returns how many, 0 if it
+ * cannot sleep on fds (over verbs an incoming RDMA write, a request,
+ * makes no fd readable), -1 if work is pending.  No lock held.
  */
-static int pmv_agent_sleep_fds(struct pmv_domain *dom)
+static int pmv_agent_sleep_fds(struct pmv_domain *dom, size_t n)
 {
 	struct pmv_agent *agent = dom->agent;
 	struct pmv_agent_fds *fds = &agent->fds;
 
 	fds->n = 0;
-	if (dom->transport != PMV_TRANSPORT_TCP || !pmv_agent_list_cqs(agent) ||
+	if (dom->transport != PMV_TRANSPORT_TCP || !pmv_agent_list_cqs(agent, n) ||
 	    !pmv_agent_fds_room(fds, 1)) /* never an fd array of NULL */
 		return 0;
 	for (size_t i = 0; i < agent->cqs.n; i++)
@@ -182,7 +215,7 @@ static int pmv_agent_sleep_fds(struct pmv_domain *dom)
 		return 0;
 	/* from here on, the application's CQ reads wake the agent */
 	__atomic_store_n(&dom->agent_sleeping, true, __ATOMIC_SEQ_CST);
-	if (!pmv_agent_nothing_pending(dom))
+	if (!pmv_agent_nothing_pending(dom, n))
 		return -1;
 	fds->fd[fds->n] = (struct pollfd) { .fd = agent->wake_fd,
 					    .events = POLLIN };
@@ -249,12 +282,17 @@ enum pmv_agent_rest pmv_agent_sleep(struct pmv_domain *dom)
 {
 	struct pmv_agent *agent = dom->agent;
 	int n, woke = 0;
+	size_t neps;
 	uint64_t v;
 
 	agent->woken_only = false;
-	pthread_mutex_lock(&dom->lock);
-	n = pmv_agent_sleep_fds(dom);
-	pthread_mutex_unlock(&dom->lock);
+	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
+	neps = pmv_agent_hold_eps(agent);
+	pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
+	/* held while their CQs are listed and asked, not while it sleeps
+	 * (a close waits for its endpoint's holds) */
+	n = pmv_agent_sleep_fds(dom, neps);
+	pmv_agent_drop_eps(agent, neps);
 	if (n > 0) {
 		int ms = pmv_agent_leave_stale(agent);
 

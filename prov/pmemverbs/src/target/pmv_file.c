@@ -71,7 +71,7 @@ void pmv_file_attach(struct pmv_persistence *p, int fd)
 		close(fd);
 		return;
 	}
-	pthread_mutex_lock(&pmv_files_lock);
+	pmv_lock(&pmv_files_lock, PMV_LOCK_FILES);
 	f = pmv_file_find(st.st_dev, st.st_ino);
 	if (!f && (f = calloc(1, sizeof(*f)))) {
 		*f = (struct pmv_file) { .next = pmv_files, .dev = st.st_dev,
@@ -81,7 +81,7 @@ void pmv_file_attach(struct pmv_persistence *p, int fd)
 		pmv_files = f;
 		fd = -1;
 	}
-	pthread_mutex_unlock(&pmv_files_lock);
+	pmv_unlock(&pmv_files_lock, PMV_LOCK_FILES);
 	if (fd >= 0)
 		close(fd);
 	p->file = f;
@@ -96,7 +96,7 @@ void pmv_file_detach(struct pmv_persistence *p)
 	if (!f)
 		return;
 	p->file = NULL;
-	pthread_mutex_lock(&pmv_files_lock);
+	pmv_lock(&pmv_files_lock, PMV_LOCK_FILES);
 	if (--f->refs) {
 		f = NULL;
 	} else {
@@ -104,7 +104,7 @@ void pmv_file_detach(struct pmv_persistence *p)
 			;
 		*pp = f->next;
 	}
-	pthread_mutex_unlock(&pmv_files_lock);
+	pmv_unlock(&pmv_files_lock, PMV_LOCK_FILES);
 	if (f) {
 		close(f->fd);
 		free(f);

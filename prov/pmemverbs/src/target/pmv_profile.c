@@ -126,6 +126,7 @@ int pmv_persist(const struct pmv_persistence *p, const void *addr,
 {
 	int ret;
 
+	PMV_CALL_CHECK(PMV_CALL_PERSIST, "a persist (msync or CPU flush)");
 	if (pmv_fault(PMV_FAULT_PERSIST))
 		return -FI_EIO;
 	ret = pmv_file_check(p, addr, len);

@@ -20,6 +20,7 @@
  * checks).  A push the core refuses leaves the peer a stale hint, which
  * costs it at most a method change; nothing waits for a push.
  */
+#include "pmv_agent.h"
 #include "pmv_target.h"
 
 /* Fills t from the domain's regions, newest first; dom->lock held. */
@@ -67,7 +68,7 @@ static ssize_t pmv_publish_write(struct pmv_ep *ep, const void *t, size_t len)
  */
 static void pmv_publish_failed(struct pmv_ep *ep, ssize_t ret)
 {
-	if (ep->push_failed++)
+	if (ep->push_failed++) /* under push_lock */
 		return;
 	PMV_INFO(FI_LOG_EP_CTRL, "the profile table was not pushed (%s): "
 		 "the peer chooses methods from an older table or learns "
@@ -75,19 +76,116 @@ static void pmv_publish_failed(struct pmv_ep *ep, ssize_t ret)
 		 fi_strerror((int) -ret));
 }
 
-/* Pushes this domain's profile table to ep's peer; dom->lock held. */
-void pmv_publish_profiles(struct pmv_ep *ep)
+/* True if ep's peer takes profile tables (connected, with an inbox);
+ * dom->lock held. */
+bool pmv_publish_wanted(const struct pmv_ep *ep)
 {
-	struct pmv_profiles t;
-	size_t len;
-	ssize_t ret;
+	return pmv_params.push_profiles && ep->connected &&
+	       ep->peer.has_inbox;
+}
 
-	if (!pmv_params.push_profiles || !ep->connected ||
-	    !ep->peer.has_inbox)
-		return;
-	pmv_publish_fill(ep->domain, &t, PMV_PROFILES_MAX);
-	len = pmv_profiles_encode(&t, PMV_PROFILES_SIZE);
-	ret = pmv_publish_write(ep, &t, len);
+/* The domain's profile table, encoded into t; its length.  dom->lock held. */
+size_t pmv_publish_table(struct pmv_domain *dom, struct pmv_profiles *t)
+{
+	pmv_publish_fill(dom, t, PMV_PROFILES_MAX);
+	return pmv_profiles_encode(t, PMV_PROFILES_SIZE);
+}
+
+/* Pushes table t to ep's peer; dom->push_lock held (no other lock). */
+void pmv_publish_send(struct pmv_ep *ep, const struct pmv_profiles *t,
+		      size_t len)
+{
+	ssize_t ret = pmv_publish_write(ep, t, len);
+
 	if (ret)
 		pmv_publish_failed(ep, ret);
+}
+
+/*
+ * Pushes this domain's profile table to ep's peer: filled under the
+ * domain lock, written after it, under push_lock only.  No lock held.
+ */
+void pmv_publish_profiles(struct pmv_ep *ep)
+{
+	struct pmv_domain *dom = ep->domain;
+	struct pmv_profiles t;
+	size_t len = 0;
+
+	pmv_lock(&dom->push_lock, PMV_LOCK_PUSH);
+	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
+	if (pmv_publish_wanted(ep))
+		len = pmv_publish_table(dom, &t);
+	pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
+	if (len)
+		pmv_publish_send(ep, &t, len);
+	pmv_unlock(&dom->push_lock, PMV_LOCK_PUSH);
+}
+
+/* Endpoints a push takes at a time (held, on the stack). */
+#define PMV_PUSH_CHUNK 32
+
+/*
+ * Holds (serve_holds: their close waits) the endpoints at positions
+ * [from, from + PMV_PUSH_CHUNK) of the agent's list whose peers take
+ * tables, into eps; *more: the list goes on.  dom->lock held.
+ */
+static size_t pmv_agent_hold_pushed(struct pmv_domain *dom, size_t from,
+				    struct pmv_ep **eps, bool *more)
+{
+	struct pmv_ep *ep = dom->agent ? dom->agent->eps : NULL;
+	size_t pos, n = 0;
+
+	for (pos = 0; ep && pos < from + PMV_PUSH_CHUNK;
+	     pos++, ep = ep->agent_next) {
+		if (pos < from || !pmv_publish_wanted(ep))
+			continue;
+		__atomic_add_fetch(&ep->serve_holds, 1, __ATOMIC_ACQ_REL);
+		eps[n++] = ep;
+	}
+	*more = ep != NULL;
+	return n;
+}
+
+/*
+ * The domain's regions changed: every connected endpoint pushes the new
+ * profile table to its peer, PMV_PUSH_CHUNK endpoints at a time, held and
+ * with the table filled under the domain lock, written after it, under
+ * push_lock only (so pushes to a peer stay in order).  No lock held.  An
+ * endpoint linked or unlinked meanwhile may be pushed twice or not at
+ * all: a table is a hint (pmv_publish.c), the next push brings it.
+ */
+void pmv_domain_publish_profiles(struct pmv_domain *dom)
+{
+	struct pmv_ep *eps[PMV_PUSH_CHUNK];
+	struct pmv_profiles t;
+	size_t from = 0, n, len = 0;
+	bool more = true;
+
+	pmv_lock(&dom->push_lock, PMV_LOCK_PUSH);
+	for (; more; from += PMV_PUSH_CHUNK) {
+		pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
+		n = pmv_agent_hold_pushed(dom, from, eps, &more);
+		if (n)
+			len = pmv_publish_table(dom, &t);
+		pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
+		for (size_t i = 0; i < n; i++) {
+			pmv_publish_send(eps[i], &t, len);
+			__atomic_sub_fetch(&eps[i]->serve_holds, 1,
+					   __ATOMIC_ACQ_REL);
+		}
+	}
+	pmv_unlock(&dom->push_lock, PMV_LOCK_PUSH);
+}
+
+/* The connection is established: ep's peer gets the profile table. */
+void pmv_ep_connected(struct pmv_ep *ep)
+{
+	bool in_agent;
+
+	pmv_lock(&ep->domain->lock, PMV_LOCK_DOMAIN);
+	ep->connected = true;
+	in_agent = ep->in_agent;
+	pmv_unlock(&ep->domain->lock, PMV_LOCK_DOMAIN);
+	if (in_agent)
+		pmv_publish_profiles(ep);
 }

@@ -319,10 +319,10 @@ int pmv_serve_try(struct pmv_domain *dom, struct pmv_ep *ep)
 {
 	int served;
 
-	if (pthread_mutex_trylock(&ep->serve_lock))
+	if (!pmv_trylock(&ep->serve_lock, PMV_LOCK_SERVE))
 		return 0;
 	served = pmv_serve_ep(dom, ep);
-	pthread_mutex_unlock(&ep->serve_lock);
+	pmv_unlock(&ep->serve_lock, PMV_LOCK_SERVE);
 	return served;
 }
 

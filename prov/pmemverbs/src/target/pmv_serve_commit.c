@@ -19,13 +19,13 @@ struct pmv_mr *pmv_domain_get_mr(struct pmv_domain *dom, uint64_t key)
 {
 	struct pmv_mr *mr;
 
-	pthread_mutex_lock(&dom->lock);
+	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
 	for (mr = dom->mrs; mr; mr = mr->next)
 		if (fi_mr_key(&mr->mr_fid) == key)
 			break;
 	if (mr)
 		__atomic_add_fetch(&mr->refs, 1, __ATOMIC_ACQ_REL);
-	pthread_mutex_unlock(&dom->lock);
+	pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
 	return mr;
 }
 

@@ -57,5 +57,9 @@ bool pmv_serve_gate_shut(const struct pmv_ep *ep, const struct pmv_req *req);
 
 /* pmv_publish.c */
 void pmv_publish_profiles(struct pmv_ep *ep);
+bool pmv_publish_wanted(const struct pmv_ep *ep);
+size_t pmv_publish_table(struct pmv_domain *dom, struct pmv_profiles *t);
+void pmv_publish_send(struct pmv_ep *ep, const struct pmv_profiles *t,
+		      size_t len);
 
 #endif /* PMV_TARGET_H */

@@ -134,6 +134,10 @@ struct fi_info *pmv_hints_to_core(const struct fi_info *hints,
 	free(core_hints->fabric_attr->prov_name);
 	core_hints->fabric_attr->prov_name = strdup(core_name);
 	core_hints->ep_attr->type = FI_EP_MSG;
+	if (pmv_rdm_unmark(core_hints)) { /* ofi_rxm's core beneath RDM */
+		fi_freeinfo(core_hints);
+		return NULL;
+	}
 	pmv_caps_to_core(core_hints);
 	if (!core_hints->fabric_attr->prov_name) {
 		fi_freeinfo(core_hints);
@@ -293,5 +297,7 @@ int pmv_getinfo(uint32_t version, const char *node, const char *service,
 	ret = pmv_msg_getinfo(version, node, service, flags,
 			      unmarked ? unmarked : hints, info);
 	fi_freeinfo(unmarked);
+	if (!ret && unmarked)
+		ret = pmv_rdm_mark_entries(*info);
 	return ret;
 }

@@ -30,7 +30,9 @@ int pmv_rdm_getinfo(uint32_t version, const char *node, const char *service,
 		    uint64_t flags, const struct fi_info *hints,
 		    struct fi_info **info);
 struct fi_info *pmv_rdm_info_to_rxm(const struct fi_info *info);
+int pmv_rdm_unmark(struct fi_info *info);
 int pmv_rdm_unmark_hints(const struct fi_info *hints, struct fi_info **out);
+int pmv_rdm_mark_entries(struct fi_info *list);
 
 /* pmv_rdm_domain.c */
 bool pmv_rdm_info_is_rdm(const struct fi_info *info);

@@ -130,10 +130,14 @@ static int pmv_rdm_cntr_open(struct fid_domain *domain,
 	return fi_cntr_open(pmv_rdm_inner(domain), attr, cntr, context);
 }
 
+/* fi_poll_open is deprecated in libfabric 2.x: rxm's op is called direct. */
 static int pmv_rdm_poll_open(struct fid_domain *domain,
 			     struct fi_poll_attr *attr, struct fid_poll **poll)
 {
-	return fi_poll_open(pmv_rdm_inner(domain), attr, poll);
+	struct fid_domain *rxm = pmv_rdm_inner(domain);
+
+	return rxm->ops->poll_open ? rxm->ops->poll_open(rxm, attr, poll) :
+				     -FI_ENOSYS;
 }
 
 static int pmv_rdm_stx_ctx(struct fid_domain *domain, struct fi_tx_attr *attr,

@@ -106,6 +106,25 @@ static int pmv_rdm_info_from_rxm(struct fi_info *info,
 	return pmv_rdm_unmark_name(&info->domain_attr->name);
 }
 
+static bool pmv_rdm_marked(const struct fi_info *info)
+{
+	return info && info->domain_attr && info->domain_attr->name &&
+	       !strncmp(info->domain_attr->name, PMV_RDM_MARK,
+			strlen(PMV_RDM_MARK));
+}
+
+/*
+ * An fi_info (complete) ofi_rxm passed down with a marked domain name, in
+ * place: the mark off, FI_RMA_PMEM asked; untouched without the mark.
+ */
+int pmv_rdm_unmark(struct fi_info *info)
+{
+	if (!pmv_rdm_marked(info))
+		return 0;
+	pmv_rdm_set_pmem(info, true);
+	return pmv_rdm_unmark_name(&info->domain_attr->name);
+}
+
 /*
  * Hints rxm passed down with a marked domain name: a copy without the mark
  * that asks FI_RMA_PMEM (*out NULL when the name carries no mark).
@@ -113,18 +132,27 @@ static int pmv_rdm_info_from_rxm(struct fi_info *info,
 int pmv_rdm_unmark_hints(const struct fi_info *hints, struct fi_info **out)
 {
 	*out = NULL;
-	if (!hints || !hints->domain_attr || !hints->domain_attr->name ||
-	    strncmp(hints->domain_attr->name, PMV_RDM_MARK,
-		    strlen(PMV_RDM_MARK)))
+	if (!pmv_rdm_marked(hints))
 		return 0;
 	*out = fi_dupinfo(hints);
-	if (!*out || !pmv_info_complete(*out) ||
-	    pmv_rdm_unmark_name(&(*out)->domain_attr->name)) {
+	if (!*out || !pmv_info_complete(*out) || pmv_rdm_unmark(*out)) {
 		fi_freeinfo(*out);
 		*out = NULL;
 		return -FI_ENOMEM;
 	}
-	pmv_rdm_set_pmem(*out, true);
+	return 0;
+}
+
+/*
+ * Marks the domain names of the MSG entries answering ofi_rxm's marked
+ * hints: libfabric 2.x's rxm keeps only core entries whose domain name is
+ * the one its hints asked for (ofi_check_info).
+ */
+int pmv_rdm_mark_entries(struct fi_info *list)
+{
+	for (struct fi_info *cur = list; cur; cur = cur->next)
+		if (pmv_rdm_mark_name(&cur->domain_attr->name))
+			return -FI_ENOMEM;
 	return 0;
 }
 
@@ -148,27 +176,92 @@ static struct fi_info *pmv_rdm_keep_entries(struct fi_info *list,
 	return head;
 }
 
+/* ofi_rxm's entries for rxm_hints, through the public fi_getinfo. */
+static int pmv_rdm_rxm_getinfo(uint32_t version, const char *node,
+			       const char *service, uint64_t flags,
+			       const struct fi_info *rxm_hints,
+			       struct fi_info **list)
+{
+	flags &= ~(PMV_OFI_CORE_PROV_ONLY | PMV_OFI_GETINFO_HIDDEN);
+	return fi_getinfo(version, node, service, flags, rxm_hints, list);
+}
+
+/* True if an entry before end in list has this domain name. */
+static bool pmv_rdm_name_seen(const struct fi_info *list,
+			      const struct fi_info *end, const char *name)
+{
+	for (; list != end; list = list->next)
+		if (!strcmp(list->domain_attr->name, name))
+			return true;
+	return false;
+}
+
 /*
- * RDM entries with FI_RMA_PMEM: ofi_rxm's entries over pmemverbs MSG (asked
- * through the public fi_getinfo, with the marked domain name so that the
- * MSG attributes beneath are those of pmem endpoints), with FI_RMA_PMEM.
+ * ofi_rxm's entries with the mark, one query per domain name the plain
+ * entries name (rxm 2.x keeps only core entries of the name it asked for),
+ * appended to *tail.
+ */
+static int pmv_rdm_query_marked(uint32_t version, const char *node,
+				const char *service, uint64_t flags,
+				struct fi_info *rxm_hints,
+				const struct fi_info *plain,
+				struct fi_info ***tail)
+{
+	struct fi_info *got;
+	int ret = 0;
+
+	for (const struct fi_info *cur = plain; cur && !ret; cur = cur->next) {
+		if (pmv_rdm_name_seen(plain, cur, cur->domain_attr->name))
+			continue;
+		free(rxm_hints->domain_attr->name);
+		rxm_hints->domain_attr->name = strdup(cur->domain_attr->name);
+		if (!rxm_hints->domain_attr->name ||
+		    pmv_rdm_mark_name(&rxm_hints->domain_attr->name))
+			return -FI_ENOMEM;
+		got = NULL;
+		if (pmv_rdm_rxm_getinfo(version, node, service, flags,
+					rxm_hints, &got))
+			continue; /* that domain has no pmem entry */
+		**tail = got;
+		while (**tail)
+			*tail = &(**tail)->next;
+	}
+	return ret;
+}
+
+/*
+ * RDM entries with FI_RMA_PMEM: ofi_rxm's entries over pmemverbs MSG asked
+ * with the marked domain name (so that the MSG attributes beneath are
+ * those of pmem endpoints), with FI_RMA_PMEM.  Hints without a domain name
+ * first learn the names from rxm's plain entries.
  */
 int pmv_rdm_getinfo(uint32_t version, const char *node, const char *service,
 		    uint64_t flags, const struct fi_info *hints,
 		    struct fi_info **info)
 {
-	struct fi_info *rxm_hints = pmv_rdm_info_to_rxm(hints), *list = NULL;
+	struct fi_info *rxm_hints = pmv_rdm_info_to_rxm(hints);
+	struct fi_info *plain = NULL, *list = NULL, **tail = &list;
 	int ret;
 
 	if (!rxm_hints)
 		return -FI_ENOMEM;
-	flags &= ~(PMV_OFI_CORE_PROV_ONLY | PMV_OFI_GETINFO_HIDDEN);
-	ret = fi_getinfo(version, node, service, flags, rxm_hints, &list);
+	free(rxm_hints->domain_attr->name); /* the plain query: every name */
+	rxm_hints->domain_attr->name = (hints->domain_attr &&
+		hints->domain_attr->name) ? strdup(hints->domain_attr->name) :
+		NULL;
+	ret = pmv_rdm_rxm_getinfo(version, node, service, flags, rxm_hints,
+				  &plain);
+	if (!ret)
+		ret = pmv_rdm_query_marked(version, node, service, flags,
+					   rxm_hints, plain, &tail);
+	fi_freeinfo(plain);
 	fi_freeinfo(rxm_hints);
-	if (ret) {
+	if (ret || !list) {
 		PMV_INFO(FI_LOG_CORE, "%s: no RDM endpoint for these hints "
-			 "(%s)\n", PMV_RDM_STACK, fi_strerror(-ret));
-		return ret;
+			 "(%s)\n", PMV_RDM_STACK, fi_strerror(ret ? -ret :
+							       FI_ENODATA));
+		fi_freeinfo(list);
+		return ret ? ret : -FI_ENODATA;
 	}
 	*info = pmv_rdm_keep_entries(list, hints);
 	return *info ? 0 : -FI_ENODATA;

@@ -208,9 +208,8 @@ static int pmv_rdm_query_marked(uint32_t version, const char *node,
 				struct fi_info ***tail)
 {
 	struct fi_info *got;
-	int ret = 0;
 
-	for (const struct fi_info *cur = plain; cur && !ret; cur = cur->next) {
+	for (const struct fi_info *cur = plain; cur; cur = cur->next) {
 		if (pmv_rdm_name_seen(plain, cur, cur->domain_attr->name))
 			continue;
 		free(rxm_hints->domain_attr->name);
@@ -226,7 +225,7 @@ static int pmv_rdm_query_marked(uint32_t version, const char *node,
 		while (**tail)
 			*tail = &(**tail)->next;
 	}
-	return ret;
+	return 0;
 }
 
 /*

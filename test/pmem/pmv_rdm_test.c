@@ -95,11 +95,33 @@ void open_domain(struct fi_info *info)
 	CHECK(fi_av_open(g_dom, &av_attr, &g_av, NULL));
 }
 
+/* An EQ of the pmemverbs fabric is no rxm object: binding it is refused. */
+static void check_foreign_bind_refused(struct fid_ep *ep)
+{
+	struct fi_eq_attr attr = { .size = 16, .wait_obj = FI_WAIT_NONE };
+	struct fid_eq *eq;
+	int ret;
+
+	CHECK(fi_eq_open(g_fab, &attr, &eq, NULL));
+	ret = fi_ep_bind(ep, &eq->fid, 0);
+	CHECK(fi_close(&eq->fid));
+	if (ret != -FI_EINVAL) {
+		printf("FAIL %s/foreign-bind: fi_ep_bind(RDM endpoint, EQ of "
+		       "the fabric) returned %d, expected -FI_EINVAL\n",
+		       label(), ret);
+		exit(1);
+	}
+	printf("PASS %s/foreign-bind: a pmemverbs EQ bound to the RDM "
+	       "endpoint is refused\n", label());
+}
+
 struct fid_ep *open_ep(struct fi_info *info)
 {
 	struct fid_ep *ep;
 
 	CHECK(fi_endpoint(g_dom, info, &ep, NULL));
+	if (!strcmp(g_role, "initiator"))
+		check_foreign_bind_refused(ep);
 	CHECK(fi_ep_bind(ep, &g_cq->fid, FI_TRANSMIT | FI_RECV));
 	CHECK(fi_ep_bind(ep, &g_av->fid, 0));
 	CHECK(fi_enable(ep));

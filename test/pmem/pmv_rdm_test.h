@@ -20,6 +20,7 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_ext_pmem.h>
 

@@ -58,9 +58,16 @@ static int pmv_rdm_domain_close(struct fid *fid)
 	return 0;
 }
 
+/* rxm would take a pmemverbs EQ for one of its own: refused. */
 static int pmv_rdm_domain_bind(struct fid *fid, struct fid *bfid,
 			       uint64_t flags)
 {
+	if (pmv_fid_is_ours(bfid)) {
+		PMV_WARN(FI_LOG_DOMAIN, "RDM domain: fi_domain_bind of a "
+			 "pmemverbs MSG object (class %zu) is not supported\n",
+			 bfid->fclass);
+		return -FI_EINVAL;
+	}
 	return fi_domain_bind(pmv_rdm_inner_fid(fid), bfid, flags);
 }
 

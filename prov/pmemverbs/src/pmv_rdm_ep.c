@@ -38,8 +38,20 @@ static int pmv_rdm_ep_close(struct fid *fid)
 	return 0;
 }
 
+/*
+ * Binds rxm's own objects (from the RDM domain); a pmemverbs MSG object,
+ * an EQ of the pmemverbs fabric for instance, would be taken by rxm for
+ * one of its own.
+ */
 static int pmv_rdm_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
+	if (pmv_fid_is_ours(bfid)) {
+		PMV_WARN(FI_LOG_EP_CTRL, "RDM endpoint: fi_ep_bind of a "
+			 "pmemverbs MSG object (class %zu); bind the AV, CQs "
+			 "and counters opened on the RDM endpoint's domain\n",
+			 bfid->fclass);
+		return -FI_EINVAL;
+	}
 	return fi_ep_bind(pmv_rdm_ep_of(fid)->rxm, bfid, flags);
 }
 

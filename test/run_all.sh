@@ -91,7 +91,8 @@ run_pmem() {
 }
 
 # The durability tests through FI_EP_RDM endpoints (ofi_rxm over pmemverbs
-# MSG; run_pmem_tests.sh with PMV_SUITE=rdm, ports 29000-29999).
+# MSG; run_pmem_tests.sh with PMV_SUITE=rdm; ports 29000-29007, and
+# 29100-29107 for the sanitizer build).
 run_pmem_rdm() {
 	local label=$1 dir=$2 port_base=$3 out
 	echo "== durability tests through pmemverbs RDM endpoints ($label)"
@@ -638,6 +639,7 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_unit sanitizers "$ASAN_BUILD"
 run_integration sanitizers "$ASAN_BUILD" 9530
 run_pmem sanitizers "$ASAN_BUILD" 10100
+run_pmem_rdm sanitizers "$ASAN_BUILD" 29100
 run_hostile sanitizers "$ASAN_BUILD" 10450
 run_threads sanitizers "$ASAN_BUILD" 12600
 run_failure sanitizers "$ASAN_BUILD" 9400

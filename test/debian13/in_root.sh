@@ -163,6 +163,9 @@ elif build; then
 		"$BUILD/test/integration/pmv_itest" pmemverbs
 	suite durability env PMV_PORT_BASE="$PORT" bash "$SRC/test/pmem/run_pmem_tests.sh" \
 		"$BUILD/test/pmem/pmv_commit_test"
+	suite "durability RDM" env PMV_SUITE=rdm PMV_PORT_BASE=$((PORT + 800)) \
+		bash "$SRC/test/pmem/run_pmem_tests.sh" \
+		"$BUILD/test/pmem/pmv_commit_test"
 	suite hostile bash "$SRC/test/hostile/run_hostile.sh" \
 		"$BUILD/test/hostile/pmv_hostile" $((PORT + 350))
 	suite threads bash "$SRC/test/threads/run_threads.sh" \

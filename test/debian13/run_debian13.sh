@@ -8,8 +8,8 @@
 # copied in, /proc, /sys, /dev, /dev/pts and /dev/shm are mounted and
 # unmounted on every exit path; test/debian13/in_root.sh then builds with
 # -Werror and runs the unit tests, fi_info, the demo, the durability suite
-# (oracle), hostile, threads, the crash loop, fi_pingpong and the
-# integration tests.  A root that
+# (oracle; MSG, and RDM with PMV_SUITE=rdm), hostile, threads, the crash
+# loop, fi_pingpong and the integration tests.  A root that
 # cannot be made (mirror unreachable, debootstrap failing) is a FAIL with
 # the reason, never a skip.  The last line is "N passed, N failed".
 #

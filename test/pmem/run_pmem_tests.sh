@@ -24,6 +24,9 @@
 #   PMV_TARGET_ENV    VAR=VALUE words added to every target's environment
 #                     (e.g. FI_PMEMVERBS_WSP=1)
 #   PMV_KEEP          set: keep the scratch directory (its path is printed)
+#   PMV_SUITE         rdm: only the FI_EP_RDM runs (pmv_rdm_test, next to
+#                     BIN), each commit checked by the oracle or the
+#                     target's file; two ports for a two-peer run
 set -u
 
 if [[ $# -ne 1 || ! -x $1 ]]; then
@@ -78,7 +81,7 @@ probe_read_close_defect() {
 		echo "core defect: $(tail -n 1 "$WORK/probe.out") (tcp_read_close); reopen scenarios wait for A's plain reads before closing A"
 	fi
 }
-probe_read_close_defect
+[[ ${PMV_SUITE:-} == rdm ]] || probe_read_close_defect # no reopen in rdm
 
 # Prints and counts one verdict: report PASS|FAIL NAME [REASON].
 report() {
@@ -262,6 +265,25 @@ run() {
 }
 
 echo "pmemverbs durability tests: $BIN (FI_PROVIDER_PATH=$FI_PROVIDER_PATH, $ADDR, ports from $PORT)"
+
+# FI_EP_RDM (ofi_rxm over pmemverbs MSG): commits, pure flushes, fenced
+# pairs, FI_IMMED (checked by the target at arrival), fi_inject_write in a
+# commit's scope, FI_COMMIT_COMPLETE with FI_INJECT refused; one peer (rdm)
+# or two through one AV (rdm2, ports PORT and PORT+1).
+if [[ ${PMV_SUITE:-} == rdm ]]; then
+	RDM_BIN=$(dirname "$BIN")/pmv_rdm_test
+	for gran in page cache_line byte; do
+		BIN=$RDM_BIN run "rdm-$gran" rdm "$gran" lines yes
+	done
+	BIN=$RDM_BIN METHOD=agent run rdm-byte-agent rdm byte lines yes
+	for gran in page byte; do
+		BIN=$RDM_BIN run "rdm2-$gran" rdm2 "$gran" lines yes
+		PORT=$((PORT + 1))
+	done
+	echo "$passed passed, $failed failed"
+	[[ $failed -eq 0 ]]
+	exit
+fi
 
 if [[ -n $REGION ]]; then
 	echo "region: $REGION for every run, no granularity forced (-g auto${EXPECT:+, expecting $EXPECT})"

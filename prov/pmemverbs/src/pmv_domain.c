@@ -8,6 +8,7 @@
 #include <rdma/fi_ext_pmem.h>
 
 #include "pmv_objects.h"
+#include "pmv_rdm.h"
 
 static int pmv_domain_close(struct fid *fid)
 {
@@ -215,10 +216,14 @@ int pmv_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 {
 	struct pmv_fabric *fab = pmv_container_of(fabric, struct pmv_fabric,
 						  fabric_fid);
-	struct fi_info *core_info = pmv_info_to_core(info);
-	struct pmv_domain *dom = calloc(1, sizeof(*dom));
+	struct fi_info *core_info;
+	struct pmv_domain *dom;
 	int ret = -FI_ENOMEM;
 
+	if (pmv_rdm_info_is_rdm(info))
+		return pmv_rdm_domain_open(fabric, info, domain, context);
+	core_info = pmv_info_to_core(info);
+	dom = calloc(1, sizeof(*dom));
 	if (!dom || !core_info)
 		goto err;
 	ret = fi_domain(fab->core, core_info, &dom->core, dom);

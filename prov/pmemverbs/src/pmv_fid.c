@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * pmemverbs: mapping between the application's pmemverbs fids and the core
- * provider's fids, and the small generic fid operations every object shares.
+ * provider's fids, and the small generic fid operations every object shares
+ * (and pmv_info_complete, which pmv_info.c and pmv_rdm_info.c share).
  */
 #include <stdlib.h>
 
 #include "pmv_objects.h"
+#include "pmv_rdm.h"
 
 /* True for a fid pmemverbs opened (every pmemverbs fi_ops has this ops_set). */
 bool pmv_fid_is_ours(const struct fid *fid)
@@ -157,3 +159,20 @@ struct fi_ops pmv_connreq_fi_ops = {
 	.ops_open = NULL,
 	.ops_set = pmv_no_ops_set,
 };
+
+/* Gives a partial fi_info (hints may omit attributes) every attribute. */
+bool pmv_info_complete(struct fi_info *info)
+{
+	if (!info->fabric_attr)
+		info->fabric_attr = calloc(1, sizeof(*info->fabric_attr));
+	if (!info->domain_attr)
+		info->domain_attr = calloc(1, sizeof(*info->domain_attr));
+	if (!info->ep_attr)
+		info->ep_attr = calloc(1, sizeof(*info->ep_attr));
+	if (!info->tx_attr)
+		info->tx_attr = calloc(1, sizeof(*info->tx_attr));
+	if (!info->rx_attr)
+		info->rx_attr = calloc(1, sizeof(*info->rx_attr));
+	return info->fabric_attr && info->domain_attr && info->ep_attr &&
+	       info->tx_attr && info->rx_attr;
+}

@@ -5,7 +5,9 @@
  *
  * pmemverbs offers FI_EP_MSG endpoints built on the core's MSG endpoints.
  * FI_EP_RDM comes from libfabric layering ofi_rxm over pmemverbs
- * ("pmemverbs;ofi_rxm"), exactly as it layers ofi_rxm over verbs.  Wrapping
+ * ("pmemverbs;ofi_rxm"), exactly as it layers ofi_rxm over verbs; RDM
+ * hints that ask FI_RMA_PMEM get pmemverbs's own RDM entries, thin
+ * wrappers of that stack (pmv_rdm.h, pmv_rdm_info.c).  Wrapping
  * the core's own "tcp;ofi_rxm" instead is not possible under
  * FI_PROVIDER=pmemverbs: libfabric 1.17 hides the filtered-out core, and
  * ofi_rxm's fabric open looks it up without OFI_GETINFO_HIDDEN.
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include "pmv_objects.h"
+#include "pmv_rdm.h"
 
 static const char *pmv_core;
 static pthread_once_t pmv_core_once = PTHREAD_ONCE_INIT;
@@ -82,23 +85,6 @@ const char *pmv_core_name(void)
 	return pmv_core;
 }
 
-/* Gives a partial fi_info (hints may omit attributes) every attribute. */
-static bool pmv_info_complete(struct fi_info *info)
-{
-	if (!info->fabric_attr)
-		info->fabric_attr = calloc(1, sizeof(*info->fabric_attr));
-	if (!info->domain_attr)
-		info->domain_attr = calloc(1, sizeof(*info->domain_attr));
-	if (!info->ep_attr)
-		info->ep_attr = calloc(1, sizeof(*info->ep_attr));
-	if (!info->tx_attr)
-		info->tx_attr = calloc(1, sizeof(*info->tx_attr));
-	if (!info->rx_attr)
-		info->rx_attr = calloc(1, sizeof(*info->rx_attr));
-	return info->fabric_attr && info->domain_attr && info->ep_attr &&
-	       info->tx_attr && info->rx_attr;
-}
-
 #define PMV_RMA_BITS (FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | \
 		      FI_REMOTE_WRITE)
 
@@ -148,6 +134,10 @@ struct fi_info *pmv_hints_to_core(const struct fi_info *hints,
 	free(core_hints->fabric_attr->prov_name);
 	core_hints->fabric_attr->prov_name = strdup(core_name);
 	core_hints->ep_attr->type = FI_EP_MSG;
+	if (pmv_rdm_unmark(core_hints)) { /* ofi_rxm's core beneath RDM */
+		fi_freeinfo(core_hints);
+		return NULL;
+	}
 	pmv_caps_to_core(core_hints);
 	if (!core_hints->fabric_attr->prov_name) {
 		fi_freeinfo(core_hints);
@@ -261,19 +251,14 @@ static bool pmv_hints_want_msg(const struct fi_info *hints)
 	       hints->ep_attr->type == FI_EP_MSG;
 }
 
-int pmv_getinfo(uint32_t version, const char *node, const char *service,
-		uint64_t flags, const struct fi_info *hints,
-		struct fi_info **info)
+/* MSG entries of the core for these hints, rewritten for pmemverbs. */
+static int pmv_msg_getinfo(uint32_t version, const char *node,
+			   const char *service, uint64_t flags,
+			   const struct fi_info *hints, struct fi_info **info)
 {
 	const char *core_name = pmv_core_name();
 	struct fi_info *core_hints, *core_info = NULL;
 	int ret;
-
-	*info = NULL;
-	if (pmv_params.config_error || !core_name)
-		return -FI_EINVAL; /* a bad FI_PMEMVERBS_*, warned at load */
-	if (!pmv_hints_want_msg(hints))
-		return -FI_ENODATA;
 
 	core_hints = pmv_hints_to_core(hints, core_name);
 	if (!core_hints)
@@ -288,4 +273,31 @@ int pmv_getinfo(uint32_t version, const char *node, const char *service,
 	}
 	*info = pmv_keep_msg_entries(core_info, hints);
 	return *info ? 0 : -FI_ENODATA;
+}
+
+int pmv_getinfo(uint32_t version, const char *node, const char *service,
+		uint64_t flags, const struct fi_info *hints,
+		struct fi_info **info)
+{
+	struct fi_info *unmarked;
+	int ret;
+
+	*info = NULL;
+	if (pmv_params.config_error || !pmv_core_name())
+		return -FI_EINVAL; /* a bad FI_PMEMVERBS_*, warned at load */
+	if (pmv_rdm_hints_want_pmem(hints))
+		return pmv_rdm_getinfo(version, node, service, flags, hints,
+				       info);
+	if (!pmv_hints_want_msg(hints))
+		return -FI_ENODATA;
+	/* ofi_rxm opening the MSG core of a pmemverbs RDM object */
+	ret = pmv_rdm_unmark_hints(hints, &unmarked);
+	if (ret)
+		return ret;
+	ret = pmv_msg_getinfo(version, node, service, flags,
+			      unmarked ? unmarked : hints, info);
+	fi_freeinfo(unmarked);
+	if (!ret && unmarked)
+		ret = pmv_rdm_mark_entries(*info);
+	return ret;
 }

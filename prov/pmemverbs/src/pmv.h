@@ -214,7 +214,9 @@ struct pmv_domain {
 				   * core registration is gone (under lock) */
 	pthread_mutex_t lock;     /* MR table and agent endpoint list */
 	pthread_mutex_t push_lock; /* profile pushes, one at a time */
-	struct pmv_mr *mrs;       /* registered regions, for the agent */
+	struct pmv_mr *mrs;       /* registered regions, for walks */
+	void *mr_by_key;          /* and indexed (pmv_mr_index.c) */
+	void *mr_by_desc;
 	struct pmv_agent *agent;  /* started with the first pmem endpoint */
 	int agent_wake_fd;        /* the agent's eventfd (-1: no agent) */
 	bool agent_sleeping;      /* the agent sleeps on fds (atomic) */
@@ -395,7 +397,8 @@ struct pmv_mr {
 	struct fid_mr mr_fid;
 	struct fid_mr *core;
 	struct pmv_domain *domain;
-	struct pmv_mr *next;      /* domain MR table */
+	struct pmv_mr *next;      /* domain MR list (dom->mrs) */
+	struct pmv_mr **pprev;    /* the link to it, for an O(1) unlink */
 	uint64_t access;
 	uint64_t flags;
 	void *base;               /* single-iov regions only */
@@ -512,6 +515,9 @@ void pmv_cq_take_core(struct pmv_cq *cq);
 bool pmv_gate_passed(const struct pmv_ep *ep, uint64_t seq);
 /* pmv_cq_wait.c */
 void pmv_cq_progress_core(struct pmv_cq *cq);
+/* pmv_mr_index.c: regions by key and by descriptor; domain lock held */
+struct pmv_mr *pmv_mr_index_key(struct pmv_domain *dom, uint64_t key);
+bool pmv_mr_index_desc(struct pmv_domain *dom, void *desc);
 /* pmv_err.c: the one table of PMV_ERR_* codes */
 const char *pmv_strerror(int prov_errno);
 int pmv_err_to_fi(int prov_errno);

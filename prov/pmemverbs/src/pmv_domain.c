@@ -22,6 +22,7 @@ static int pmv_domain_close(struct fid *fid)
 	if (ret)
 		return ret;
 	pmv_agent_stop(dom);
+	pmv_mr_index_fini(dom);
 	pthread_mutex_destroy(&dom->lock);
 	pthread_mutex_destroy(&dom->push_lock);
 	free(dom);

@@ -27,14 +27,14 @@
 static void pmv_mr_gone(struct pmv_mr *mr)
 {
 	struct pmv_domain *dom = mr->domain;
-	struct pmv_mr **pp;
 
 	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
-	for (pp = &dom->mrs; *pp; pp = &(*pp)->next) {
-		if (*pp == mr) {
-			*pp = mr->next;
-			break;
-		}
+	if (mr->pprev) { /* listed (not when fi_close failed before) */
+		*mr->pprev = mr->next;
+		if (mr->next)
+			mr->next->pprev = mr->pprev;
+		mr->pprev = NULL;
+		pmv_mr_index_remove(dom, mr);
 	}
 	pmv_domain_publish_gen(dom);
 	pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
@@ -139,10 +139,11 @@ static int pmv_mr_persistence(struct pmv_mr *mr, const struct fi_mr_attr *attr,
  * and tells the peers its profile (before the application can send them
  * its key).
  */
-static void pmv_mr_describe(struct pmv_mr *mr, const struct fi_mr_attr *attr,
-			    uint64_t flags)
+static int pmv_mr_describe(struct pmv_mr *mr, const struct fi_mr_attr *attr,
+			   uint64_t flags)
 {
 	struct pmv_domain *dom = mr->domain;
+	int ret;
 
 	mr->access = attr->access;
 	mr->flags = flags;
@@ -159,10 +160,19 @@ static void pmv_mr_describe(struct pmv_mr *mr, const struct fi_mr_attr *attr,
 		       (uint64_t) (uintptr_t) mr->base : 0;
 	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
 	mr->reg_gen = (uint32_t) dom->mr_gen;
-	mr->next = dom->mrs;
-	dom->mrs = mr;
+	ret = pmv_mr_index_add(dom, mr);
+	if (!ret) {
+		mr->next = dom->mrs;
+		if (mr->next)
+			mr->next->pprev = &mr->next;
+		mr->pprev = &dom->mrs;
+		dom->mrs = mr;
+	}
 	pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
+	if (ret)
+		return ret;
 	pmv_domain_publish_profiles(dom);
+	return 0;
 }
 
 /*
@@ -226,7 +236,15 @@ static int pmv_mr_register(struct pmv_domain *dom,
 	mr->mr_fid.fid.ops = &pmv_mr_fi_ops;
 	mr->mr_fid.key = mr->core->key;
 	mr->mr_fid.mem_desc = mr->core->mem_desc;
-	pmv_mr_describe(mr, attr, flags);
+	ret = pmv_mr_describe(mr, attr, flags);
+	if (ret) {
+		PMV_WARN(FI_LOG_MR, "fi_mr_reg: no memory to index the "
+			 "region; free memory and register again\n");
+		(void) fi_close(&mr->core->fid);
+		pmv_persistence_release(&mr->persistence);
+		free(mr);
+		return ret;
+	}
 	*mr_fid = &mr->mr_fid;
 	return 0;
 }

@@ -190,6 +190,10 @@ int pmv_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 int pmv_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
 		  struct fid_poll **pollset);
 int pmv_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
+/* pmv_mr_index.c (domain lock held) */
+int pmv_mr_index_add(struct pmv_domain *dom, struct pmv_mr *mr);
+void pmv_mr_index_remove(struct pmv_domain *dom, struct pmv_mr *mr);
+void pmv_mr_index_fini(struct pmv_domain *dom);
 extern struct fi_ops_mr pmv_mr_ops;
 int pmv_mr_reg_pmem2(struct fid_domain *domain, struct pmem2_map *map,
 		     size_t offset, size_t len, uint64_t access,

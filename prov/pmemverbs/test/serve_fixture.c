@@ -56,6 +56,8 @@ static void open_region(void)
 	t_mr.len = LEN;
 	t_mr.rma_base = BASE;
 	t_dom.mrs = &t_mr;
+	t_mr.pprev = &t_dom.mrs;
+	cr_assert_eq(pmv_mr_index_add(&t_dom, &t_mr), 0);
 }
 
 /* The suites' init: a fresh domain, region, endpoint and receive CQ. */
@@ -88,6 +90,7 @@ void serve_setup(void)
 
 void serve_teardown(void)
 {
+	pmv_mr_index_fini(&t_dom);
 	pmv_persistence_release(&t_mr.persistence);
 	munmap(t_region, LEN);
 	free(t_ep.inbox.mem);

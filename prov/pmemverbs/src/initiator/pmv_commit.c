@@ -141,12 +141,10 @@ static uint64_t pmv_msg_len(const struct fi_msg_rma *msg)
 /* True if desc belongs to a memory region of this domain. */
 static bool pmv_desc_known(struct pmv_domain *dom, void *desc)
 {
-	struct pmv_mr *mr;
-	bool found = false;
+	bool found;
 
 	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
-	for (mr = dom->mrs; mr && !found; mr = mr->next)
-		found = mr->mr_fid.mem_desc == desc;
+	found = pmv_mr_index_desc(dom, desc);
 	pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
 	return found;
 }

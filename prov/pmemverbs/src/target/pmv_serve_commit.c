@@ -20,9 +20,7 @@ struct pmv_mr *pmv_domain_get_mr(struct pmv_domain *dom, uint64_t key)
 	struct pmv_mr *mr;
 
 	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
-	for (mr = dom->mrs; mr; mr = mr->next)
-		if (fi_mr_key(&mr->mr_fid) == key)
-			break;
+	mr = pmv_mr_index_key(dom, key);
 	if (mr)
 		__atomic_add_fetch(&mr->refs, 1, __ATOMIC_ACQ_REL);
 	pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);

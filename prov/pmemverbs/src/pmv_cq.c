@@ -83,6 +83,26 @@ void pmv_cq_unreserve(struct pmv_cq *cq)
 	pthread_mutex_unlock(&cq->aux_lock);
 }
 
+/* Reserves room for up to want entries at once; how many (0: no memory). */
+static size_t pmv_cq_reserve_upto(struct pmv_cq *cq, size_t want)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&cq->aux_lock);
+	for (; n < want && pmv_cq_aux_grow(cq); n++)
+		cq->aux_reserved++;
+	pthread_mutex_unlock(&cq->aux_lock);
+	return n;
+}
+
+/* Gives back n reservations that raised nothing. */
+static void pmv_cq_unreserve_n(struct pmv_cq *cq, size_t n)
+{
+	pthread_mutex_lock(&cq->aux_lock);
+	cq->aux_reserved -= n;
+	pthread_mutex_unlock(&cq->aux_lock);
+}
+
 /* Queues an entry into room reserved for it (pmv_cq_reserve). */
 void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
 		 bool is_error)
@@ -189,8 +209,11 @@ bool pmv_cq_hooks_busy(struct pmv_cq *cq)
  */
 static bool pmv_cq_gate_entry(struct pmv_cq *cq, const void *entry)
 {
-	return cq->format >= FI_CQ_FORMAT_DATA &&
-	       pmv_gate_take_entry(cq->domain, entry);
+	if (cq->format < FI_CQ_FORMAT_DATA ||
+	    !pmv_gate_take_entry(cq->domain, entry))
+		return false;
+	__atomic_add_fetch(&cq->gate_entries, 1, __ATOMIC_RELAXED);
+	return true;
 }
 
 /*
@@ -286,11 +309,13 @@ static bool pmv_cq_take_core_error(struct pmv_cq *cq)
  * read at once (-FI_EAGAIN sends the caller to the queue): reading the
  * core again would run its progress once more for nothing (over tcp a
  * poll, and a re-armed signal for the next completion: 3 system calls, a
- * tenth of a read-flush commit).
+ * tenth of a read-flush commit).  So too when they confirmed gated
+ * requests: the caller serves them (pmv_cq_readfrom).
  */
 static ssize_t pmv_cq_read_core(struct pmv_cq *cq, void *buf, size_t count,
 				fi_addr_t *src_addr)
 {
+	uint64_t gates = __atomic_load_n(&cq->gate_entries, __ATOMIC_RELAXED);
 	ssize_t ret;
 	int rounds;
 
@@ -306,7 +331,8 @@ static ssize_t pmv_cq_read_core(struct pmv_cq *cq, void *buf, size_t count,
 							 ret))) {
 			return ret;
 		}
-		if (pmv_cq_backlog(cq))
+		if (pmv_cq_backlog(cq) ||
+		    __atomic_load_n(&cq->gate_entries, __ATOMIC_RELAXED) != gates)
 			return -FI_EAGAIN;
 	}
 	return -FI_EAGAIN;
@@ -323,31 +349,66 @@ static void pmv_cq_entry_to_aux(const struct fi_cq_tagged_entry *t,
 	};
 }
 
-/*
- * Takes one core entry: an internal one goes to its owner, the
- * application's is queued.  False when there is none, or no room (then
- * the entry stays in the core).  Lock held.
- */
-static bool pmv_cq_take_one(struct pmv_cq *cq)
-{
-	struct fi_cq_tagged_entry t = { 0 };
-	struct fi_cq_err_entry e;
-	ssize_t n;
+/* Core entries one read of pmv_cq_take_core takes at most. */
+#define PMV_TAKE_BATCH 8
 
-	if (pmv_cq_reserve(cq))
-		return false;
-	n = fi_cq_read(cq->core, &t, 1);
-	if (n == 1 && !pmv_cq_filter_internal(cq, &t, NULL, 1)) {
-		pmv_cq_unreserve(cq); /* an internal one, completed */
-		return true;
-	}
-	if (n == 1) {
+/* Queues the application's entries among n read from the core (room was
+ * reserved for them), in order. */
+static void pmv_cq_queue_core(struct pmv_cq *cq, const char *buf, ssize_t n)
+{
+	size_t size = pmv_cq_entry_size(cq->format);
+	struct fi_cq_tagged_entry t;
+	struct fi_cq_err_entry e;
+	ssize_t i;
+
+	for (i = 0; i < n; i++) {
+		memset(&t, 0, sizeof(t));
+		memcpy(&t, buf + (size_t) i * size, size);
 		pmv_cq_entry_to_aux(&t, &e);
 		pmv_cq_push(cq, &e, false);
-		return true;
 	}
-	pmv_cq_unreserve(cq);
-	return n == -FI_EAVAIL && pmv_cq_take_core_error(cq);
+}
+
+/*
+ * Takes up to PMV_TAKE_BATCH core entries in one core read: internal ones
+ * go to their owners, the application's are queued.  True if the core may
+ * hold more (it filled the batch, or an internal error was taken): a read
+ * that came back short needs no second one to learn the core is empty.
+ * False too when there is no room (the entries stay in the core).  Lock
+ * held.
+ */
+static bool pmv_cq_take_batch(struct pmv_cq *cq)
+{
+	char buf[PMV_TAKE_BATCH * sizeof(struct fi_cq_tagged_entry)];
+	size_t room = pmv_cq_reserve_upto(cq, PMV_TAKE_BATCH);
+	ssize_t n, kept = 0;
+
+	if (!room) {
+		PMV_WARN(FI_LOG_CQ, "out of memory for a completion queue "
+			 "entry; the core's entries wait there\n");
+		return false;
+	}
+	n = fi_cq_read(cq->core, buf, room);
+	if (n > 0) {
+		kept = pmv_cq_filter_internal(cq, buf, NULL, n);
+		pmv_cq_queue_core(cq, buf, kept);
+	}
+	pmv_cq_unreserve_n(cq, room - (size_t) kept);
+	if (n == -FI_EAVAIL)
+		return pmv_cq_take_core_error(cq);
+	return n == (ssize_t) room;
+}
+
+/*
+ * Takes the core's entries: internal ones go to their owners, the
+ * application's are queued, in order.  Lock held.
+ */
+static void pmv_cq_take_all(struct pmv_cq *cq)
+{
+	int rounds;
+
+	for (rounds = 0; rounds < 64 && pmv_cq_take_batch(cq); rounds++)
+		;
 }
 
 /*
@@ -358,12 +419,9 @@ static bool pmv_cq_take_one(struct pmv_cq *cq)
  */
 void pmv_cq_take_core(struct pmv_cq *cq)
 {
-	int rounds;
-
 	if (pthread_mutex_trylock(&cq->lock))
 		return;
-	for (rounds = 0; rounds < 64 && pmv_cq_take_one(cq); rounds++)
-		;
+	pmv_cq_take_all(cq);
 	pthread_mutex_unlock(&cq->lock);
 }
 
@@ -374,22 +432,38 @@ void pmv_cq_take_core(struct pmv_cq *cq)
  */
 static ssize_t pmv_cq_progress_only(struct pmv_cq *cq)
 {
-	int rounds;
-
 	pmv_cq_run_hooks(cq);
 	pthread_mutex_lock(&cq->lock);
-	for (rounds = 0; rounds < 64 && pmv_cq_take_one(cq); rounds++)
-		;
+	pmv_cq_take_all(cq);
 	pthread_mutex_unlock(&cq->lock);
 	pmv_cq_run_hooks(cq); /* what those completions let progress */
 	pmv_domain_nudge_agent(cq->domain);
 	return pmv_cq_backlog(cq) ? 0 : -FI_EAGAIN;
 }
 
+/*
+ * After a read took gated writes' completions and nothing else: serves
+ * their requests now, in this read (else the next read would, after one
+ * more pass through the core), and returns what that queued (FI_IMMED
+ * entries) or -FI_EAGAIN.
+ */
+static ssize_t pmv_cq_serve_gated(struct pmv_cq *cq, void *buf, size_t count,
+				  fi_addr_t *src_addr)
+{
+	ssize_t ret;
+
+	pmv_cq_run_hooks(cq);
+	pthread_mutex_lock(&cq->lock);
+	ret = pmv_cq_pop_aux(cq, buf, count, src_addr);
+	pthread_mutex_unlock(&cq->lock);
+	return ret;
+}
+
 ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 			fi_addr_t *src_addr)
 {
 	struct pmv_cq *cq = pmv_cq(cq_fid);
+	uint64_t gates;
 	ssize_t ret;
 
 	if (!count && !pmv_cq_plain(cq))
@@ -398,6 +472,7 @@ ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 		return src_addr ? fi_cq_readfrom(cq->core, buf, count, src_addr) :
 				  fi_cq_read(cq->core, buf, count);
 	pmv_cq_run_hooks(cq);
+	gates = __atomic_load_n(&cq->gate_entries, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&cq->lock);
 	ret = pmv_cq_pop_aux(cq, buf, count, src_addr);
 	if (ret == -FI_EAGAIN) {
@@ -407,6 +482,9 @@ ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 			ret = pmv_cq_pop_aux(cq, buf, count, src_addr);
 	}
 	pthread_mutex_unlock(&cq->lock);
+	if (ret == -FI_EAGAIN &&
+	    __atomic_load_n(&cq->gate_entries, __ATOMIC_RELAXED) != gates)
+		ret = pmv_cq_serve_gated(cq, buf, count, src_addr);
 	pmv_domain_nudge_agent(cq->domain);
 	return ret;
 }

@@ -133,9 +133,12 @@ static int pmv_mr_persistence(struct pmv_mr *mr, const struct fi_mr_attr *attr,
 	      pmv_persistence_detect(attr->mr_iov[0].iov_base,
 				     attr->mr_iov[0].iov_len,
 				     &mr->persistence);
-	/* the tcp core's recv stores every write: no page to re-dirty */
-	mr->persistence.cpu_written = mr->domain->transport ==
-				      PMV_TRANSPORT_TCP;
+	/* the tcp core's recv stores every write: no page to re-dirty (any
+	 * other core, verbs or not, may place writes by DMA) */
+	mr->persistence.cpu_written = mr->domain->fabric &&
+				      mr->domain->fabric->core_name &&
+				      !strcasecmp(mr->domain->fabric->core_name,
+						  "tcp");
 	return ret;
 }
 

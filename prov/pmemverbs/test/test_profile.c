@@ -172,26 +172,26 @@ Test(profile, page_persist_dirties_pages_written_back)
  * dirties the page itself: the PAGE persist of such a region (cpu_written)
  * msyncs only, with no MS_ASYNC and no store per page (a write fault per
  * page after a writeback), and still writes a page dirtied since back.
+ * The mapping turns read-only before the persist (the record still says
+ * writable): a store into it would crash the test.
  */
 Test(profile, page_persist_of_cpu_written_pages_only_msyncs)
 {
 	struct pmv_persistence p;
-	long before;
 	char *map;
 
 	unsetenv("PMEM2_FORCE_GRANULARITY");
 	map = map_disk_file();
 	cr_assert_eq(pmv_persistence_detect(map, LEN, &p), 0);
 	cr_assert_eq(p.profile, FI_PMEM_PROFILE_PAGE);
+	cr_assert(p.writable);
 	p.cpu_written = true;
 	memset(map, 0x5a, LEN);
 	cr_assert_eq(msync(map, LEN, MS_SYNC), 0);
 	map[4096 + 200] = 0x77; /* a CPU store after the writeback */
 	cr_assert_gt(dirty_kb(map), 0, "the store dirtied no page");
-	before = minor_faults();
+	cr_assert_eq(mprotect(map, LEN, PROT_READ), 0);
 	cr_assert_eq(pmv_persist(&p, map + 4096 + 100, 2 * 4096), 0);
-	cr_assert_eq(minor_faults() - before, 0, "persist stored into the "
-		     "pages of a region whose writes are CPU stores");
 	cr_assert_eq(dirty_kb(map), 0, "persist left dirty pages: not msynced");
 	pmv_persistence_release(&p);
 	munmap(map, LEN);

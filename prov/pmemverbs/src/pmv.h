@@ -118,6 +118,8 @@ struct pmv_persistence {
 	void (*cpu_persist)(const void *ptr, size_t size);    /* libpmem2's */
 	struct pmem2_map *map; /* pmemverbs's probe mapping, or NULL */
 	bool writable; /* the mapping is writable: msync may dirty its pages */
+	bool cpu_written; /* every write lands by a CPU store (the tcp core's
+			   * recv): pages are dirtied by it, not re-dirtied */
 	/* the file behind the region (target/pmv_file.c), or NULL */
 	struct pmv_file *file;
 	uint64_t file_errors;  /* its persist errors when registered */
@@ -368,6 +370,7 @@ struct pmv_cq {
 	bool app_wait_none;         /* the application asked FI_WAIT_NONE */
 	int core_waiters;           /* application threads in the core's sread */
 	int gated_refs;             /* gated endpoints receiving here (atomic) */
+	uint64_t gate_entries;      /* gated writes' completions taken (atomic) */
 	int wakeup;                 /* fi_cq_signal since the last sread (atomic) */
 	uint64_t bytes_us;          /* when bytes last woke its sread (atomic) */
 	char errbuf[160];

@@ -83,6 +83,26 @@ void pmv_cq_unreserve(struct pmv_cq *cq)
 	pmv_unlock(&cq->aux_lock, PMV_LOCK_CQ_AUX);
 }
 
+/* Reserves room for up to want entries at once; how many (0: no memory). */
+static size_t pmv_cq_reserve_upto(struct pmv_cq *cq, size_t want)
+{
+	size_t n = 0;
+
+	pmv_lock(&cq->aux_lock, PMV_LOCK_CQ_AUX);
+	for (; n < want && pmv_cq_aux_grow(cq); n++)
+		cq->aux_reserved++;
+	pmv_unlock(&cq->aux_lock, PMV_LOCK_CQ_AUX);
+	return n;
+}
+
+/* Gives back n reservations that raised nothing. */
+static void pmv_cq_unreserve_n(struct pmv_cq *cq, size_t n)
+{
+	pmv_lock(&cq->aux_lock, PMV_LOCK_CQ_AUX);
+	cq->aux_reserved -= n;
+	pmv_unlock(&cq->aux_lock, PMV_LOCK_CQ_AUX);
+}
+
 /* Queues an entry into room reserved for it (pmv_cq_reserve). */
 void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
 		 bool is_error)
@@ -183,14 +203,17 @@ bool pmv_cq_hooks_busy(struct pmv_cq *cq)
 }
 
 /*
- * True if a core entry is a gated write's completion, now recorded.  Its
- * request is served by the next hooks (the next read, the wait's, or the
- * agent): a CQ read serves only requests confirmed before it.
+ * True if a core entry is a gated write's completion, now recorded and
+ * counted: the read that took it serves its request (pmv_cq_readfrom),
+ * else the next hooks (a wait's, or the agent's).
  */
 static bool pmv_cq_gate_entry(struct pmv_cq *cq, const void *entry)
 {
-	return cq->format >= FI_CQ_FORMAT_DATA &&
-	       pmv_gate_take_entry(cq->domain, entry);
+	if (cq->format < FI_CQ_FORMAT_DATA ||
+	    !pmv_gate_take_entry(cq->domain, entry))
+		return false;
+	__atomic_add_fetch(&cq->gate_entries, 1, __ATOMIC_RELAXED);
+	return true;
 }
 
 /*
@@ -336,31 +359,56 @@ static void pmv_cq_entry_to_aux(const struct fi_cq_tagged_entry *t,
 	};
 }
 
-/*
- * Takes one core entry: an internal one goes into done, the application's
- * is queued.  False when there is none, or no room (then the entry stays
- * in the core).  Lock held.
- */
-static bool pmv_cq_take_one(struct pmv_cq *cq, struct pmv_iop_batch *done)
-{
-	struct fi_cq_tagged_entry t = { 0 };
-	struct fi_cq_err_entry e;
-	ssize_t n;
+/* Core entries one read of pmv_cq_take_batch takes at most. */
+#define PMV_TAKE_BATCH 8
 
-	if (!pmv_iop_batch_room(done) || pmv_cq_reserve(cq))
-		return false;
-	n = fi_cq_read(cq->core, &t, 1);
-	if (n == 1 && !pmv_cq_filter(cq, &t, NULL, 1, done)) {
-		pmv_cq_unreserve(cq); /* an internal one, completed */
-		return true;
-	}
-	if (n == 1) {
+/* Queues the application's entries among n read from the core (room was
+ * reserved for them), in order. */
+static void pmv_cq_queue_core(struct pmv_cq *cq, const char *buf, ssize_t n)
+{
+	size_t size = pmv_cq_entry_size(cq->format);
+	struct fi_cq_tagged_entry t;
+	struct fi_cq_err_entry e;
+	ssize_t i;
+
+	for (i = 0; i < n; i++) {
+		memset(&t, 0, sizeof(t));
+		memcpy(&t, buf + (size_t) i * size, size);
 		pmv_cq_entry_to_aux(&t, &e);
 		pmv_cq_push(cq, &e, false);
-		return true;
 	}
-	pmv_cq_unreserve(cq);
-	return n == -FI_EAVAIL && pmv_cq_take_core_error(cq, done);
+}
+
+/*
+ * Takes up to PMV_TAKE_BATCH core entries in one core read: internal ones
+ * go into done, the application's are queued.  True if the core may hold
+ * more (it filled the batch, or an internal error was taken): a read that
+ * came back short needs no second one to learn the core is empty.  False
+ * too when there is no room (the entries stay in the core).  Lock held.
+ */
+static bool pmv_cq_take_batch(struct pmv_cq *cq, struct pmv_iop_batch *done)
+{
+	char buf[PMV_TAKE_BATCH * sizeof(struct fi_cq_tagged_entry)];
+	size_t want = pmv_iop_batch_room(done), room;
+	ssize_t n, kept = 0;
+
+	want = want < PMV_TAKE_BATCH ? want : PMV_TAKE_BATCH;
+	room = want ? pmv_cq_reserve_upto(cq, want) : 0;
+	if (!room) {
+		if (want)
+			PMV_WARN(FI_LOG_CQ, "out of memory for a completion "
+				 "queue entry; the core's entries wait there\n");
+		return false;
+	}
+	n = fi_cq_read(cq->core, buf, room);
+	if (n > 0) {
+		kept = pmv_cq_filter(cq, buf, NULL, n, done);
+		pmv_cq_queue_core(cq, buf, kept);
+	}
+	pmv_cq_unreserve_n(cq, room - (size_t) kept);
+	if (n == -FI_EAVAIL)
+		return pmv_cq_take_core_error(cq, done);
+	return n == (ssize_t) room;
 }
 
 /* Takes up to 64 core entries under the lock; their internal completions
@@ -375,7 +423,7 @@ static void pmv_cq_take_entries(struct pmv_cq *cq, bool try)
 		return;
 	if (!try)
 		pmv_lock(&cq->lock, PMV_LOCK_CQ);
-	for (rounds = 0; rounds < 64 && pmv_cq_take_one(cq, &done); rounds++)
+	for (rounds = 0; rounds < 64 && pmv_cq_take_batch(cq, &done); rounds++)
 		;
 	pmv_unlock(&cq->lock, PMV_LOCK_CQ);
 	pmv_iop_batch_run(&cq->iops, &done);
@@ -414,6 +462,7 @@ static ssize_t pmv_cq_progress_only(struct pmv_cq *cq)
 static ssize_t pmv_cq_read_queued(struct pmv_cq *cq, void *buf, size_t count,
 				  fi_addr_t *src_addr)
 {
+	uint64_t gates = __atomic_load_n(&cq->gate_entries, __ATOMIC_RELAXED);
 	struct pmv_iop_batch done;
 	bool more = false;
 	ssize_t ret;
@@ -428,9 +477,29 @@ static ssize_t pmv_cq_read_queued(struct pmv_cq *cq, void *buf, size_t count,
 					       &done, &more);
 		pmv_unlock(&cq->lock, PMV_LOCK_CQ);
 		pmv_iop_batch_run(&cq->iops, &done);
-		if (ret != -FI_EAGAIN || !more)
+		/* gated requests confirmed: the caller serves them first */
+		if (ret != -FI_EAGAIN || !more ||
+		    __atomic_load_n(&cq->gate_entries, __ATOMIC_RELAXED) != gates)
 			break;
 	}
+	return ret;
+}
+
+/*
+ * After a read took gated writes' completions and nothing else: serves
+ * their requests now, in this read (else the next read would, after one
+ * more pass through the core), and returns what that queued (FI_IMMED
+ * entries) or -FI_EAGAIN.
+ */
+static ssize_t pmv_cq_serve_gated(struct pmv_cq *cq, void *buf, size_t count,
+				  fi_addr_t *src_addr)
+{
+	ssize_t ret;
+
+	pmv_cq_run_hooks(cq);
+	pmv_lock(&cq->lock, PMV_LOCK_CQ);
+	ret = pmv_cq_pop_aux(cq, buf, count, src_addr);
+	pmv_unlock(&cq->lock, PMV_LOCK_CQ);
 	return ret;
 }
 
@@ -438,6 +507,7 @@ ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 			fi_addr_t *src_addr)
 {
 	struct pmv_cq *cq = pmv_cq(cq_fid);
+	uint64_t gates;
 	ssize_t ret;
 
 	if (!count && !pmv_cq_plain(cq))
@@ -446,7 +516,11 @@ ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 		return src_addr ? fi_cq_readfrom(cq->core, buf, count, src_addr) :
 				  fi_cq_read(cq->core, buf, count);
 	pmv_cq_run_hooks(cq);
+	gates = __atomic_load_n(&cq->gate_entries, __ATOMIC_RELAXED);
 	ret = pmv_cq_read_queued(cq, buf, count, src_addr);
+	if (ret == -FI_EAGAIN &&
+	    __atomic_load_n(&cq->gate_entries, __ATOMIC_RELAXED) != gates)
+		ret = pmv_cq_serve_gated(cq, buf, count, src_addr);
 	pmv_domain_nudge_agent(cq->domain);
 	return ret;
 }

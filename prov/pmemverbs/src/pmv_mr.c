@@ -105,6 +105,8 @@ static struct fi_ops pmv_mr_fi_ops = {
 static int pmv_mr_persistence(struct pmv_mr *mr, const struct fi_mr_attr *attr,
 			      uint64_t flags, struct pmem2_map *map)
 {
+	int ret;
+
 	if (!(flags & FI_RMA_PMEM)) {
 		pmv_persistence_volatile(&mr->persistence);
 		return 0;
@@ -127,11 +129,17 @@ static int pmv_mr_persistence(struct pmv_mr *mr, const struct fi_mr_attr *attr,
 			 "host memory\n", (int) attr->iface);
 		return -FI_EOPNOTSUPP;
 	}
-	if (map)
-		return pmv_persistence_from_map(map, &mr->persistence);
-	return pmv_persistence_detect(attr->mr_iov[0].iov_base,
-				      attr->mr_iov[0].iov_len,
-				      &mr->persistence);
+	ret = map ? pmv_persistence_from_map(map, &mr->persistence) :
+	      pmv_persistence_detect(attr->mr_iov[0].iov_base,
+				     attr->mr_iov[0].iov_len,
+				     &mr->persistence);
+	/* the tcp core's recv stores every write: no page to re-dirty (any
+	 * other core, verbs or not, may place writes by DMA) */
+	mr->persistence.cpu_written = mr->domain->fabric &&
+				      mr->domain->fabric->core_name &&
+				      !strcasecmp(mr->domain->fabric->core_name,
+						  "tcp");
+	return ret;
 }
 
 /*

@@ -118,17 +118,18 @@ static long minor_faults(void)
  * page's write protection is how the kernel learns a page is dirty again).
  * The file must be on a file system with writeback (not tmpfs).
  */
-Test(profile, page_persist_dirties_pages_written_back)
+/*
+ * A shared mapping of LEN bytes of a file on a file system with writeback
+ * (/var/tmp is on disk by the FHS); skips the test where it is tmpfs,
+ * whose pages are never written back.
+ */
+static char *map_disk_file(void)
 {
 	char path[] = "/var/tmp/pmv_profile_XXXXXX";
-	struct pmv_persistence p;
 	struct statfs fs;
-	long before;
 	char *map;
 	int fd;
 
-	unsetenv("PMEM2_FORCE_GRANULARITY");
-	/* a file system with writeback (/var/tmp is on disk by the FHS) */
 	fd = mkstemp(path);
 	cr_assert_geq(fd, 0);
 	unlink(path);
@@ -140,6 +141,17 @@ Test(profile, page_persist_dirties_pages_written_back)
 	map = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	cr_assert_neq(map, MAP_FAILED);
+	return map;
+}
+
+Test(profile, page_persist_dirties_pages_written_back)
+{
+	struct pmv_persistence p;
+	long before;
+	char *map;
+
+	unsetenv("PMEM2_FORCE_GRANULARITY");
+	map = map_disk_file();
 	cr_assert_eq(pmv_persistence_detect(map, LEN, &p), 0);
 	cr_assert(p.writable);
 	memset(map, 0x5a, LEN);
@@ -151,6 +163,36 @@ Test(profile, page_persist_dirties_pages_written_back)
 		      "pages it msyncs: an RDMA write since their writeback "
 		      "would not reach the disk");
 	cr_assert_eq(map[4096 + 100], 0x5a, "persist changed a byte");
+	pmv_persistence_release(&p);
+	munmap(map, LEN);
+}
+
+/*
+ * Over the tcp core every write lands by a CPU store (its recv), which
+ * dirties the page itself: the PAGE persist of such a region (cpu_written)
+ * msyncs only, with no MS_ASYNC and no store per page (a write fault per
+ * page after a writeback), and still writes a page dirtied since back.
+ * The mapping turns read-only before the persist (the record still says
+ * writable): a store into it would crash the test.
+ */
+Test(profile, page_persist_of_cpu_written_pages_only_msyncs)
+{
+	struct pmv_persistence p;
+	char *map;
+
+	unsetenv("PMEM2_FORCE_GRANULARITY");
+	map = map_disk_file();
+	cr_assert_eq(pmv_persistence_detect(map, LEN, &p), 0);
+	cr_assert_eq(p.profile, FI_PMEM_PROFILE_PAGE);
+	cr_assert(p.writable);
+	p.cpu_written = true;
+	memset(map, 0x5a, LEN);
+	cr_assert_eq(msync(map, LEN, MS_SYNC), 0);
+	map[4096 + 200] = 0x77; /* a CPU store after the writeback */
+	cr_assert_gt(dirty_kb(map), 0, "the store dirtied no page");
+	cr_assert_eq(mprotect(map, LEN, PROT_READ), 0);
+	cr_assert_eq(pmv_persist(&p, map + 4096 + 100, 2 * 4096), 0);
+	cr_assert_eq(dirty_kb(map), 0, "persist left dirty pages: not msynced");
 	pmv_persistence_release(&p);
 	munmap(map, LEN);
 }

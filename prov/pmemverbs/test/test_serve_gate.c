@@ -15,12 +15,24 @@ TestSuite(serve_gate, .init = serve_setup, .fini = serve_teardown);
 /* A fake core receive CQ (FI_CQ_FORMAT_DATA) handing out staged entries. */
 static struct fi_cq_data_entry g_staged[4];
 static unsigned g_nstaged;
+static unsigned g_core_reads;  /* reads of the fake core CQ (tcp: a poll each) */
+static uint64_t g_arrive_seq;  /* gated request the next read places, or 0 */
+
+static void stage_remote_write(uint64_t data);
 
 static ssize_t fake_data_cq_read(struct fid_cq *cq, void *buf, size_t count)
 {
-	size_t n = g_nstaged < count ? g_nstaged : count;
+	size_t n;
 
 	(void) cq;
+	g_core_reads++;
+	if (g_arrive_seq) { /* the core's progress places a gated write */
+		put_req(g_arrive_seq, KEY, BASE + 100, 64, PMV_REQ_GATED);
+		stage_remote_write(pmv_gate_data(t_ep.gate_id,
+						 (uint32_t) g_arrive_seq));
+		g_arrive_seq = 0;
+	}
+	n = g_nstaged < count ? g_nstaged : count;
 	if (!n)
 		return -FI_EAGAIN;
 	memcpy(buf, g_staged, n * sizeof(g_staged[0]));
@@ -52,6 +64,8 @@ static void gate_ep(void)
 	t_rx->wait_fd = -1;
 	pthread_mutex_init(&t_rx->lock, NULL);
 	g_nstaged = 0;
+	g_core_reads = 0;
+	g_arrive_seq = 0;
 	cr_assert(pmv_gate_open(&t_ep), "a tcp endpoint whose receive CQ "
 		  "carries data got no gate");
 }
@@ -108,10 +122,36 @@ Test(serve_gate, a_gated_request_is_served_when_nobody_reads_the_cq)
 	stage_remote_write(pmv_gate_data(t_ep.gate_id, 1));
 	cr_assert_eq(serve_and_ack(1), 0, "a gated request whose completion "
 		     "sat in the core CQ was not served");
+	cr_assert_eq(g_core_reads, 1, "the server read the core %u times for "
+		     "2 entries: a short read already says it is empty",
+		     g_core_reads);
 	cr_assert_eq(pmv_cq_read(&t_rx->cq_fid, got, 4), 1,
 		     "the application's entry was lost or the gated one "
 		     "reached it");
 	cr_assert_eq(got[0].data, 0xfeed);
+	pmv_gate_close(&t_ep);
+}
+
+/*
+ * A busy target over tcp: one core read (its progress) places a gated
+ * request and returns its write's completion.  That application read
+ * serves the request, and reads the core no second time (was: served by
+ * the next read, after one more core read, over tcp a poll, for nothing).
+ */
+Test(serve_gate, the_read_that_takes_a_gated_completion_serves_its_request)
+{
+	struct fi_cq_data_entry got[4];
+
+	gate_ep();
+	pmv_serve_attach(&t_ep);
+	g_arrive_seq = 1;
+	cr_assert_eq(pmv_cq_read(&t_rx->cq_fid, got, 4), -FI_EAGAIN,
+		     "a gated completion reached the application");
+	cr_assert_eq(ack_status(1), 0, "the read that took the request's "
+		     "completion did not serve it");
+	cr_assert_eq(g_core_reads, 1, "the core was read %u times",
+		     g_core_reads);
+	pmv_serve_detach(&t_ep);
 	pmv_gate_close(&t_ep);
 }
 

@@ -105,8 +105,10 @@ static int pmv_msync_persist(const struct pmv_persistence *p,
 	uintptr_t end = (uintptr_t) ptr + size;
 
 	/* MS_ASYNC writes nothing; its ENOMEM says the range is unmapped,
-	 * where a store would fault */
-	if (p->writable && !msync((void *) start, end - start, MS_ASYNC))
+	 * where a store would fault.  Writes that came by a CPU store (the
+	 * tcp core's recv) dirtied their pages themselves: msync only. */
+	if (p->writable && !p->cpu_written &&
+	    !msync((void *) start, end - start, MS_ASYNC))
 		pmv_dirty_pages(start, end, page);
 	if (!msync((void *) start, end - start, MS_SYNC))
 		return 0;

@@ -54,6 +54,14 @@ bool pmv_hooks_busy(struct pmv_hooks *hooks);
 unsigned pmv_hooks_hold_eps(struct pmv_hooks *hooks, struct pmv_ep **eps,
 			    unsigned max);
 
+/* pmv_cq_queue.c: the CQ's own queue (see pmv.h for reserve and push) */
+size_t pmv_cq_entry_size(enum fi_cq_format format);
+size_t pmv_cq_reserve_upto(struct pmv_cq *cq, size_t want);
+void pmv_cq_unreserve_n(struct pmv_cq *cq, size_t n);
+ssize_t pmv_cq_pop_aux(struct pmv_cq *cq, void *buf, size_t count,
+		       fi_addr_t *src_addr);
+void pmv_cq_queue_core(struct pmv_cq *cq, const char *buf, ssize_t n);
+
 /* pmv_cq.c, for pmv_cq_wait.c: reads; pmv_cq_wait.c: waits. */
 bool pmv_cq_plain(struct pmv_cq *cq);
 bool pmv_cq_hooks_busy(struct pmv_cq *cq);

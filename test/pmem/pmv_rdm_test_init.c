@@ -233,11 +233,82 @@ static void check_write_op_flags(struct fi_info *info)
 	       "the op_flags durable at completion\n", label());
 }
 
+/* One put of the SOS pattern: FI_DELIVERY_COMPLETE, no completion entry. */
+static void sos_put(struct fid_ep *ep, uint64_t off, size_t len)
+{
+	uint8_t *src = new_range(0, off, len);
+	struct iovec iov = { src, len };
+	struct fi_rma_iov rma = { g_k.base[0] + off, len, g_k.key[0] };
+	struct fi_msg_rma msg = { .msg_iov = &iov, .desc = &g_desc,
+				  .iov_count = 1, .addr = g_peer[0],
+				  .rma_iov = &rma, .rma_iov_count = 1 };
+	ssize_t ret;
+
+	POST(ret, fi_writemsg(ep, &msg, FI_DELIVERY_COMPLETE));
+	if (ret)
+		die("put (fi_writemsg FI_DELIVERY_COMPLETE, len %zu): %s", len,
+		    fi_strerror((int) -ret));
+}
+
+/*
+ * The SOS pattern (rdm-sos): puts as Sandia OpenSHMEM posts them
+ * (fi_writemsg with FI_DELIVERY_COMPLETE, FI_SELECTIVE_COMPLETION with no
+ * FI_COMPLETION, counted by an FI_WRITE counter), then shmem_quiet's
+ * fi_cntr_wait for every put posted.  Under
+ * FI_PMEMVERBS_DELIVERY_IS_COMMIT each put is a commit, so when the wait
+ * returns every byte put is durable: checked against the oracle then.
+ */
+static void run_sos_pattern(struct fi_info *info)
+{
+	struct fi_cntr_attr attr = { .events = FI_CNTR_EVENTS_COMP,
+				     .wait_obj = FI_WAIT_UNSPEC };
+	struct fid_cntr *cntr;
+	struct fid_ep *ep;
+	uint64_t posted = 0, now;
+	unsigned first;
+
+	CHECK(fi_cntr_open(g_dom, &attr, &cntr, NULL));
+	CHECK(fi_endpoint(g_dom, info, &ep, NULL));
+	CHECK(fi_ep_bind(ep, &g_cq->fid, FI_TRANSMIT | FI_RECV |
+			 FI_SELECTIVE_COMPLETION));
+	CHECK(fi_ep_bind(ep, &cntr->fid, FI_WRITE));
+	CHECK(fi_ep_bind(ep, &g_av->fid, 0));
+	CHECK(fi_enable(ep));
+	for (int q = 0; q < ROUNDS / 2; q++) {
+		first = g_nranges;
+		for (int w = 0; w < 8; w++, posted++)
+			sos_put(ep, IMMED_LEN * 64 +
+				(uint64_t)(rand() % 4000) * 64,
+				1 + rand() % 8192);
+		CHECK(fi_cntr_wait(cntr, posted, WATCHDOG_S * 500));
+		now = oracle_count();
+		for (unsigned i = first; i < g_nranges; i++) {
+			const struct range *r = &g_ranges[i];
+
+			if (oracle_covers(g_k.key[0], r->lo, r->hi, r->pos,
+					  now))
+				continue;
+			printf("FAIL %s/quiet: fi_cntr_wait (shmem_quiet) "
+			       "returned before put [%#" PRIx64 ", +%" PRIu64
+			       ") was durable\n", label(),
+			       r->lo - g_k.base[0], r->hi - r->lo);
+			exit(3);
+		}
+		g_checked++;
+	}
+	printf("PASS %s/quiet: %" PRIu64 " puts (FI_DELIVERY_COMPLETE, "
+	       "counted, no CQ entry) durable at each of %u counter waits "
+	       "(oracle)\n", label(), posted, g_checked);
+	CHECK(fi_close(&ep->fid));
+	CHECK(fi_close(&cntr->fid));
+}
+
 void run_initiator(void)
 {
 	char path[4096];
 	struct fi_info *info;
 	struct fid_mr *mr;
+	ssize_t ret;
 	FILE *f;
 	int ctx;
 
@@ -267,16 +338,26 @@ void run_initiator(void)
 				 NULL) != 1)
 			die("fi_av_insert(peer %d) failed", i);
 	}
-	for (int r = 0; r < ROUNDS && g_nranges < MAX_RANGES - 64; r++)
-		for (int p = 0; p < peers(); p++)
-			round_to(p, r);
-	check_inject_refused();
-	check_write_op_flags(info);
-	printf("PASS %s/commits: %u commits to %d peer(s) durable at "
-	       "completion (%s), %u FI_IMMED\n", label(), g_checked, peers(),
-	       use_oracle() ? "oracle" : "target's file", g_immeds);
+	if (!strcmp(g_opt.test, "rdm-sos")) {
+		if (!g_log)
+			die("rdm-sos checks the oracle: pass -o");
+		run_sos_pattern(info);
+	} else {
+		for (int r = 0; r < ROUNDS && g_nranges < MAX_RANGES - 64; r++)
+			for (int p = 0; p < peers(); p++)
+				round_to(p, r);
+		check_inject_refused();
+		check_write_op_flags(info);
+		printf("PASS %s/commits: %u commits to %d peer(s) durable at "
+		       "completion (%s), %u FI_IMMED\n", label(), g_checked,
+		       peers(), use_oracle() ? "oracle" : "target's file",
+		       g_immeds);
+	}
 	memcpy(g_src, &g_immeds, sizeof(g_immeds));
-	CHECK(fi_send(g_ep[0], g_src, sizeof(g_immeds), g_desc, g_peer[0],
-		      &ctx));
+	/* rxm may still be connecting (rdm-sos put through another endpoint) */
+	POST(ret, fi_send(g_ep[0], g_src, sizeof(g_immeds), g_desc, g_peer[0],
+			  &ctx));
+	if (ret)
+		die("fi_send(DONE): %s", fi_strerror((int) -ret));
 	wait_one(&ctx);
 }

@@ -280,6 +280,14 @@ if [[ ${PMV_SUITE:-} == rdm ]]; then
 		BIN=$RDM_BIN run "rdm2-$gran" rdm2 "$gran" lines yes
 		PORT=$((PORT + 1))
 	done
+	# Sandia OpenSHMEM's pattern: FI_DELIVERY_COMPLETE puts counted by an
+	# FI_WRITE counter, fi_cntr_wait as shmem_quiet; durable at the wait
+	# under FI_PMEMVERBS_DELIVERY_IS_COMMIT (the agent persists, so the
+	# oracle checks byte granularity too)
+	for gran in page cache_line byte; do
+		BIN=$RDM_BIN DELIVERY=1 METHOD=agent \
+			run "rdm-sos-$gran" rdm-sos "$gran" lines yes
+	done
 	echo "$passed passed, $failed failed"
 	[[ $failed -eq 0 ]]
 	exit

@@ -22,6 +22,10 @@
  * FI_MR_ENDPOINT (regions are bound to the endpoint and enabled).
  *
  * Built by `make` (examples/pmv_demo); `./run demo` runs both sides.
+ *
+ * Files: pmv_demo.h (what they share), pmv_demo_fabric.c (output, fabric,
+ * waits, regions, connection), pmv_demo_target.c, pmv_demo_initiator.c;
+ * here the options and main.
  */
 #include "pmv_demo.h"
 

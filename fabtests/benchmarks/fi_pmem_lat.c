@@ -60,6 +60,10 @@
  * Every wait is bounded: 10 s per measured operation, 20 s to connect, one
  * hour for the target's whole session.  Exit status: 0 on success, 1 on a
  * failure, 2 on a usage error.
+ *
+ * Files: fi_pmem_lat.h (what they share), fi_pmem_lat_modes.c (posting and
+ * the modes), fi_pmem_lat_opts.c (options); here the target, the
+ * measurement, its output and main.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -34,6 +34,11 @@
  *
  * Exit status: 0 on success, 1 on a failure, 2 on a usage error.  Every
  * wait is bounded (10 s per operation, 20 s to connect).
+ *
+ * Files: fi_pmem_overhead.h (what they share), fi_pmem_overhead_stack.c
+ * (one stack and its ping-pong), fi_pmem_overhead_stats.c (statistics,
+ * report), fi_pmem_overhead_opts.c (options); here the blocks of a size and
+ * main.
  */
 #include "fi_pmem_overhead.h"
 

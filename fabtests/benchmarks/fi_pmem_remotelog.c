@@ -49,6 +49,10 @@
  * prints the number of records.  It exits 0 if the log is consistent, 1 if
  * not.  Exit status otherwise: 0 on success, 1 on a failure, 2 on a usage
  * error, 61 (FI_ENODATA, a fabtests skip) for -e rdm.
+ *
+ * Files: fi_pmem_remotelog.h (what they share), fi_pmem_remotelog_log.c
+ * (records, recovery), fi_pmem_remotelog_initiator.c,
+ * fi_pmem_remotelog_target.c, fi_pmem_remotelog_opts.c (options); here main.
  */
 #include "fi_pmem_remotelog.h"
 

@@ -38,6 +38,11 @@
  * on stdout; the target sends its verdict to the initiator, so both exit 0
  * only if every check passed, 1 otherwise (2 on a usage error, 61 =
  * FI_ENODATA, a fabtests skip, for -e rdm).  Every wait is bounded.
+ *
+ * Files: fi_pmem_commit.h (what they share), fi_pmem_commit_initiator.c,
+ * fi_pmem_commit_checks.c (the initiator's checks), fi_pmem_commit_target.c,
+ * fi_pmem_commit_opts.c (options); here the tables, the pattern, the
+ * verdict line and main.
  */
 #include "fi_pmem_commit.h"
 

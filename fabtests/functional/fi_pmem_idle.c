@@ -37,6 +37,11 @@
  *
  * Every wait is bounded.  Exit status: 0 on success, 1 on a failure, 2 on
  * a usage error.
+ *
+ * Files: fi_pmem_idle.h (what they share), fi_pmem_idle_fabric.c (one
+ * side's fabric objects, waits, control messages), fi_pmem_idle_roles.c
+ * (target and initiator), fi_pmem_idle_opts.c (options); here the idle
+ * measurement and main.
  */
 #include "fi_pmem_idle.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
-/* fi_pmem_lat: what its main file and its option parsing share. */
+/* fi_pmem_lat: what its files (main, modes, options) share. */
 #ifndef FI_PMEM_LAT_H
 #define FI_PMEM_LAT_H
 
@@ -49,8 +49,30 @@ struct options {
 	const char *placed_file; /* -V: initiator checks the bytes placed */
 };
 
-/* The mode of that name (fi_pmem_lat.c's table), NULL with a message. */
+/* The mode of that name (fi_pmem_lat_modes.c's table), NULL with a message. */
 const struct mode *lat_find_mode(const char *name);
+
+/* The initiator's state while it measures. */
+struct bench {
+	const struct options *opts;
+	const struct pm_fabric *res;
+	struct pm_conn *conn;
+	struct pm_region region;
+	struct fi_context2 ctx[MAX_OPS_PER_SAMPLE];
+	int posted;      /* operations posted for the current sample */
+	int completed;   /* of those, completed */
+	int64_t deadline; /* of the current sample */
+	struct pm_early early; /* -D, -O: commits early at completion */
+};
+
+/* Offset in the region of b's index-th operation of len bytes. */
+uint64_t rotating_offset(const struct bench *b, size_t len, uint64_t index);
+
+/* The commit mode's post function (-D/-O check its commits). */
+int post_commit_write(struct bench *b, size_t size, uint64_t index);
+
+/* Waits (bounded) for the current sample's operations to complete. */
+int wait_for_sample(struct bench *b);
 
 /* Prints the usage to stderr. */
 void lat_usage(const char *prog);

@@ -79,6 +79,23 @@ run_integration() {
 	count_result "$out"
 }
 
+# libfabric's own fabtests 1.17 (built once into /var/cache/pmemverbs from
+# ../shared/ext): fi_rma_bw on RDM and MSG endpoints and fi_ubertest's RDM
+# RMA set, each through tcp and through pmemverbs; a case pmemverbs fails
+# where tcp passes is a FAIL (test/fabtests/run_upstream.sh; ports
+# port_base..port_base+99; about 2 minutes with the build cached).
+run_upstream_fabtests() {
+	local dir=$1 port_base=$2 out
+	if [[ ${PMV_TEST_FABTESTS:-1} == 0 ]]; then
+		echo "== upstream fabtests: not run (PMV_TEST_FABTESTS=0)"
+		return
+	fi
+	echo "== upstream fabtests (fi_rma_bw, fi_ubertest RDM RMA) through pmemverbs as through tcp"
+	out=$(bash "$ROOT/test/fabtests/run_upstream.sh" "$dir" "$port_base" 2>&1)
+	printf '%s\n' "$out" | grep -a -v -E '^PASS [^:]*: tcp passes too'
+	count_result "$out"
+}
+
 # Runs the durability tests (oracle, contents, fault, bad input, exit).
 run_pmem() {
 	local label=$1 dir=$2 port_base=$3 out
@@ -594,6 +611,7 @@ run_remotelog_compound 9362 cache_line agent
 run_remotelog_compound 9363 page agent
 run_remotelog_compound 9364 byte read_flush
 run_integration normal "$BUILD" 9230
+run_upstream_fabtests "$BUILD" 30500
 run_pmem normal "$BUILD" 9800
 run_hostile normal "$BUILD" 10400
 run_threads normal "$BUILD" 12500

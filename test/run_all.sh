@@ -8,8 +8,8 @@
 # fsdax) and the power cuts (test/crash: 20 cuts of the guest), and prints
 # the total as its last line: "N passed, N failed".  Then the Debian 13
 # pass (test/debian13/run_debian13.sh): the same build, unit, durability,
-# hostile, threads, crash-loop and fi_pingpong tests against libfabric 2.1
-# in a cached trixie root made with debootstrap; PMV_TEST_DEBIAN13=0
+# hostile, threads, crash-loop, fi_pingpong and upstream fabtests tests
+# against libfabric 2.1 in a cached trixie root made with debootstrap; PMV_TEST_DEBIAN13=0
 # leaves it out (a root that cannot be made is a FAIL, never a skip).
 #
 # usage: test/run_all.sh BUILD_DIR ASAN_BUILD_DIR [TSAN_BUILD_DIR]
@@ -665,7 +665,8 @@ else
 	echo "== verbs core in a QEMU guest: not run (PMV_TEST_VERBS=0)"
 fi
 
-# libfabric 2.1 (Debian 13): about 3 minutes with the root cached, one
+# libfabric 2.1 (Debian 13): about 5 minutes with the root cached (2 of
+# them upstream fabtests 2.1, test/fabtests/README.md), one
 # more to make it (test/debian13/run_debian13.sh; ports 28000-28999).
 run_debian13() {
 	local out

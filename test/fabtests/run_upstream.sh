@@ -21,6 +21,9 @@
 #                                    (default ../shared/ext/fabtests-1.17.0.tar.gz)
 #              PMV_FABTESTS_CACHE    where it is built (default /var/cache/pmemverbs)
 #              PMV_FABTESTS_TIMEOUT  seconds per process (default 60)
+#              PMV_FABTESTS_UBER_TIMEOUT  the same for fi_ubertest, which
+#                                    runs its whole series in one pair
+#                                    (default 300; 27-46 s at load 8)
 set -u
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -36,6 +39,7 @@ PORT=${2:-30500}
 TARBALL=${PMV_FABTESTS_TARBALL:-$ROOT/../shared/ext/fabtests-1.17.0.tar.gz}
 CACHE_BASE=${PMV_FABTESTS_CACHE:-/var/cache/pmemverbs}
 PROC_TIMEOUT=${PMV_FABTESTS_TIMEOUT:-60}
+UBER_TIMEOUT=${PMV_FABTESTS_UBER_TIMEOUT:-300}
 ADDR=127.0.0.1
 LISTEN_POLLS=100 # x 0.1 s waiting for the server to listen
 UBER=""          # set while fi_ubertest runs: its counts are read
@@ -119,13 +123,14 @@ uber_summary() {
 # Runs one server/client pair through PROV; OK=yes, or OK="" and WHY says
 # how it failed.  run_pair PROV PORT SERVER_CMD... -- CLIENT_CMD...
 run_pair() {
-	local prov=$1 port=$2 scmd=() spid src crc=0 envs
+	local prov=$1 port=$2 scmd=() spid src crc=0 envs tmo=$PROC_TIMEOUT
 	shift 2
+	[[ -n $UBER ]] && tmo=$UBER_TIMEOUT
 	while [[ $1 != -- ]]; do scmd+=("$1"); shift; done
 	shift
 	read -ra envs <<<"$(prov_env "$prov")"
 	rm -f "$WORK/c.out"
-	env "${envs[@]}" timeout "$PROC_TIMEOUT" "${scmd[@]}" >"$WORK/s.out" 2>&1 &
+	env "${envs[@]}" timeout "$tmo" "${scmd[@]}" >"$WORK/s.out" 2>&1 &
 	spid=$!
 	if ! wait_listen "$port" "$spid"; then
 		kill "$spid" 2>/dev/null
@@ -135,7 +140,7 @@ run_pair() {
 		keep_output "$prov"
 		return
 	fi
-	env "${envs[@]}" timeout "$PROC_TIMEOUT" "$@" >"$WORK/c.out" 2>&1 || crc=$?
+	env "${envs[@]}" timeout "$tmo" "$@" >"$WORK/c.out" 2>&1 || crc=$?
 	[[ $crc -ne 0 ]] && kill "$spid" 2>/dev/null
 	wait "$spid"
 	src=$?
@@ -149,7 +154,8 @@ run_pair() {
 		WHY="client exit $crc, server exit $src"
 	fi
 	OK=""
-	[[ $crc -eq 124 ]] && WHY="$WHY (client timed out after $PROC_TIMEOUT s)"
+	[[ $src -eq 124 ]] && WHY="$WHY (server timed out after $tmo s)"
+	[[ $crc -eq 124 ]] && WHY="$WHY (client timed out after $tmo s)"
 	WHY="$WHY: client: $(error_line "$WORK/c.out") | server: $(error_line "$WORK/s.out")"
 	keep_output "$prov"
 }

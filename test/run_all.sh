@@ -8,8 +8,8 @@
 # fsdax) and the power cuts (test/crash: 20 cuts of the guest), and prints
 # the total as its last line: "N passed, N failed".  Then the Debian 13
 # pass (test/debian13/run_debian13.sh): the same build, unit, durability,
-# hostile, threads, crash-loop and fi_pingpong tests against libfabric 2.1
-# in a cached trixie root made with debootstrap; PMV_TEST_DEBIAN13=0
+# hostile, threads, crash-loop, fi_pingpong and upstream fabtests tests
+# against libfabric 2.1 in a cached trixie root made with debootstrap; PMV_TEST_DEBIAN13=0
 # leaves it out (a root that cannot be made is a FAIL, never a skip).
 #
 # usage: test/run_all.sh BUILD_DIR ASAN_BUILD_DIR [TSAN_BUILD_DIR]
@@ -76,6 +76,23 @@ run_integration() {
 	      bash "$ROOT/test/integration/run_itests.sh" \
 	      "$dir/test/integration/pmv_itest" pmemverbs 2>&1)
 	printf '%s\n' "$out"
+	count_result "$out"
+}
+
+# libfabric's own fabtests 1.17 (built once into /var/cache/pmemverbs from
+# ../shared/ext): fi_rma_bw on RDM and MSG endpoints and fi_ubertest's RDM
+# RMA set, each through tcp and through pmemverbs; a case pmemverbs fails
+# where tcp passes is a FAIL (test/fabtests/run_upstream.sh; ports
+# port_base..port_base+99; about 2 minutes with the build cached).
+run_upstream_fabtests() {
+	local dir=$1 port_base=$2 out
+	if [[ ${PMV_TEST_FABTESTS:-1} == 0 ]]; then
+		echo "== upstream fabtests: not run (PMV_TEST_FABTESTS=0)"
+		return
+	fi
+	echo "== upstream fabtests (fi_rma_bw, fi_ubertest RDM RMA) through pmemverbs as through tcp"
+	out=$(bash "$ROOT/test/fabtests/run_upstream.sh" "$dir" "$port_base" 2>&1)
+	printf '%s\n' "$out" | grep -a -v -E '^PASS [^:]*: tcp passes too'
 	count_result "$out"
 }
 
@@ -609,6 +626,7 @@ run_remotelog_compound 9362 cache_line agent
 run_remotelog_compound 9363 page agent
 run_remotelog_compound 9364 byte read_flush
 run_integration normal "$BUILD" 9230
+run_upstream_fabtests "$BUILD" 30500
 run_pmem normal "$BUILD" 9800
 run_pmem_rdm normal "$BUILD" 29000
 run_hostile normal "$BUILD" 10400
@@ -664,7 +682,8 @@ else
 	echo "== verbs core in a QEMU guest: not run (PMV_TEST_VERBS=0)"
 fi
 
-# libfabric 2.1 (Debian 13): about 3 minutes with the root cached, one
+# libfabric 2.1 (Debian 13): about 5 minutes with the root cached (2 of
+# them upstream fabtests 2.1, test/fabtests/README.md), one
 # more to make it (test/debian13/run_debian13.sh; ports 28000-28999).
 run_debian13() {
 	local out

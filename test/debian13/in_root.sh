@@ -9,17 +9,20 @@
 # 127.0.0.1.  Prints "PASS|FAIL name" per check (the suites print their
 # own) and, as its last line, "N passed, N failed".
 #
-# usage: in_root.sh SRC_DIR BUILD_DIR PORT_BASE [bench]  (inside the root)
+# usage: in_root.sh SRC_DIR BUILD_DIR PORT_BASE [bench|fabtests]
+#        (inside the root)
 # With "bench": the build, then the benchmarks instead of the tests
 # (fabtests/scripts/pmv_core_compare.sh on PORT_BASE .. +199 and
 # pmv_commit_modes.sh on PORT_BASE+300 ..; results in BUILD_DIR/results).
+# With "fabtests": the build, then upstream fabtests 2.1 alone (ports
+# PORT_BASE .. +99).
 # Ports PORT_BASE .. PORT_BASE+999 (durability +0..+300 and its probe +900,
 # hostile +350, threads +400, crash +500, fi_pingpong +600, demo +650,
-# integration +700).
+# integration +700, upstream fabtests 2.1 +800).
 set -u
 
-if [[ $# -lt 3 || $# -gt 4 || ! -d $1 || ${4:-bench} != bench ]]; then
-	echo "usage: $0 SRC_DIR BUILD_DIR PORT_BASE [bench] (inside the root)" >&2
+if [[ $# -lt 3 || $# -gt 4 || ! -d $1 || ! ${4:-bench} =~ ^(bench|fabtests)$ ]]; then
+	echo "usage: $0 SRC_DIR BUILD_DIR PORT_BASE [bench|fabtests] (inside the root)" >&2
 	exit 2
 fi
 SRC=$(cd "$1" && pwd)
@@ -149,10 +152,29 @@ run_bench() {
 	fi
 }
 
+# libfabric's fabtests 2.1 (the tarball run_debian13.sh copies in, built
+# once into the root's /var/cache/pmemverbs) through pmemverbs as through
+# libfabric 2.1's tcp (test/fabtests/run_upstream.sh) on ports $1 ..;
+# every line printed with "all", else all but the PASS lines.
+run_upstream_fabtests() {
+	local out
+	section "upstream fabtests 2.1"
+	out=$(PMV_FABTESTS_TARBALL="$SRC/../shared/ext/fabtests-2.1.0.tar.gz" \
+	      bash "$SRC/test/fabtests/run_upstream.sh" "$BUILD" "$1" 2>&1)
+	if [[ ${2:-} == all ]]; then
+		printf '%s\n' "$out"
+	else
+		printf '%s\n' "$out" | grep -a -v '^PASS'
+	fi
+	add_suite "upstream fabtests 2.1" "$out"
+}
+
 export FI_PROVIDER_PATH=$BUILD/.libs
 unset FI_PROVIDER FI_PMEMVERBS_CORE_PROV PMEM2_FORCE_GRANULARITY
 if [[ $MODE == bench ]]; then
 	build && run_bench
+elif [[ $MODE == fabtests ]]; then
+	build && run_upstream_fabtests "$PORT" all
 elif build; then
 	run_unit
 	run_fi_info
@@ -180,6 +202,7 @@ elif build; then
 			p=$((p + 1))
 		done
 	done
+	run_upstream_fabtests $((PORT + 800))
 fi
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -13,10 +13,13 @@
 # cannot be made (mirror unreachable, debootstrap failing) is a FAIL with
 # the reason, never a skip.  The last line is "N passed, N failed".
 #
-# usage: test/debian13/run_debian13.sh [--bench OUT_DIR] [PORT_BASE]
+# usage: test/debian13/run_debian13.sh [--bench OUT_DIR | --fabtests] [PORT_BASE]
 #        (as root; default 28000, uses PORT_BASE .. PORT_BASE+999 on
 #        127.0.0.1).  --bench: the benchmarks of ./run bench-deb13 instead
 #        of the tests (in_root.sh bench); their results go to OUT_DIR.
+#        --fabtests: the build and upstream fabtests 2.1 alone (in_root.sh
+#        fabtests, ports PORT_BASE .. +99).  The pass copies
+#        ../shared/ext/fabtests-2.1.0.tar.gz into the root for them.
 # environment: PMV_DEBIAN13_ROOT   where the root is cached
 #                                  (default /var/cache/pmemverbs/trixie-root)
 #              PMV_DEBIAN13_MIRROR the mirror (default: apt's Debian URI here)
@@ -25,10 +28,15 @@ set -u
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BENCH_OUT=
+MODE=
 if [[ ${1:-} == --bench ]]; then
-	[[ -n ${2:-} ]] || { echo "usage: $0 [--bench OUT_DIR] [PORT_BASE]" >&2; exit 2; }
+	[[ -n ${2:-} ]] || { echo "usage: $0 [--bench OUT_DIR | --fabtests] [PORT_BASE]" >&2; exit 2; }
 	BENCH_OUT=$2
+	MODE=bench
 	shift 2
+elif [[ ${1:-} == --fabtests ]]; then
+	MODE=fabtests
+	shift
 fi
 PORT_BASE=${1:-28000}
 CACHE=${PMV_DEBIAN13_ROOT:-/var/cache/pmemverbs/trixie-root}
@@ -38,6 +46,8 @@ PKGS=(gcc make autoconf automake libtool pkg-config libfabric-dev
       libcriterion-dev libisal-dev procps iproute2)
 IN_SRC=/work/pmemverbs        # the copy of the tree, inside the root
 IN_BUILD=/work/pmemverbs-build
+IN_EXT=/work/shared/ext       # what of ../shared/ext the root needs
+EXT_FILES=(fabtests-2.1.0.tar.gz)
 MOUNTED=()
 START=$SECONDS
 
@@ -108,7 +118,8 @@ cleanup() {
 		umount "${MOUNTED[i]}" 2>/dev/null || umount -l "${MOUNTED[i]}"
 	done
 	MOUNTED=()
-	rm -rf "${CACHE:?}$IN_SRC" "${CACHE:?}$IN_BUILD" "${CACHE:?}$IN_BUILD.log"
+	rm -rf "${CACHE:?}$IN_SRC" "${CACHE:?}$IN_BUILD" "${CACHE:?}$IN_BUILD.log" \
+	       "${CACHE:?}$IN_EXT"
 }
 
 # Copies the source tree into the root (no .git, no build trees, no results).
@@ -116,7 +127,19 @@ copy_tree() {
 	rm -rf "${CACHE:?}$IN_SRC" "${CACHE:?}$IN_BUILD"
 	mkdir -p "$CACHE$IN_SRC"
 	tar -C "$ROOT" --exclude=./.git --exclude='./build*' --exclude=./results \
-	    -cf - . | tar -C "$CACHE$IN_SRC" -xf -
+	    -cf - . | tar -C "$CACHE$IN_SRC" -xf - || return 1
+	copy_ext
+}
+
+# Copies EXT_FILES from ../shared/ext into the root (one missing there is
+# left out: the suite that needs it fails for it).
+copy_ext() {
+	local f
+	mkdir -p "$CACHE$IN_EXT" || return 1
+	for f in "${EXT_FILES[@]}"; do
+		[[ -f $ROOT/../shared/ext/$f ]] && { cp "$ROOT/../shared/ext/$f" "$CACHE$IN_EXT/" || return 1; }
+	done
+	return 0
 }
 
 if [[ $(id -u) -ne 0 ]]; then
@@ -135,7 +158,7 @@ out=$(chroot "$CACHE" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
       HOME=/root LANG=C.UTF-8 TMPDIR=/tmp \
       PMV_DEBIAN13_CRASH_CYCLES="${PMV_DEBIAN13_CRASH_CYCLES:-40}" \
       bash "$IN_SRC/test/debian13/in_root.sh" "$IN_SRC" "$IN_BUILD" "$PORT_BASE" \
-      ${BENCH_OUT:+bench} 2>&1)
+      $MODE 2>&1)
 printf '%s\n' "$out" | sed '$d'
 if [[ -n $BENCH_OUT && -d $CACHE$IN_BUILD/results ]]; then
 	mkdir -p "$BENCH_OUT" && cp -r "$CACHE$IN_BUILD/results/." "$BENCH_OUT/" &&

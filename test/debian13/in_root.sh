@@ -202,7 +202,7 @@ elif build; then
 			p=$((p + 1))
 		done
 	done
-	run_upstream_fabtests $((PORT + 800))
+	run_upstream_fabtests $((PORT + 900))
 fi
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

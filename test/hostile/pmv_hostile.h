@@ -133,6 +133,8 @@ extern struct hostile_options g_opt;
 extern const char *g_role;
 
 #include "../common/pmv_test_check.h"
+#include "../common/pmv_test_eq.h"
+#include "../common/pmv_test_region.h"
 
 /* The honest commit kinds: slot s has kind s % 4, the same every time. */
 struct piece {
@@ -146,16 +148,6 @@ struct hkind {
 	bool fence; /* FI_FENCE: the send method on agent profiles */
 };
 extern const struct hkind k_kinds[4];
-
-/* One CM event: its type, fid, info (CONNREQ) and data. */
-struct cm_event {
-	uint32_t event;
-	struct fid *fid;
-	struct fi_info *info;
-	uint8_t data[256];
-	size_t datalen;
-	int err; /* an error entry: its err (the event is then 0) */
-};
 
 enum zone { Z_EDGE, Z_HONEST, Z_A, Z_B, Z_OTHER };
 
@@ -325,7 +317,6 @@ void ctl_store(uint64_t *word, uint64_t v);
 struct fi_info *query_info(const char *prov, bool pmem, uint64_t flags);
 struct fid_eq *open_eq(struct fid_fabric *fabric);
 struct fid_cq *open_cq(struct fid_domain *domain);
-bool eq_poll(struct fid_eq *eq, struct cm_event *ev);
 const char *status_name(int32_t status);
 enum zone zone_of(uint32_t off);
 uint8_t honest_expected(uint64_t n, uint32_t off);

@@ -80,9 +80,9 @@ void hconn_close(struct hconn *c)
 static bool hconn_wait_connected(struct hconn *c)
 {
 	int64_t deadline = deadline_in(STEP_MS);
-	struct cm_event ev;
+	struct pmv_cm_event ev;
 
-	while (!eq_poll(c->eq, &ev)) {
+	while (!pmv_test_eq_poll(c->eq, &ev)) {
 		fi_cq_read(c->cq, NULL, 0);
 		if (!before(deadline))
 			return false;
@@ -136,7 +136,7 @@ void hconn_progress(struct hconn *c, void *want, bool *done, int *err)
 {
 	struct fi_cq_data_entry e[8];
 	struct fi_cq_err_entry ee = { 0 };
-	struct cm_event ev;
+	struct pmv_cm_event ev;
 	ssize_t n = fi_cq_read(c->cq, e, ARRAY_LEN(e));
 
 	if (n == -FI_EAVAIL && fi_cq_readerr(c->cq, &ee, 0) == 1 &&
@@ -147,7 +147,7 @@ void hconn_progress(struct hconn *c, void *want, bool *done, int *err)
 	for (ssize_t i = 0; i < n; i++)
 		if (e[i].op_context == want && done)
 			*done = true;
-	if (eq_poll(c->eq, &ev) && (ev.err || ev.event == FI_SHUTDOWN))
+	if (pmv_test_eq_poll(c->eq, &ev) && (ev.err || ev.event == FI_SHUTDOWN))
 		c->up = false;
 }
 

@@ -41,10 +41,10 @@ static bool honest_poll(void)
 {
 	struct fi_cq_data_entry e[8];
 	struct fi_cq_err_entry err = { 0 };
-	struct cm_event ev;
+	struct pmv_cm_event ev;
 	ssize_t n = fi_cq_read(g_h.txcq, e, ARRAY_LEN(e));
 
-	if (eq_poll(g_h.eq, &ev) && (ev.err || ev.event == FI_SHUTDOWN))
+	if (pmv_test_eq_poll(g_h.eq, &ev) && (ev.err || ev.event == FI_SHUTDOWN))
 		g_h.shut = true;
 	if (n == -FI_EAGAIN)
 		return false;
@@ -152,7 +152,7 @@ static bool honest_commit(uint64_t i)
 static void honest_connect(void)
 {
 	int64_t deadline = deadline_in(STEP_MS);
-	struct cm_event ev;
+	struct pmv_cm_event ev;
 
 	g_h.info = query_info("pmemverbs", true, 0);
 	CHECK(fi_fabric(g_h.info->fabric_attr, &g_h.fabric, NULL));
@@ -166,7 +166,7 @@ static void honest_connect(void)
 	CHECK(fi_ep_bind(g_h.ep, &g_h.rxcq->fid, FI_RECV));
 	CHECK(fi_enable(g_h.ep));
 	CHECK(fi_connect(g_h.ep, g_h.info->dest_addr, "H", 1));
-	while (!eq_poll(g_h.eq, &ev)) {
+	while (!pmv_test_eq_poll(g_h.eq, &ev)) {
 		if (!before(deadline))
 			die("no FI_CONNECTED within %d ms", STEP_MS);
 		pause_briefly();

@@ -239,19 +239,6 @@ static noreturn void usage(void)
 	exit(2);
 }
 
-/* Parses -x BASE:KEY (the target's REGION line). */
-static void parse_region(const char *s)
-{
-	char *end;
-
-	g_opt.base = strtoull(s, &end, 0);
-	if (*end != ':')
-		usage();
-	g_opt.key = strtoull(end + 1, &end, 0);
-	if (*end)
-		usage();
-}
-
 static void parse_opts(int argc, char **argv)
 {
 	int ch;
@@ -262,7 +249,11 @@ static void parse_opts(int argc, char **argv)
 		case 'a': g_opt.addr = optarg; break;
 		case 'P': g_opt.port = optarg; break;
 		case 'f': g_opt.file = optarg; break;
-		case 'x': parse_region(optarg); break;
+		case 'x':
+			if (!pmv_test_parse_region(optarg, &g_opt.base,
+						   &g_opt.key))
+				usage();
+			break;
 		case 'c': g_opt.ctl = optarg; break;
 		case 'm': g_opt.marker = optarg; break;
 		case 'n': g_opt.after = (unsigned)strtoul(optarg, NULL, 0); break;

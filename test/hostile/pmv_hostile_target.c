@@ -113,7 +113,7 @@ static int target_open_conn(struct tconn *c, struct fi_info *info)
 }
 
 /* Accepts a connection request (any peer: the hostile one too). */
-static void target_on_connreq(struct cm_event *ev)
+static void target_on_connreq(struct pmv_cm_event *ev)
 {
 	struct tconn *c;
 	int ret;
@@ -179,9 +179,9 @@ static void target_conn_ended(struct tconn *c)
 /* Handles one EQ event, if any; an error entry is noted, not fatal. */
 static bool target_poll_eq(void)
 {
-	struct cm_event ev;
+	struct pmv_cm_event ev;
 
-	if (!eq_poll(g_t.eq, &ev))
+	if (!pmv_test_eq_poll(g_t.eq, &ev))
 		return false;
 	if (ev.err)
 		g_t.eq_errors++;

@@ -70,6 +70,7 @@
 #include "../common/pmv_test_time.h"
 #include "../common/pmv_test_report.h"
 #include "../common/pmv_test_hints.h"
+#include "../common/pmv_test_region.h"
 
 #include "target/pmv_oracle.h"
 
@@ -132,6 +133,10 @@ extern struct thr_options g_opt;
 extern const char *g_role;
 extern bool g_dying;
 
+noreturn void die(const char *fmt, ...) PRINTF_LIKE(1, 2);
+
+#include "../common/pmv_test_eq.h"
+
 /* Closes a fabric object if it is open, and forgets it. */
 #define CLOSE(obj)                                                           \
 	do {                                                                 \
@@ -168,17 +173,6 @@ struct thr_net {
 	struct fid_domain *domain;
 	struct fi_pmem_ops_domain *pmem;
 	struct fid_eq *eq;
-};
-
-/* One CM event: its type, fid, (FI_CONNREQ) info and CM data; err for
- * an error entry. */
-struct cm_event {
-	uint32_t event;
-	struct fid *fid;
-	struct fi_info *info;
-	uint8_t data[256];
-	size_t datalen;
-	int err;
 };
 
 /*
@@ -256,7 +250,6 @@ struct worker {
 };
 
 /* pmv_threads_common.c */
-noreturn void die(const char *fmt, ...) PRINTF_LIKE(1, 2);
 extern struct thr_failures g_fail;
 bool stopped(void);
 void stop_all(void);
@@ -272,7 +265,6 @@ void net_open(uint64_t flags);
 void net_close(void);
 struct fid_cq *open_cq(void);
 struct fid_ep *open_ep(struct fi_info *info, struct fid_cq *cq);
-bool eq_poll(struct cm_event *ev);
 
 /* pmv_threads_target.c */
 void target_close(void);

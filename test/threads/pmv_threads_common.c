@@ -175,32 +175,3 @@ struct fid_ep *open_ep(struct fi_info *info, struct fid_cq *cq)
 	return ep;
 }
 
-/* Reads one EQ event or error entry, if there is one. */
-bool eq_poll(struct cm_event *ev)
-{
-	uint64_t buf[(sizeof(struct fi_eq_cm_entry) + 256) / 8 + 1];
-	struct fi_eq_cm_entry *entry = (struct fi_eq_cm_entry *)buf;
-	struct fi_eq_err_entry err = { 0 };
-	uint32_t event = 0;
-	ssize_t n = fi_eq_read(g_net.eq, &event, buf, sizeof(buf), 0);
-
-	if (n == -FI_EAGAIN)
-		return false;
-	memset(ev, 0, sizeof(*ev));
-	ev->event = event;
-	if (n == -FI_EAVAIL) {
-		if (fi_eq_readerr(g_net.eq, &err, 0) < 0)
-			die("fi_eq_readerr failed after -FI_EAVAIL");
-		ev->err = err.err ? err.err : -1;
-		ev->fid = err.fid;
-		return true;
-	}
-	if (n < (ssize_t)sizeof(entry->fid))
-		die("fi_eq_read: %s", fi_strerror((int)-n));
-	ev->fid = entry->fid;
-	ev->info = n >= (ssize_t)sizeof(*entry) ? entry->info : NULL;
-	ev->datalen = n > (ssize_t)sizeof(*entry) ?
-		      (size_t)n - sizeof(*entry) : 0;
-	memcpy(ev->data, entry->data, ev->datalen);
-	return true;
-}

@@ -18,14 +18,14 @@ static void open_conns(unsigned nconns, unsigned ncqs)
 	for (unsigned i = 0; i < nconns; i++) {
 		struct conn *c = &g_conns[i];
 		int64_t deadline = deadline_in(STEP_MS);
-		struct cm_event ev;
+		struct pmv_cm_event ev;
 
 		c->cq = g_cqs[i % ncqs];
 		c->ep = open_ep(g_net.info, c->cq);
 		CHECK(fi_connect(c->ep, g_net.info->dest_addr, NULL, 0));
 		g_nconns++;
 		while (!c->connected && before(deadline)) {
-			if (!eq_poll(&ev)) {
+			if (!pmv_test_eq_poll(g_net.eq, &ev)) {
 				pause_briefly();
 				continue;
 			}
@@ -83,13 +83,13 @@ static void monitor(void)
 	unsigned running;
 
 	do {
-		struct cm_event ev;
+		struct pmv_cm_event ev;
 
 		running = 0;
 		for (unsigned i = 0; i < g_opt.threads; i++)
 			running += !__atomic_load_n(&g_w[i].finished,
 						    __ATOMIC_ACQUIRE);
-		while (eq_poll(&ev))
+		while (pmv_test_eq_poll(g_net.eq, &ev))
 			note_failure(false, "EQ %s %d during the run (a "
 				     "connection ended?)", ev.err ? "error" :
 				     "event", ev.err ? ev.err : (int)ev.event);

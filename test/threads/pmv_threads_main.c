@@ -54,19 +54,6 @@ static enum mode parse_mode(const char *s)
 	usage();
 }
 
-/* -x BASE:KEY, as the target printed them on its REGION line. */
-static void parse_region(const char *s)
-{
-	char *end;
-
-	g_opt.base = strtoull(s, &end, 0);
-	if (*end != ':')
-		usage();
-	g_opt.key = strtoull(end + 1, &end, 0);
-	if (*end)
-		usage();
-}
-
 static void parse_opts(int argc, char **argv)
 {
 	int c;
@@ -82,7 +69,11 @@ static void parse_opts(int argc, char **argv)
 		case 'm': g_opt.mode = parse_mode(optarg); break;
 		case 'T': g_opt.threads = parse_uint(optarg, 1, MAX_THREADS); break;
 		case 'N': g_opt.commits = parse_uint(optarg, 1, 1000000); break;
-		case 'x': parse_region(optarg); break;
+		case 'x':
+			if (!pmv_test_parse_region(optarg, &g_opt.base,
+						   &g_opt.key))
+				usage();
+			break;
 		case 'o': g_opt.oracle = optarg; break;
 		case 'g': g_opt.gran = optarg; break;
 		case 'A': g_opt.all_oracle = true; break;

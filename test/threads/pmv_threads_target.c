@@ -133,9 +133,9 @@ static void target_on_connreq(struct fi_info *info)
 /* Handles one EQ event, if any; true if there was one. */
 static bool target_poll_eq(void)
 {
-	struct cm_event ev;
+	struct pmv_cm_event ev;
 
-	if (!eq_poll(&ev))
+	if (!pmv_test_eq_poll(g_net.eq, &ev))
 		return false;
 	if (ev.err) {
 		fprintf(stderr, "target: EQ error entry: %s\n",

@@ -5,7 +5,7 @@
 # honest pmemverbs initiator that commits all along, and a hostile client on
 # the plain tcp core (FI_PROVIDER=tcp) that impersonates a pmemverbs peer
 # and writes crafted requests and bytes into the target's inbox
-# (pmv_hostile.c).  Prints one "PASS|FAIL name" line per check, the
+# (pmv_hostile_*.c).  Prints one "PASS|FAIL name" line per check, the
 # hostile's summary of the refusals it got, and as its last line
 # "N passed, N failed".
 #

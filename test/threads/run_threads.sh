@@ -217,6 +217,16 @@ judge_fault() {
 	[[ $REACHED -eq 1 ]] || echo "  $prefix: the fault never fired"
 }
 
+# True (and REACHED=1) if a target's own injected fault ended it before
+# READY with an error (FAULT_SIDE=target sweeps): no crash, no hang.
+target_refused() {
+	local judge=$1 trc=$2 dir=$3
+	[[ $judge == fault && ${FAULT_SIDE:-} == target && $trc -eq 1 ]] &&
+		grep -q 'fault injection: call' "$dir/target.err" &&
+		grep -q '^ERROR' "$dir/target.err" || return 1
+	REACHED=1
+}
+
 # run NAME GRAN MODE JUDGE [TARGET_ENV... --] [INITIATOR_ARGS...]
 # GRAN byte-agent: byte, with FI_PMEMVERBS_METHOD=agent and -A; GRAN byte:
 # with FI_PMEMVERBS_METHOD=read_flush (a read of the target's generation
@@ -248,8 +258,12 @@ run() {
 		wait "$TPID"
 		trc=$?
 		TPID=""
-		report FAIL "$name/target" "no READY: $(describe_rc "$trc" "$dir/target.err")"
-		show_report "$dir/target.err"
+		if target_refused "$judge" "$trc" "$dir"; then
+			report PASS "$name/refused" "the target ended at set-up: $(grep -m1 '^ERROR' "$dir/target.err" | cut -c1-200)"
+		else
+			report FAIL "$name/target" "no READY: $(describe_rc "$trc" "$dir/target.err")"
+			show_report "$dir/target.err"
+		fi
 		rm -f "$shm".*
 		return
 	fi

@@ -154,6 +154,18 @@ run_valgrind() {
 	count_result "$out"
 }
 
+# Sandia OpenSHMEM's own tests (a subset of its `make check`, 2 PEs) through
+# pmemverbs as through tcp (test/sos/run_sos.sh: SOS built once into
+# /var/cache/pmemverbs; about 5 minutes; ports port_base .. +999).
+run_sos() {
+	local dir=$1 port_base=$2 out start=$SECONDS
+	echo "== Sandia OpenSHMEM's tests through pmemverbs as through tcp"
+	out=$(bash "$ROOT/test/sos/run_sos.sh" "$dir" "$port_base" 2>&1)
+	printf '%s\n' "$out" | grep -a -v '^PASS [^:]*$'
+	count_result "$out"
+	echo "(SOS tests: $((SECONDS - start)) s)"
+}
+
 # Counts a suite's last line ("N passed, N failed"); none is a failure.
 count_result() {
 	local last
@@ -594,6 +606,7 @@ run_remotelog_compound 9362 cache_line agent
 run_remotelog_compound 9363 page agent
 run_remotelog_compound 9364 byte read_flush
 run_integration normal "$BUILD" 9230
+run_sos "$BUILD" 31000
 run_pmem normal "$BUILD" 9800
 run_hostile normal "$BUILD" 10400
 run_threads normal "$BUILD" 12500

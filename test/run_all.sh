@@ -156,7 +156,7 @@ run_valgrind() {
 
 # Sandia OpenSHMEM's own tests (a subset of its `make check`, 2 PEs) through
 # pmemverbs as through tcp (test/sos/run_sos.sh: SOS built once into
-# /var/cache/pmemverbs; about 5 minutes; ports port_base .. +999).
+# /var/cache/pmemverbs; about 5 minutes; ports port_base .. +499).
 run_sos() {
 	local dir=$1 port_base=$2 out start=$SECONDS
 	echo "== Sandia OpenSHMEM's tests through pmemverbs as through tcp"

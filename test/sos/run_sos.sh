@@ -15,10 +15,12 @@
 #
 # usage: test/sos/run_sos.sh BUILD_DIR [PORT_BASE]
 #        (as root, or with mpich installed; PORT_BASE default 46000: the
-#        launcher and the tcp core's listeners use PORT_BASE .. +999)
+#        launcher and the tcp core's listeners use PORT_BASE .. +499)
 # environment: PMV_SOS_CACHE    cache root (default /var/cache/pmemverbs)
 #              PMV_SOS_TIMEOUT  seconds per test (default 60)
 #              PMV_SOS_TARBALL  the SOS archive (default ../shared/ext/...)
+#              PMV_SOS_TESTS    the tests to run (DIR/NAME ...; default
+#                               all of test/sos/tests.list)
 #              PMV_SOS_LOGS     where the output of a failed run is kept
 #                               (default BUILD_DIR/sos-logs)
 set -u
@@ -60,9 +62,14 @@ install_mpich() {
 		mpich >/dev/null 2>&1
 }
 
-# The names of the tests to run: DIR/NAME lines of tests.list, no comments.
+# The names of the tests to run: PMV_SOS_TESTS if set, else the DIR/NAME
+# lines of tests.list.
 test_names() {
-	sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$LIST"
+	if [[ -n ${PMV_SOS_TESTS:-} ]]; then
+		tr ' ' '\n' <<<"$PMV_SOS_TESTS" | sed '/^$/d'
+	else
+		sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$LIST"
+	fi
 }
 
 # Configures, builds and installs SOS in $CACHE; writes $CACHE/.pmv-built
@@ -105,7 +112,7 @@ make_tests() {
 
 # Runs one test on 2 PEs through provider PROV once; its output in FILE,
 # its exit status returned (124: the timeout).  The launcher takes ports
-# PORT_BASE .. +19, the tcp core's listeners PORT_BASE+20 .. +999.
+# PORT_BASE .. +19, the tcp core's listeners PORT_BASE+20 .. +499.
 # run_once DIR/NAME PROV FILE
 run_once() {
 	local t=$1 prov=$2 out=$3 env=()
@@ -113,7 +120,7 @@ run_once() {
 	(cd "$TESTDIR/$(dirname "$t")" &&
 	 env "${env[@]}" PATH="$CACHE/inst/bin:$PATH" SHMEM_OFI_PROVIDER="$prov" \
 	     FI_TCP_IFACE=lo FI_TCP_PORT_LOW_RANGE=$((PORT_BASE + 20)) \
-	     FI_TCP_PORT_HIGH_RANGE=$((PORT_BASE + 999)) \
+	     FI_TCP_PORT_HIGH_RANGE=$((PORT_BASE + 499)) \
 	     MPIEXEC_PORTRANGE="$PORT_BASE:$((PORT_BASE + 19))" \
 	     OSHRUN_LAUNCHER=mpiexec.hydra \
 	     timeout -k 10 "$TIMEOUT" oshrun -launcher fork -np 2 \
@@ -145,9 +152,13 @@ run_one() {
 	return $rc
 }
 
-# What a failed run printed last (one line), for a verdict's reason.
+# Why a run failed, in one line: SOS's first error or warning and the line
+# after it, else its last two lines that are not a backtrace.
 last_words() {
-	grep -a -v '^[[:space:]]*$' "$1" | tail -n 2 | tr '\n' ' ' | cut -c1-200
+	local why
+	why=$(grep -a -m 1 -A 1 -E 'ERROR|WARN|Error|failed|expected' "$1")
+	[[ -z $why ]] && why=$(grep -a -v -E '^[[:space:]]*$|^/|Backtrace' "$1" | tail -n 2)
+	tr '\n' ' ' <<<"$why" | tr -s ' ' | cut -c1-200
 }
 
 # How a run ended: "passed", "timed out after N s" or "exit N".

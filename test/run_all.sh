@@ -184,6 +184,18 @@ run_valgrind() {
 	count_result "$out"
 }
 
+# Sandia OpenSHMEM's own tests (a subset of its `make check`, 2 PEs) through
+# pmemverbs as through tcp (test/sos/run_sos.sh: SOS built once into
+# /var/cache/pmemverbs; about 5 minutes; ports port_base .. +499).
+run_sos() {
+	local dir=$1 port_base=$2 out start=$SECONDS
+	echo "== Sandia OpenSHMEM's tests through pmemverbs as through tcp"
+	out=$(bash "$ROOT/test/sos/run_sos.sh" "$dir" "$port_base" 2>&1)
+	printf '%s\n' "$out" | grep -a -v '^PASS [^:]*$'
+	count_result "$out"
+	echo "(SOS tests: $((SECONDS - start)) s)"
+}
+
 # Counts a suite's last line ("N passed, N failed"); none is a failure.
 count_result() {
 	local last
@@ -627,6 +639,7 @@ run_remotelog_compound 9363 page agent
 run_remotelog_compound 9364 byte read_flush
 run_integration normal "$BUILD" 9230
 run_upstream_fabtests "$BUILD" 30500
+run_sos "$BUILD" 31000
 run_pmem normal "$BUILD" 9800
 run_pmem_rdm normal "$BUILD" 29000
 run_hostile normal "$BUILD" 10400

@@ -34,14 +34,26 @@ static int pmv_cmp_desc(const void *a, const void *b)
 	return da < db ? -1 : da > db;
 }
 
-/* Indexes mr by key and descriptor: 0, or -FI_ENOMEM (nothing indexed). */
+/*
+ * Indexes mr by key and descriptor: 0, or -FI_ENOMEM (nothing indexed).
+ * A key registered again while the old region's close is still finishing
+ * (its core registration already gone) names the new region, as requests
+ * for the key must.
+ */
 int pmv_mr_index_add(struct pmv_domain *dom, struct pmv_mr *mr)
 {
 	struct pmv_desc_node probe = { .desc = mr->mr_fid.mem_desc }, *n;
+	struct pmv_mr *old = NULL;
+	void **node;
 	void *slot;
 
-	if (!tsearch(mr, &dom->mr_by_key, pmv_cmp_key))
+	node = tfind(mr, &dom->mr_by_key, pmv_cmp_key);
+	if (node) {
+		old = *node;
+		*node = mr;
+	} else if (!tsearch(mr, &dom->mr_by_key, pmv_cmp_key)) {
 		return -FI_ENOMEM;
+	}
 	slot = tfind(&probe, &dom->mr_by_desc, pmv_cmp_desc);
 	if (slot) {
 		(*(struct pmv_desc_node **) slot)->count++;
@@ -54,7 +66,10 @@ int pmv_mr_index_add(struct pmv_domain *dom, struct pmv_mr *mr)
 			return 0;
 		free(n);
 	}
-	tdelete(mr, &dom->mr_by_key, pmv_cmp_key);
+	if (old)
+		*(void **) tfind(mr, &dom->mr_by_key, pmv_cmp_key) = old;
+	else
+		tdelete(mr, &dom->mr_by_key, pmv_cmp_key);
 	return -FI_ENOMEM;
 }
 
@@ -62,9 +77,11 @@ int pmv_mr_index_add(struct pmv_domain *dom, struct pmv_mr *mr)
 void pmv_mr_index_remove(struct pmv_domain *dom, struct pmv_mr *mr)
 {
 	struct pmv_desc_node probe = { .desc = mr->mr_fid.mem_desc }, *n;
+	void **node = tfind(mr, &dom->mr_by_key, pmv_cmp_key);
 	void *slot;
 
-	tdelete(mr, &dom->mr_by_key, pmv_cmp_key);
+	if (node && *node == mr) /* else the key names a newer region */
+		tdelete(mr, &dom->mr_by_key, pmv_cmp_key);
 	slot = tfind(&probe, &dom->mr_by_desc, pmv_cmp_desc);
 	if (!slot)
 		return;

@@ -58,6 +58,29 @@ Test(mr_index, a_closed_region_is_not_found_and_a_shared_desc_counts)
 	cr_assert_not(pmv_mr_index_desc(&g_dom, &g_dom));
 }
 
+/*
+ * A key registered again before the old region's close finished (its core
+ * registration gone, pmv_mr_gone not yet run): the key names the new
+ * region, and still does once the old one leaves.
+ */
+Test(mr_index, a_key_registered_again_names_the_new_region)
+{
+	struct pmv_mr old = { .mr_fid = { .key = 42, .mem_desc = &old } };
+	struct pmv_mr new = { .mr_fid = { .key = 42, .mem_desc = &new } };
+
+	cr_assert_eq(pmv_mr_index_add(&g_dom, &old), 0);
+	cr_assert_eq(pmv_mr_index_add(&g_dom, &new), 0);
+	cr_assert_eq(pmv_mr_index_key(&g_dom, 42), &new,
+		     "requests for the key would go to the closed region");
+	pmv_mr_index_remove(&g_dom, &old);
+	cr_assert_eq(pmv_mr_index_key(&g_dom, 42), &new,
+		     "the old region's close took the new region's key away");
+	cr_assert(pmv_mr_index_desc(&g_dom, &new));
+	cr_assert_not(pmv_mr_index_desc(&g_dom, &old));
+	pmv_mr_index_remove(&g_dom, &new);
+	cr_assert_null(pmv_mr_index_key(&g_dom, 42));
+}
+
 /* Out of memory for the descriptor's node: nothing is indexed. */
 Test(mr_index, without_memory_nothing_is_indexed)
 {

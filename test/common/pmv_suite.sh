@@ -26,3 +26,15 @@ add_suite() {
 		report FAIL "$name" "the suite printed no result line (last: '$last')"
 	fi
 }
+
+# The path of a third-party archive NAME (../shared/ext of the project):
+# the first of $PMV_EXT_DIR, ROOT/../shared/ext and /work/shared/ext that
+# holds it (a clone elsewhere, a Debian 13 root), or nothing.
+pmv_ext_file() {
+	local name=$1 root=$2 dir
+	for dir in ${PMV_EXT_DIR:+"$PMV_EXT_DIR"} "$root/../shared/ext" \
+		/work/shared/ext; do
+		[[ -f $dir/$name ]] && { echo "$dir/$name"; return 0; }
+	done
+	return 1
+}

@@ -159,6 +159,10 @@ run_bench() {
 run_upstream_fabtests() {
 	local out
 	section "upstream fabtests 2.1"
+	if [[ ! -f $SRC/../shared/ext/fabtests-2.1.0.tar.gz ]]; then
+		echo "SKIP upstream fabtests 2.1: fabtests-2.1.0.tar.gz is not on this machine"
+		return
+	fi
 	out=$(PMV_FABTESTS_TARBALL="$SRC/../shared/ext/fabtests-2.1.0.tar.gz" \
 	      bash "$SRC/test/fabtests/run_upstream.sh" "$BUILD" "$1" 2>&1)
 	if [[ ${2:-} == all ]]; then

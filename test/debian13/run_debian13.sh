@@ -27,6 +27,8 @@
 set -u
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../common/pmv_suite.sh
+. "$ROOT/test/common/pmv_suite.sh" # pmv_ext_file
 BENCH_OUT=
 MODE=
 if [[ ${1:-} == --bench ]]; then
@@ -134,10 +136,11 @@ copy_tree() {
 # Copies EXT_FILES from ../shared/ext into the root (one missing there is
 # left out: the suite that needs it fails for it).
 copy_ext() {
-	local f
+	local f p
 	mkdir -p "$CACHE$IN_EXT" || return 1
 	for f in "${EXT_FILES[@]}"; do
-		[[ -f $ROOT/../shared/ext/$f ]] && { cp "$ROOT/../shared/ext/$f" "$CACHE$IN_EXT/" || return 1; }
+		p=$(pmv_ext_file "$f" "$ROOT") || continue
+		cp "$p" "$CACHE$IN_EXT/" || return 1
 	done
 	return 0
 }

@@ -97,7 +97,7 @@ report() {
 # The line of a stderr file that best explains a failure.
 reason_of() {
 	local line
-	line=$(grep -m1 '^ERROR' "$1" 2>/dev/null)
+	line=$(grep -m1 -E '^ERROR|^pmemverbs lock check|^==[0-9]+==ERROR|^SUMMARY: |runtime error|Backtrace|signal [0-9]' "$1" 2>/dev/null)
 	[[ -n $line ]] || line=$(grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -n1)
 	echo "${line:-no message}"
 }

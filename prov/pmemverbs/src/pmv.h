@@ -451,6 +451,7 @@ ssize_t pmv_commit_writemsg(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 			    uint64_t flags);
 ssize_t pmv_commit_inject(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 			  uint64_t flags);
+int pmv_ini_prepare(struct pmv_ep *ep, uint64_t key);
 ssize_t pmv_ini_track(struct pmv_ep *ep, uint64_t key, uint64_t addr,
 		      uint64_t len);
 void pmv_ini_fail_all(struct pmv_ep *ep, int err);

@@ -153,12 +153,15 @@ static ssize_t pmv_pmem_write(struct fid_ep *ep_fid, const void *buf,
 {
 	struct pmv_ep *ep = pmv_ep(ep_fid);
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+	ssize_t ret;
 
 	if (pmv_commits_by_default(ep))
 		return pmv_write_as_commit(ep, &iov, &desc, 1, addr, key,
 					   context, false);
 	if (pmv_waits(ep, key, addr, len))
 		return -FI_EAGAIN;
+	if ((ret = pmv_ini_prepare(ep, key)))
+		return ret;
 	return pmv_track(ep, fi_write(ep->core, buf, len, desc, dest_addr,
 				      addr, key, context), key, addr, len);
 }
@@ -168,12 +171,15 @@ static ssize_t pmv_pmem_writev(struct fid_ep *ep_fid, const struct iovec *iov,
 			       uint64_t addr, uint64_t key, void *context)
 {
 	struct pmv_ep *ep = pmv_ep(ep_fid);
+	ssize_t ret;
 
 	if (pmv_commits_by_default(ep))
 		return pmv_write_as_commit(ep, iov, desc, count, addr, key,
 					   context, false);
 	if (pmv_waits(ep, key, addr, pmv_iov_len(iov, count)))
 		return -FI_EAGAIN;
+	if ((ret = pmv_ini_prepare(ep, key)))
+		return ret;
 	return pmv_track(ep, fi_writev(ep->core, iov, desc, count, dest_addr,
 				       addr, key, context),
 			 key, addr, pmv_iov_len(iov, count));
@@ -192,6 +198,9 @@ static ssize_t pmv_pmem_writemsg(struct fid_ep *ep_fid,
 		return pmv_commit_writemsg(ep, msg, flags);
 	if (msg && pmv_msg_waits(ep, msg))
 		return -FI_EAGAIN;
+	for (i = 0; i < msg->rma_iov_count; i++)
+		if ((ret = pmv_ini_prepare(ep, msg->rma_iov[i].key)))
+			return ret;
 	ret = fi_writemsg(ep->core, msg, flags);
 	for (i = 0; !ret && i < msg->rma_iov_count; i++)
 		ret = pmv_track(ep, 0, msg->rma_iov[i].key,
@@ -205,12 +214,15 @@ static ssize_t pmv_pmem_inject_write(struct fid_ep *ep_fid, const void *buf,
 {
 	struct pmv_ep *ep = pmv_ep(ep_fid);
 	struct iovec iov = { .iov_base = (void *) buf, .iov_len = len };
+	ssize_t ret;
 
 	if (pmv_commits_by_default(ep))
 		return pmv_write_as_commit(ep, &iov, NULL, 1, addr, key, NULL,
 					   true);
 	if (pmv_waits(ep, key, addr, len))
 		return -FI_EAGAIN;
+	if ((ret = pmv_ini_prepare(ep, key)))
+		return ret;
 	return pmv_track(ep, fi_inject_write(ep->core, buf, len, dest_addr,
 					     addr, key), key, addr, len);
 }
@@ -221,9 +233,12 @@ static ssize_t pmv_pmem_writedata(struct fid_ep *ep_fid, const void *buf,
 				  uint64_t key, void *context)
 {
 	struct pmv_ep *ep = pmv_ep(ep_fid);
+	ssize_t ret;
 
 	if (pmv_waits(ep, key, addr, len))
 		return -FI_EAGAIN;
+	if ((ret = pmv_ini_prepare(ep, key)))
+		return ret;
 	return pmv_track(ep, fi_writedata(ep->core, buf, len, desc, data,
 					  dest_addr, addr, key, context),
 			 key, addr, len);
@@ -235,9 +250,12 @@ static ssize_t pmv_pmem_inject_writedata(struct fid_ep *ep_fid,
 					 uint64_t addr, uint64_t key)
 {
 	struct pmv_ep *ep = pmv_ep(ep_fid);
+	ssize_t ret;
 
 	if (pmv_waits(ep, key, addr, len))
 		return -FI_EAGAIN;
+	if ((ret = pmv_ini_prepare(ep, key)))
+		return ret;
 	return pmv_track(ep, fi_inject_writedata(ep->core, buf, len, data,
 						 dest_addr, addr, key),
 			 key, addr, len);

@@ -50,9 +50,8 @@ static const struct pmv_err_desc {
 		"commit refused by the target: a malformed request (unknown "
 		"flags or fence count; a peer of another version?)" },
 	[PMV_ERR_SCOPE_LOST - PMV_ERR_BASE] = { FI_EIO,
-		"commit's durability unknown: an earlier write to this key "
-		"was not recorded by this endpoint (no memory) or a request "
-		"naming it failed; write the data again and commit" },
+		"commit's durability unknown: a request naming an earlier "
+		"write to this key failed; write the data again and commit" },
 	[PMV_ERR_REREGISTERED - PMV_ERR_BASE] = { FI_EIO,
 		"commit's durability unknown: the target closed the key's "
 		"memory region, or registered it again, after the commit's "

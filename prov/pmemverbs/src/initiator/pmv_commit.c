@@ -318,6 +318,28 @@ ssize_t pmv_commit_inject(struct pmv_ep *ep, const struct fi_msg_rma *msg,
  * it, so it succeeds whatever: a range that cannot be recorded fails the
  * key's next commit instead (pmv_ini_scope_add).
  */
+/*
+ * Before a plain write to key is posted: its scope must be able to record
+ * the write's range (no memory: -FI_ENOMEM, and nothing is posted, as a
+ * range lost after the post would leave a later commit to the key, of any
+ * thread, claiming bytes it never named).
+ */
+int pmv_ini_prepare(struct pmv_ep *ep, uint64_t key)
+{
+	struct pmv_ini *ini = ep->ini;
+	int ret;
+
+	pmv_lock(&ini->lock, PMV_LOCK_INI);
+	ret = pmv_scope_prepare(&ini->scope, key);
+	pmv_unlock(&ini->lock, PMV_LOCK_INI);
+	if (ret)
+		PMV_WARN(FI_LOG_EP_DATA, "no memory to record a write's range "
+			 "(key 0x%llx): the write is refused (-FI_ENOMEM); "
+			 "free memory and post it again\n",
+			 (unsigned long long) key);
+	return ret;
+}
+
 ssize_t pmv_ini_track(struct pmv_ep *ep, uint64_t key, uint64_t addr,
 		      uint64_t len)
 {

@@ -211,6 +211,7 @@ bool pmv_method_may_take(enum fi_pmem_method id);
 /* pmv_scope.c */
 void pmv_scope_init(struct pmv_scope *scope, unsigned limit);
 void pmv_scope_fini(struct pmv_scope *scope);
+int pmv_scope_prepare(struct pmv_scope *scope, uint64_t key);
 int pmv_scope_add(struct pmv_scope *scope, uint64_t key, uint64_t addr,
 		  uint64_t len);
 int pmv_scope_add_gen(struct pmv_scope *scope, uint64_t key, uint64_t addr,

@@ -62,9 +62,17 @@ static struct pmv_key_scope *pmv_scope_key(struct pmv_scope *scope,
 		scope->keys = keys;
 		scope->cap = cap;
 	}
-	keys = &scope->keys[scope->nkeys++];
+	keys = &scope->keys[scope->nkeys];
 	memset(keys, 0, sizeof(*keys));
+	/* room for its extents now: once a key exists, a range is always
+	 * recorded (ks_insert absorbs it when the room cannot grow) */
+	keys->ext = pmv_fault(PMV_FAULT_ALLOC) ? NULL :
+		    malloc(8 * sizeof(*keys->ext));
+	if (!keys->ext)
+		return NULL;
+	keys->cap = 8;
 	keys->key = key;
+	scope->nkeys++;
 	return keys;
 }
 
@@ -107,6 +115,31 @@ static unsigned ks_first_reaching(const struct pmv_key_scope *ks,
 	return lo;
 }
 
+/*
+ * No room for a new extent: ext (touching none) widens its neighbour at i
+ * or i - 1 over the bytes between, so its range is still recorded; the
+ * target persists a few bytes more.  0, or -FI_ENOMEM with no extent.
+ */
+static int ks_absorb(struct pmv_key_scope *ks, unsigned i,
+		     struct pmv_extent ext)
+{
+	unsigned at = i < ks->count ? i : i - 1;
+	uint64_t lo, hi;
+
+	if (!ks->count)
+		return -FI_ENOMEM;
+	if (i > 0 && i < ks->count &&
+	    ext.addr - ext_end(&ks->ext[i - 1]) <
+	    ks->ext[i].addr - ext_end(&ext))
+		at = i - 1;
+	lo = ks->ext[at].addr < ext.addr ? ks->ext[at].addr : ext.addr;
+	hi = ext_end(&ks->ext[at]) > ext_end(&ext) ? ext_end(&ks->ext[at]) :
+						     ext_end(&ext);
+	ks->ext[at].addr = lo;
+	ks->ext[at].len = hi - lo;
+	return 0;
+}
+
 /* Stores ext, merged with every extent it touches or overlaps. */
 static int ks_insert(struct pmv_key_scope *ks, struct pmv_extent ext)
 {
@@ -121,9 +154,9 @@ static int ks_insert(struct pmv_key_scope *ks, struct pmv_extent ext)
 		j++;
 	}
 	ext.len = end - ext.addr;
+	if (j == i && ks_reserve(ks)) /* no room, none to be had */
+		return ks_absorb(ks, i, ext);
 	if (j == i) { /* it touches none: a new slot at i */
-		if (ks_reserve(ks))
-			return -FI_ENOMEM;
 		memmove(&ks->ext[i + 1], &ks->ext[i],
 			(ks->count - i) * sizeof(ks->ext[0]));
 		ks->count++;
@@ -216,6 +249,13 @@ int pmv_scope_add_gen(struct pmv_scope *scope, uint64_t key, uint64_t addr,
 		ks_coalesce(scope, ks, scope->limit, false);
 	ks_coalesce(scope, ks, PMV_SCOPE_CAP, true);
 	return 0;
+}
+
+/* The key's scope exists, so that its writes' ranges are always recorded:
+ * 0, or -FI_ENOMEM. */
+int pmv_scope_prepare(struct pmv_scope *scope, uint64_t key)
+{
+	return pmv_scope_key(scope, key, true) ? 0 : -FI_ENOMEM;
 }
 
 /* A range written now, when the peer's known generation is scope->gen. */

@@ -18,6 +18,9 @@
 
 #include "pmv_initiator.h"
 
+/* Extents a key's scope has room for when it is created. */
+#define PMV_KEY_EXTENTS 8
+
 void pmv_scope_init(struct pmv_scope *scope, unsigned limit)
 {
 	long page = sysconf(_SC_PAGESIZE);
@@ -67,10 +70,10 @@ static struct pmv_key_scope *pmv_scope_key(struct pmv_scope *scope,
 	/* room for its extents now: once a key exists, a range is always
 	 * recorded (ks_insert absorbs it when the room cannot grow) */
 	keys->ext = pmv_fault(PMV_FAULT_ALLOC) ? NULL :
-		    malloc(8 * sizeof(*keys->ext));
+		    malloc(PMV_KEY_EXTENTS * sizeof(*keys->ext));
 	if (!keys->ext)
 		return NULL;
-	keys->cap = 8;
+	keys->cap = PMV_KEY_EXTENTS;
 	keys->key = key;
 	scope->nkeys++;
 	return keys;
@@ -89,7 +92,7 @@ static int ks_reserve(struct pmv_key_scope *ks)
 
 	if (ks->count < ks->cap)
 		return 0;
-	cap = ks->cap ? ks->cap * 2 : 8;
+	cap = ks->cap * 2; /* a key is created with room (PMV_KEY_EXTENTS) */
 	ext = pmv_fault(PMV_FAULT_ALLOC) ? NULL :
 	      realloc(ks->ext, cap * sizeof(*ext));
 	if (!ext)

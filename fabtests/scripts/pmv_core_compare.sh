@@ -28,7 +28,9 @@
 #     core (-p CORE -P) and pmemverbs on PAGE, DMP and MHP targets (files in
 #     LAT_DIR, /dev/shm); rounds alternate everything (configurations and
 #     target modes rotate); cells are medians over rounds of the per-round
-#     ratios.  RDM is not measured: fi_pmem_lat is MSG only.
+#     ratios.  PMV_CC_EP=rdm: every run on FI_EP_RDM endpoints
+#     (fi_pmem_lat -e rdm, fi_pmem_bw -e rdm: pmemverbs' rxm over its MSG
+#     endpoints beside the core's own RDM endpoints; issue 27 item 5).
 # (3) throughput (with PMV_BW_BIN): fi_pmem_bw -m write,core_commit, 4 KiB
 #     writes, 16 outstanding, passive target, BW_MS per measurement: a
 #     commit on every write, in writes/s and over fi_write in the same
@@ -48,7 +50,9 @@
 #        PMV_CC_CONFIGS ("core page cache_line byte"),
 #        PMV_CC_TARGETS ("busy passive"), PMV_CC_ORACLE_DIR (/var/tmp),
 #        PMV_CC_LAT_DIR (/dev/shm), PMV_CC_BW_MS (250),
-#        PMV_CC_BUDGET (600 s: later runs skipped)
+#        PMV_CC_BUDGET (600 s: later runs skipped), PMV_CC_EP (msg or
+#        rdm: the endpoint type of every run; rdm names the files
+#        core_compare_rdm*)
 # Writes OUT_DIR/core_compare.csv (every fi_pmem_lat row, prefixed with
 # round,config,target), core_compare_early.csv, core_compare_bw.csv (every
 # fi_pmem_bw row, prefixed with round,config), core_compare.txt (the
@@ -90,13 +94,17 @@ LAT_DIR=${PMV_CC_LAT_DIR:-/dev/shm}
 BUDGET=${PMV_CC_BUDGET:-600}
 BW_MS=${PMV_CC_BW_MS:-250}
 BW_BIN=${PMV_BW_BIN:-}
+EP=${PMV_CC_EP:-msg}
+[[ $EP == msg || $EP == rdm ]] || die "PMV_CC_EP must be msg or rdm"
+SUFFIX= EP_ARGS=
+[ "$EP" = rdm ] && SUFFIX=_rdm EP_ARGS="-e rdm"
 RUN_TIMEOUT=120
 KILL_AFTER=10
-LOGS=$OUT/logs/core_compare
-CSV=$OUT/core_compare.csv
-EARLY_CSV=$OUT/core_compare_early.csv
-BW_CSV=$OUT/core_compare_bw.csv
-TABLE=$OUT/core_compare.txt
+LOGS=$OUT/logs/core_compare$SUFFIX
+CSV=$OUT/core_compare$SUFFIX.csv
+EARLY_CSV=$OUT/core_compare${SUFFIX}_early.csv
+BW_CSV=$OUT/core_compare${SUFFIX}_bw.csv
+TABLE=$OUT/core_compare$SUFFIX.txt
 SZ=$(echo $SIZES | tr ' ' ,)
 
 mkdir -p "$LOGS" || die "cannot create $LOGS"
@@ -195,9 +203,10 @@ count() {
 	return 1
 }
 
-# fi_pmem_lat's provider arguments for a config (core: -p CORE -P).
+# fi_pmem_lat's provider and endpoint arguments for a config (core: -p
+# CORE -P).
 prov_args() {
-	[ "$1" = core ] && echo "-p $CORE -P" || echo "-p pmemverbs"
+	[ "$1" = core ] && echo "-p $CORE -P $EP_ARGS" || echo "-p pmemverbs $EP_ARGS"
 }
 
 # The profile name of a granularity (core: the target's profile it is on).
@@ -403,7 +412,7 @@ latency_table() {
 	echo
 	echo "# (2) commit p50/read8 p50 and commit p99/read8 p50 (medians over"
 	echo "#     $ROUNDS alternating rounds), commit p50/read8 p50 in us;"
-	echo "#     busy: target in fi_cq_read; passive: in fi_cq_sread; MSG"
+	echo "#     busy: target in fi_cq_read; passive: in fi_cq_sread; $EP"
 	line=$(printf '%-16s %5s' config size)
 	for t in $TARGETS; do line+=$(printf '  %-30s' "$t"); done
 	echo "$line"
@@ -446,21 +455,21 @@ throughput_table() {
 FI_VER=$(fi_info --version 2>/dev/null | awk '/^libfabric:/ {print $2}')
 CAPS=$(core_caps)
 CORE_PMEM=no
-[[ $CAPS == *FI_EP_MSG=yes* ]] && CORE_PMEM=yes
+[[ $CAPS == *FI_EP_${EP^^}=yes* ]] && CORE_PMEM=yes
 {
 	echo "# pmv_core_compare.sh: libfabric ${FI_VER:-?}, core $CORE: FI_RMA_PMEM $CAPS"
-	echo "# RDM: not measured (fi_pmem_lat and its harness are MSG only)"
+	echo "# endpoints: FI_EP_${EP^^} (PMV_CC_EP=$EP)"
 	[ "$CORE_PMEM" = yes ] ||
 		echo "# the $CORE core offers no FI_RMA_PMEM here: pmemverbs only"
-} | tee "$OUT/core_compare_head.txt"
+} | tee "$OUT/core_compare${SUFFIX}_head.txt"
 measure_early
 measure_latency
 {
-	cat "$OUT/core_compare_head.txt"
+	cat "$OUT/core_compare${SUFFIX}_head.txt"
 	early_table
 	latency_table
 	throughput_table
 } | tee "$TABLE"
-rm -f "$OUT/core_compare_head.txt"
+rm -f "$OUT/core_compare${SUFFIX}_head.txt"
 echo "# $SECONDS s; $failures failed runs, $skipped skipped (logs in $LOGS)"
 [ "$failures" -eq 0 ] && [ "$skipped" -eq 0 ]

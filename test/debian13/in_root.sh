@@ -12,8 +12,9 @@
 # usage: in_root.sh SRC_DIR BUILD_DIR PORT_BASE [bench|fabtests]
 #        (inside the root)
 # With "bench": the build, then the benchmarks instead of the tests
-# (fabtests/scripts/pmv_core_compare.sh on PORT_BASE .. +199 and
-# pmv_commit_modes.sh on PORT_BASE+300 ..; results in BUILD_DIR/results).
+# (fabtests/scripts/pmv_core_compare.sh on PORT_BASE .. +199, again on
+# RDM endpoints on +200 .. +299, and pmv_commit_modes.sh on PORT_BASE+300
+# ..; results in BUILD_DIR/results).
 # With "fabtests": the build, then upstream fabtests 2.1 alone (ports
 # PORT_BASE .. +99).
 # Ports PORT_BASE .. PORT_BASE+999 (durability +0..+300 and its probe +900,
@@ -141,6 +142,14 @@ run_bench() {
 		report PASS core_compare "$out/core_compare.txt"
 	else
 		report FAIL core_compare "a run failed or was skipped (above)"
+	fi
+	section "pmv_core_compare.sh on RDM endpoints (ports $((PORT + 200))..$((PORT + 299)))"
+	if PMV_CC_EP=rdm PMV_LAT_BIN=$bin/fi_pmem_lat PMV_BW_BIN=$bin/fi_pmem_bw \
+	   bash "$SRC/fabtests/scripts/pmv_core_compare.sh" \
+	   "$out" "$((PORT + 200))"; then
+		report PASS core_compare_rdm "$out/core_compare_rdm.txt"
+	else
+		report FAIL core_compare_rdm "a run failed or was skipped (above)"
 	fi
 	section "pmv_commit_modes.sh (ports from $((PORT + 300)))"
 	if PMV_LAT_BIN=$bin/fi_pmem_lat PMV_BW_BIN=$bin/fi_pmem_bw \

@@ -12,7 +12,8 @@ void lat_usage(const char *prog)
 		"[-S SIZE[,SIZE...]]\n"
 		"        [-I ITERS] [-W WARMUP] [-m MODE[,MODE...]] [-b BATCH] "
 		"[-i IDLE_US]\n"
-		"        [-f FILE] [-y] [-K] [-P] [-D FILE] [-V FILE] [-O LOG]\n"
+		"        [-e msg|rdm] [-f FILE] [-y] [-K] [-w WAIT] [-P] "
+		"[-D FILE] [-V FILE]\n        [-O LOG]\n"
 		"        [--csv]\n"
 		"  without -s: the target; with -s: the initiator, which "
 		"measures\n"
@@ -24,6 +25,9 @@ void lat_usage(const char *prog)
 		"      scatter (%s), measured interleaved\n"
 		"  -i  initiator: sleep IDLE_US microseconds before each "
 		"iteration, untimed (0)\n"
+		"  -e  endpoint type, both sides: msg (default) or rdm "
+		"(ofi_rxm over\n"
+		"      pmemverbs MSG; -w epoll and eq are refused there)\n"
 		"  -f  target's file (default: a temporary file)\n"
 		"  -y  target: busy-poll its CQ (fi_cq_read) instead of "
 		"waiting in fi_cq_sread\n"
@@ -114,6 +118,7 @@ static bool parse_option(int c, char *arg, void *prog_opts)
 		opts->batch = (int) value;
 		return true;
 	case 'i': return pm_parse_long(arg, 0, MAX_IDLE_US, &opts->idle_us);
+	case 'e': return pm_parse_ep_type(arg, &opts->ep_type);
 	case 'y': pm_busy_poll = true; return true;
 	case 'K': pm_wait_on_cntr = true; return true;
 	case 'w':
@@ -132,14 +137,14 @@ bool lat_parse_options(int argc, char **argv, struct options *opts)
 {
 	const struct pm_opts_prog prog = {
 		.default_port = DEFAULT_PORT, .default_sizes = DEFAULT_SIZES,
-		.max_size = MAX_SIZE, .letters = "I:W:m:b:i:yKw:D:O:V:",
+		.max_size = MAX_SIZE, .letters = "I:W:m:b:i:e:yKw:D:O:V:",
 		.parse = parse_option, .prog_opts = opts,
 	};
 	char modes[] = DEFAULT_MODES;
 
 	*opts = (struct options) {
 		.iters = DEFAULT_ITERS, .warmup = DEFAULT_WARMUP,
-		.batch = DEFAULT_BATCH,
+		.batch = DEFAULT_BATCH, .ep_type = FI_EP_MSG,
 	};
 	return parse_modes(modes, opts) &&
 	       pm_opts_parse(argc, argv, &opts->pm, &prog) &&

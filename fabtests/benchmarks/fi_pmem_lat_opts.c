@@ -27,7 +27,7 @@ void lat_usage(const char *prog)
 		"iteration, untimed (0)\n"
 		"  -e  endpoint type, both sides: msg (default) or rdm "
 		"(ofi_rxm over\n"
-		"      pmemverbs MSG; -w epoll and eq are refused there)\n"
+		"      pmemverbs MSG; there -w none and -w eq are refused)\n"
 		"  -f  target's file (default: a temporary file)\n"
 		"  -y  target: busy-poll its CQ (fi_cq_read) instead of "
 		"waiting in fi_cq_sread\n"
@@ -93,6 +93,18 @@ static bool options_consistent(const struct options *opts)
 	if (!opts->pm.server && (opts->dirty_file || opts->oracle_file ||
 				 opts->placed_file)) {
 		fprintf(stderr, "-D, -V and -O are for the initiator (-s)\n");
+		return false;
+	}
+	if (opts->ep_type == FI_EP_RDM && (pm_wait_mode == PM_WAIT_NONE ||
+					   pm_wait_mode == PM_WAIT_EQ)) {
+		fprintf(stderr, "-w %s is refused with -e rdm: %s\n",
+			pm_wait_mode == PM_WAIT_NONE ? "none" : "eq",
+			pm_wait_mode == PM_WAIT_NONE ?
+			"fi_cq(3) forbids fi_cq_sread on a CQ of FI_WAIT_NONE, "
+			"and ofi_rxm's CQ crashes in it (libfabric 1.17); use "
+			"-w noread or -y" :
+			"an RDM endpoint has no EQ (ofi_rxm refuses to bind "
+			"one); use -w unspec, fd, pollfd, epoll or cntr");
 		return false;
 	}
 	if (!opts->pm.server && opts->idle_us) {

@@ -577,32 +577,65 @@ run_advertisement() {
 
 # The fabtests functional test of commit, fence, FI_IMMED and flush, on a
 # target of granularity GRAN, with the initiator's FI_PMEMVERBS_METHOD
-# METHOD (default auto: read_flush for MHP, the agent for the others).
+# METHOD (default auto: read_flush for MHP, the agent for the others), over
+# endpoints of type EP (msg, or rdm: ofi_rxm over pmemverbs MSG; the old
+# tools printed "FI_EP_RDM: unsupported" and exited 61 there: a FAIL).
 run_fabtest_commit() {
-	local port=$1 gran=$2 method=${3:-auto}
+	local port=$1 gran=$2 method=${3:-auto} ep=${4:-msg}
 	local bin=$BUILD/fabtests/functional/fi_pmem_commit
-	check_pair "fi_pmem_commit (fabtests functional, $gran, $method)" \
+	check_pair "fi_pmem_commit (fabtests functional, $gran, $method${4:+, -e $ep})" \
 		env FI_PROVIDER_PATH="$BUILD/.libs" \
-		PMEM2_FORCE_GRANULARITY="$gran" timeout 60 "$bin" -B "$port" -- \
+		PMEM2_FORCE_GRANULARITY="$gran" timeout 60 "$bin" -e "$ep" \
+		-B "$port" -- \
 		env FI_PROVIDER_PATH="$BUILD/.libs" FI_PMEMVERBS_METHOD="$method" \
-		timeout 60 "$bin" -s 127.0.0.1 -B "$port"
+		timeout 60 "$bin" -e "$ep" -s 127.0.0.1 -B "$port"
 }
 
 # RemoteLog compound appends (a record's commit, then the tail pointer
 # with FI_FENCE) from an application that progresses with fi_cq_read(cq,
 # NULL, 0) while its fenced commit returns -FI_EAGAIN: the engine must
 # still take its internal completions (it did not: every append failed).
+# Over EP (msg or rdm); with rdm, the log is then recovered (-r) and must be
+# consistent with every record appended, (300 + 10) x 2.
 run_remotelog_compound() {
-	local port=$1 gran=$2 method=$3 bin=$BUILD/fabtests/benchmarks/fi_pmem_remotelog
-	local file
+	local port=$1 gran=$2 method=$3 ep=${4:-msg}
+	local bin=$BUILD/fabtests/benchmarks/fi_pmem_remotelog file out
 	file=$(mktemp /dev/shm/pmv_rl.XXXXXX)
-	check_pair "fi_pmem_remotelog compound ($gran, $method)" \
+	check_pair "fi_pmem_remotelog compound ($gran, $method${4:+, -e $ep})" \
 		env FI_PROVIDER_PATH="$BUILD/.libs" \
-		PMEM2_FORCE_GRANULARITY="$gran" timeout 60 "$bin" -B "$port" \
-		-f "$file" -- \
+		PMEM2_FORCE_GRANULARITY="$gran" timeout 60 "$bin" -e "$ep" \
+		-B "$port" -f "$file" -- \
 		env FI_PROVIDER_PATH="$BUILD/.libs" FI_PMEMVERBS_METHOD="$method" \
-		timeout 60 "$bin" -s 127.0.0.1 -B "$port" -m compound \
+		timeout 60 "$bin" -e "$ep" -s 127.0.0.1 -B "$port" -m compound \
 		-S 64,4096 -I 300 -W 10
+	if [[ $ep == rdm ]]; then
+		out=$(timeout 60 "$bin" -r "$file" 2>&1)
+		if [[ $out == *consistent* && $out == *records=620* ]]; then
+			echo "PASS fi_pmem_remotelog recovery ($gran, -e $ep): 620 records, consistent"
+			add 1 0
+		else
+			echo "FAIL fi_pmem_remotelog recovery ($gran, -e $ep): $(tail -2 <<<"$out" | tr '\n' ' ')"
+			add 0 1
+		fi
+	fi
+	rm -f "$file"
+}
+
+# fi_pmem_lat over RDM endpoints, a few iterations of read8, commit and
+# write at 64 B and 4 KiB to a target of granularity GRAN, its commits
+# checked at completion against the target's file (-D: no dirty page, -V:
+# the bytes in place): it must end with "early: 0 of N commits".
+run_lat_rdm() {
+	local port=$1 gran=$2 bin=$BUILD/fabtests/benchmarks/fi_pmem_lat file
+	file=$(mktemp /dev/shm/pmv_lat.XXXXXX)
+	check_pair "fi_pmem_lat -e rdm ($gran, read8/commit/write, 0 early)" \
+		env FI_PROVIDER_PATH="$BUILD/.libs" \
+		PMEM2_FORCE_GRANULARITY="$gran" timeout 60 "$bin" -e rdm \
+		-B "$port" -S 64,4096 -f "$file" -- \
+		bash -c 'o=$("$@" 2>&1) && grep -q "^early: 0 of [1-9]" <<<"$o"' _ \
+		env FI_PROVIDER_PATH="$BUILD/.libs" timeout 60 "$bin" -e rdm \
+		-s 127.0.0.1 -B "$port" -S 64,4096 -I 50 -W 5 \
+		-m read8,commit,write -D "$file" -V "$file"
 	rm -f "$file"
 }
 
@@ -640,6 +673,9 @@ run_fabtest_commit 9365 byte read_flush
 run_remotelog_compound 9362 cache_line agent
 run_remotelog_compound 9363 page agent
 run_remotelog_compound 9364 byte read_flush
+run_fabtest_commit 9366 cache_line auto rdm
+run_remotelog_compound 9367 cache_line agent rdm
+run_lat_rdm 9368 page
 run_integration normal "$BUILD" 9230
 run_upstream_fabtests "$BUILD" 30500
 run_sos "$BUILD" 31000

@@ -318,6 +318,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	pm_role = opts.pm.server ? "[initiator]" : "[target]";
+	ret = pm_check_ep_type(opts.pm.prov, opts.ep_type);
+	if (ret != PM_EXIT_PASS)
+		return ret;
 	/* Every failure has already been reported where it happened. */
 	ret = opts.pm.server ? run_initiator(&opts) : run_target(&opts);
 	return ret ? 1 : 0;

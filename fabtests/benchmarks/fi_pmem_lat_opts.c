@@ -12,7 +12,8 @@ void lat_usage(const char *prog)
 		"[-S SIZE[,SIZE...]]\n"
 		"        [-I ITERS] [-W WARMUP] [-m MODE[,MODE...]] [-b BATCH] "
 		"[-i IDLE_US]\n"
-		"        [-f FILE] [-y] [-K] [-P] [-D FILE] [-V FILE] [-O LOG]\n"
+		"        [-e msg|rdm] [-f FILE] [-y] [-K] [-w WAIT] [-P] "
+		"[-D FILE] [-V FILE]\n        [-O LOG]\n"
 		"        [--csv]\n"
 		"  without -s: the target; with -s: the initiator, which "
 		"measures\n"
@@ -24,6 +25,9 @@ void lat_usage(const char *prog)
 		"      scatter (%s), measured interleaved\n"
 		"  -i  initiator: sleep IDLE_US microseconds before each "
 		"iteration, untimed (0)\n"
+		"  -e  endpoint type, both sides: msg (default) or rdm "
+		"(ofi_rxm over\n"
+		"      pmemverbs MSG; there -w none and -w eq are refused)\n"
 		"  -f  target's file (default: a temporary file)\n"
 		"  -y  target: busy-poll its CQ (fi_cq_read) instead of "
 		"waiting in fi_cq_sread\n"
@@ -91,6 +95,18 @@ static bool options_consistent(const struct options *opts)
 		fprintf(stderr, "-D, -V and -O are for the initiator (-s)\n");
 		return false;
 	}
+	if (opts->ep_type == FI_EP_RDM && (pm_wait_mode == PM_WAIT_NONE ||
+					   pm_wait_mode == PM_WAIT_EQ)) {
+		fprintf(stderr, "-w %s is refused with -e rdm: %s\n",
+			pm_wait_mode == PM_WAIT_NONE ? "none" : "eq",
+			pm_wait_mode == PM_WAIT_NONE ?
+			"fi_cq(3) forbids fi_cq_sread on a CQ of FI_WAIT_NONE, "
+			"and ofi_rxm's CQ crashes in it (libfabric 1.17); use "
+			"-w noread or -y" :
+			"an RDM endpoint has no EQ (ofi_rxm refuses to bind "
+			"one); use -w unspec, fd, pollfd, epoll or cntr");
+		return false;
+	}
 	if (!opts->pm.server && opts->idle_us) {
 		fprintf(stderr, "-i is for the initiator (-s)\n");
 		return false;
@@ -114,6 +130,7 @@ static bool parse_option(int c, char *arg, void *prog_opts)
 		opts->batch = (int) value;
 		return true;
 	case 'i': return pm_parse_long(arg, 0, MAX_IDLE_US, &opts->idle_us);
+	case 'e': return pm_parse_ep_type(arg, &opts->ep_type);
 	case 'y': pm_busy_poll = true; return true;
 	case 'K': pm_wait_on_cntr = true; return true;
 	case 'w':
@@ -132,14 +149,14 @@ bool lat_parse_options(int argc, char **argv, struct options *opts)
 {
 	const struct pm_opts_prog prog = {
 		.default_port = DEFAULT_PORT, .default_sizes = DEFAULT_SIZES,
-		.max_size = MAX_SIZE, .letters = "I:W:m:b:i:yKw:D:O:V:",
+		.max_size = MAX_SIZE, .letters = "I:W:m:b:i:e:yKw:D:O:V:",
 		.parse = parse_option, .prog_opts = opts,
 	};
 	char modes[] = DEFAULT_MODES;
 
 	*opts = (struct options) {
 		.iters = DEFAULT_ITERS, .warmup = DEFAULT_WARMUP,
-		.batch = DEFAULT_BATCH,
+		.batch = DEFAULT_BATCH, .ep_type = FI_EP_MSG,
 	};
 	return parse_modes(modes, opts) &&
 	       pm_opts_parse(argc, argv, &opts->pm, &prog) &&

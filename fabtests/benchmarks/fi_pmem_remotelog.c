@@ -70,8 +70,9 @@ int main(int argc, char **argv)
 		return recover(opts.recover) ? PM_EXIT_FAIL : PM_EXIT_PASS;
 	}
 	pm_role = opts.server ? "[initiator]" : "[target]";
-	if (opts.ep_type != FI_EP_MSG)
-		return pm_check_ep_type(opts.prov, opts.ep_type);
+	ret = pm_check_ep_type(opts.prov, opts.ep_type);
+	if (ret != PM_EXIT_PASS)
+		return ret;
 	ret = opts.server ? run_initiator(&opts) : run_target(&opts);
 	return ret ? PM_EXIT_FAIL : PM_EXIT_PASS;
 }

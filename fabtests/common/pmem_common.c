@@ -131,28 +131,33 @@ bool pm_is_pmemverbs(const char *prov)
 	return !strcmp(prov, PM_PROVIDER);
 }
 
+enum fi_ep_type pm_ep_type = FI_EP_MSG;
+
+const char *pm_ep_type_name(void)
+{
+	return pm_ep_type == FI_EP_RDM ? "rdm" : "msg";
+}
+
+static struct fi_info *pm_hints(const char *prov, enum fi_ep_type type);
+
 int pm_check_ep_type(const char *prov, enum fi_ep_type type)
 {
 	struct fi_info *hints, *info = NULL;
 	int ret;
 
+	pm_ep_type = type;
 	if (type == FI_EP_MSG)
 		return PM_EXIT_PASS;
-	hints = fi_allocinfo();
-	if (hints) {
-		hints->caps = FI_RMA | FI_RMA_PMEM;
-		hints->ep_attr->type = FI_EP_RDM;
-		hints->fabric_attr->prov_name = strdup(prov);
-	}
-	ret = hints && hints->fabric_attr->prov_name ?
-	      fi_getinfo(PM_FI_VERSION, NULL, NULL, 0, hints, &info) :
-	      -FI_ENOMEM;
+	hints = pm_hints(prov, type);
+	ret = hints ? fi_getinfo(PM_FI_VERSION, NULL, NULL, 0, hints, &info) :
+		      -FI_ENOMEM;
 	fi_freeinfo(hints);
 	fi_freeinfo(info);
-	printf("FI_EP_RDM: unsupported: durable commits (FI_RMA_PMEM, "
-	       "FI_COMMIT_COMPLETE) need connected FI_EP_MSG endpoints; "
-	       "fi_getinfo(%s, FI_EP_RDM, FI_RMA_PMEM): %s\n", prov,
-	       ret ? fi_strerror(-ret) : "offered, but this test is MSG only");
+	if (!ret)
+		return PM_EXIT_PASS;
+	printf("FI_EP_RDM: unsupported: fi_getinfo(%s, FI_EP_RDM, FI_MSG | "
+	       "FI_RMA%s): %s\n", prov, pm_is_pmemverbs(prov) || pm_core_pmem ?
+	       " | FI_RMA_PMEM" : "", fi_strerror(-ret));
 	fflush(stdout);
 	return PM_EXIT_SKIP;
 }
@@ -166,9 +171,9 @@ bool pm_has_mr_mode(const struct pm_fabric *res, int bit)
 
 bool pm_core_pmem;
 
-/* MSG endpoint hints; FI_RMA_PMEM for pmemverbs, and for another provider
- * (a core's own FI_COMMIT_COMPLETE) when pm_core_pmem is set. */
-static struct fi_info *pm_hints(const char *prov)
+/* Endpoint hints of type; FI_RMA_PMEM for pmemverbs, and for another
+ * provider (a core's own FI_COMMIT_COMPLETE) when pm_core_pmem is set. */
+static struct fi_info *pm_hints(const char *prov, enum fi_ep_type type)
 {
 	struct fi_info *hints = fi_allocinfo();
 
@@ -177,7 +182,7 @@ static struct fi_info *pm_hints(const char *prov)
 	hints->caps = FI_MSG | FI_RMA | (pm_is_pmemverbs(prov) ||
 					 pm_core_pmem ? FI_RMA_PMEM : 0);
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
-	hints->ep_attr->type = FI_EP_MSG;
+	hints->ep_attr->type = type;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 				      FI_MR_ALLOCATED | FI_MR_PROV_KEY |
 				      FI_MR_ENDPOINT;
@@ -195,7 +200,7 @@ static int pm_find_provider(const char *prov, const char *server,
 {
 	const char *node = server ? server : PM_LISTEN_ADDR;
 	uint64_t flags = server ? 0 : FI_SOURCE;
-	struct fi_info *hints = pm_hints(prov);
+	struct fi_info *hints = pm_hints(prov, pm_ep_type);
 	int ret;
 
 	if (!hints)
@@ -203,11 +208,12 @@ static int pm_find_provider(const char *prov, const char *server,
 	ret = fi_getinfo(PM_FI_VERSION, node, port, flags, hints, info);
 	fi_freeinfo(hints);
 	if (ret)
-		pm_complain("fi_getinfo found no %s FI_EP_MSG endpoint with RMA "
+		pm_complain("fi_getinfo found no %s %s endpoint with RMA "
 			    "for %s port %s: %s (for pmemverbs, does "
 			    "FI_PROVIDER_PATH hold libpmemverbs-fi.so? set "
-			    "FI_LOG_LEVEL=warn to see why)",
-			    prov, node, port, fi_strerror(-ret));
+			    "FI_LOG_LEVEL=warn to see why)", prov,
+			    fi_tostr(&pm_ep_type, FI_TYPE_EP_TYPE), node,
+			    port, fi_strerror(-ret));
 	return ret;
 }
 
@@ -228,7 +234,10 @@ int pm_open_fabric(const char *prov, const char *server, const char *port,
 	if (!ret)
 		ret = pm_check(fi_domain(res->fabric, res->info, &res->domain,
 					 NULL), "fi_domain");
-	if (!ret && pm_is_pmemverbs(prov))
+	if (!ret && pm_ep_type == FI_EP_RDM)
+		ret = pm_rdm_open_av(res);
+	/* pmemverbs's RDM domain is ofi_rxm's: no FI_PMEM_DOMAIN_OPS there */
+	if (!ret && pm_is_pmemverbs(prov) && pm_ep_type == FI_EP_MSG)
 		ret = pm_check(fi_open_ops(&res->domain->fid,
 					   FI_PMEM_DOMAIN_OPS, 0,
 					   (void **) &res->pmem_ops, NULL),
@@ -244,6 +253,7 @@ void pm_close_fid(struct fid *fid, const char *what)
 
 void pm_close_fabric(struct pm_fabric *res)
 {
+	pm_close_fid(res->av ? &res->av->fid : NULL, "closing the AV");
 	pm_close_fid(res->domain ? &res->domain->fid : NULL,
 		     "closing the domain");
 	pm_close_fid(res->eq ? &res->eq->fid : NULL, "closing the EQ");

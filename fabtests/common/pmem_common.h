@@ -2,7 +2,7 @@
 /*
  * pmem_common: what the pmemverbs fabtests (fi_pmem_lat, fi_pmem_bw,
  * fi_pmem_commit, fi_pmem_remotelog) share: status output, bounded waits,
- * fabric and connection setup over FI_EP_MSG, the target's file mapping and
+ * fabric and connection setup over FI_EP_MSG or FI_EP_RDM, the target's file mapping and
  * its registration (FI_RMA_PMEM on pmemverbs), the exchange of the region,
  * durable commits with fi_writemsg, option parsing and latency statistics.
  *
@@ -96,12 +96,17 @@ bool pm_parse_sizes(char *list, size_t min, size_t max, size_t *sizes,
 bool pm_parse_ep_type(const char *text, enum fi_ep_type *type);
 bool pm_is_pmemverbs(const char *prov);
 /*
- * The tests need FI_EP_MSG endpoints: commits are not available on RDM
- * endpoints.  For -e rdm this says why, after asking fi_getinfo whether
- * the provider offers FI_RMA_PMEM on RDM endpoints, and returns
- * PM_EXIT_SKIP; for -e msg it returns PM_EXIT_PASS.
+ * Sets the endpoint type of the whole program (pm_ep_type).  For -e rdm
+ * it first asks fi_getinfo whether prov offers FI_RMA_PMEM (or, off
+ * pmemverbs without pm_core_pmem, FI_RMA) on FI_EP_RDM endpoints; if not,
+ * it prints why and returns PM_EXIT_SKIP.  PM_EXIT_PASS otherwise.
  */
 int pm_check_ep_type(const char *prov, enum fi_ep_type type);
+/* FI_EP_MSG (the default) or FI_EP_RDM: how pm_open_fabric, pm_connect and
+ * pm_run_target set up; set by pm_check_ep_type. */
+extern enum fi_ep_type pm_ep_type;
+/* "msg" or "rdm", for output. */
+const char *pm_ep_type_name(void);
 
 /* ------------------------------------------------------------- fabric */
 
@@ -110,15 +115,16 @@ struct pm_fabric {
 	struct fi_info *info;
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
-	struct fid_eq *eq;
+	struct fid_eq *eq;   /* connection events; bound to MSG endpoints only */
+	struct fid_av *av;   /* FI_EP_RDM only: the peer's address */
 	struct fi_pmem_ops_domain *pmem_ops; /* NULL unless pmemverbs */
 };
 
 /*
- * fi_getinfo for an FI_EP_MSG endpoint with FI_MSG | FI_RMA (and
+ * fi_getinfo for a pm_ep_type endpoint with FI_MSG | FI_RMA (and
  * FI_RMA_PMEM on pmemverbs) on server:port, or listening on port when
- * server is NULL; then opens the fabric, an EQ, the domain and, on
- * pmemverbs, its FI_PMEM_DOMAIN_OPS.
+ * server is NULL; then opens the fabric, an EQ, the domain, on FI_EP_RDM
+ * an AV and, on pmemverbs, its FI_PMEM_DOMAIN_OPS.
  */
 int pm_open_fabric(const char *prov, const char *server, const char *port,
 		   struct pm_fabric *res);
@@ -159,6 +165,7 @@ int pm_register(const struct pm_fabric *res, struct fid_ep *ep, void *buf,
 /* One connected endpoint, its CQs and its local memory. */
 struct pm_conn {
 	struct fid_ep *ep;
+	fi_addr_t peer; /* the other end in the AV; FI_ADDR_UNSPEC on MSG */
 	struct fid_cq *tx_cq;
 	struct fid_cq *rx_cq; /* FI_CQ_FORMAT_DATA: FI_IMMED data too */
 	struct fid_cntr *rx_cntr; /* FI_RECV counter (pm_wait_on_cntr) */
@@ -297,6 +304,29 @@ int pm_connect(const struct pm_fabric *res, const char *server,
 /* Receives the target's region (on the posted control receive); does not
  * post the next receive. */
 int pm_receive_region(struct pm_conn *conn, struct pm_region *region);
+
+/* ------------------------------------------------------------- RDM */
+
+/*
+ * The RDM target's counterpart of pm_accept: opens its endpoint (bound to
+ * the AV, listening on the port of res->info's src_addr), posts the first
+ * control receive, waits (up to the session limit) for the initiator's
+ * hello carrying its fi_getname address, inserts it into the AV as
+ * conn->peer and posts the next control receive.
+ */
+int pm_rdm_accept(const struct pm_fabric *res, size_t rma_max,
+		  size_t tx_cq_size, struct pm_conn *conn);
+/*
+ * The RDM initiator's counterpart of pm_connect: opens its endpoint,
+ * inserts the target's address (res->info->dest_addr) as conn->peer,
+ * posts the first control receive and sends the hello with its own
+ * address (retried while the target is not there yet, up to
+ * PM_CM_TIMEOUT_NS).
+ */
+int pm_rdm_connect(const struct pm_fabric *res, size_t rma_max,
+		   size_t tx_cq_size, struct pm_conn *conn);
+/* Opens res->av (FI_AV_TABLE). */
+int pm_rdm_open_av(struct pm_fabric *res);
 
 /* ------------------------------------------------------------- RMA */
 

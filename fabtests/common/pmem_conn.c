@@ -201,6 +201,7 @@ int pm_open_conn(const struct pm_fabric *res, struct fi_info *info,
 {
 	int ret = pm_alloc_local(conn, rma_max);
 
+	conn->peer = FI_ADDR_UNSPEC;
 	if (!ret)
 		ret = pm_check(fi_endpoint(res->domain, info, &conn->ep, NULL),
 			       "fi_endpoint");
@@ -216,8 +217,10 @@ int pm_open_conn(const struct pm_fabric *res, struct fi_info *info,
 		ret = pm_check(fi_ep_bind(conn->ep, &conn->rx_cq->fid, FI_RECV),
 			       "binding the receive CQ");
 	if (!ret)
-		ret = pm_check(fi_ep_bind(conn->ep, &res->eq->fid, 0),
-			       "binding the EQ");
+		ret = res->av ? pm_check(fi_ep_bind(conn->ep, &res->av->fid, 0),
+					 "binding the AV") :
+				pm_check(fi_ep_bind(conn->ep, &res->eq->fid, 0),
+					 "binding the EQ");
 	if (!ret && pm_wait_on_cntr)
 		ret = pm_open_rx_cntr(res, conn);
 	if (!ret)
@@ -245,7 +248,7 @@ void pm_close_conn(struct pm_conn *conn)
 int pm_post_ctrl_recv(struct pm_conn *conn)
 {
 	return pm_check(fi_recv(conn->ep, conn->ctrl_rx, PM_CTRL_MSG_MAX,
-				pm_desc(conn), 0, &conn->ctrl_rx_ctx),
+				pm_desc(conn), conn->peer, &conn->ctrl_rx_ctx),
 			"fi_recv");
 }
 
@@ -256,8 +259,8 @@ int pm_send_ctrl(struct pm_conn *conn, const void *data, size_t len,
 	int ret;
 
 	memcpy(conn->ctrl_tx, data, len);
-	ret = pm_check(fi_send(conn->ep, conn->ctrl_tx, len, pm_desc(conn), 0,
-			       &conn->ctrl_ctx), what);
+	ret = pm_check(fi_send(conn->ep, conn->ctrl_tx, len, pm_desc(conn),
+			       conn->peer, &conn->ctrl_ctx), what);
 	return ret ? ret : pm_wait_for_one(conn->tx_cq, &conn->ctrl_ctx,
 					   pm_now_ns() + PM_OP_TIMEOUT_NS,
 					   what, &entry);
@@ -297,6 +300,7 @@ ssize_t pm_writemsg(struct pm_conn *conn, const void *buf, size_t len,
 		.iov_count = len ? 1 : 0,
 		.rma_iov = &rma,
 		.rma_iov_count = 1,
+		.addr = conn->peer,
 		.context = ctx,
 		.data = data,
 	};
@@ -311,11 +315,11 @@ ssize_t pm_post_rma(struct pm_conn *conn, const struct pm_region *region,
 
 	switch (op) {
 	case PM_RMA_WRITE:
-		return fi_write(conn->ep, conn->src, len, pm_desc(conn), 0,
-				addr, region->key, ctx);
+		return fi_write(conn->ep, conn->src, len, pm_desc(conn),
+				conn->peer, addr, region->key, ctx);
 	case PM_RMA_READ:
-		return fi_read(conn->ep, conn->dst, len, pm_desc(conn), 0,
-			       addr, region->key, ctx);
+		return fi_read(conn->ep, conn->dst, len, pm_desc(conn),
+			       conn->peer, addr, region->key, ctx);
 	case PM_RMA_COMMIT:
 		return pm_writemsg(conn, conn->src, len, addr, region->key, 0,
 				   FI_COMMIT_COMPLETE | FI_COMPLETION, ctx);

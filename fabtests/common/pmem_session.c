@@ -142,7 +142,7 @@ int pm_accept(const struct pm_fabric *res, size_t rma_max, size_t tx_cq_size,
 int pm_register_region(const struct pm_fabric *res, struct pm_conn *conn,
 		       const struct pm_file *file, struct fid_mr **mr)
 {
-	uint64_t flags = res->pmem_ops || pm_core_pmem ? FI_RMA_PMEM : 0;
+	uint64_t flags = res->info->caps & FI_RMA_PMEM;
 
 	return pm_register(res, conn->ep, file->map, file->len,
 			   FI_REMOTE_WRITE | FI_REMOTE_READ, PM_REGION_MR_KEY,
@@ -302,6 +302,8 @@ int pm_connect(const struct pm_fabric *res, const char *server,
 	int64_t deadline = pm_now_ns() + PM_CM_TIMEOUT_NS;
 	int ret;
 
+	if (pm_ep_type == FI_EP_RDM)
+		return pm_rdm_connect(res, rma_max, tx_cq_size, conn);
 	while ((ret = pm_try_connect(res, rma_max, tx_cq_size, conn)) ==
 	       -FI_ECONNREFUSED) {
 		pm_close_conn(conn);
@@ -367,12 +369,15 @@ int pm_run_target(const char *prov, const char *port, size_t tx_cq_size,
 	int ret;
 
 	ret = pm_open_fabric(prov, NULL, port, &res);
-	if (!ret)
+	if (!ret && pm_ep_type == FI_EP_MSG)
 		ret = pm_listen(&res, &pep);
 	if (!ret)
-		pm_say("%s listening on %s port %s", prov, PM_LISTEN_ADDR, port);
+		pm_say("%s %s listening on %s port %s", prov,
+		       pm_ep_type_name(), PM_LISTEN_ADDR, port);
 	if (!ret)
-		ret = pm_accept(&res, PM_CTRL_MSG_MAX, tx_cq_size, &conn);
+		ret = pm_ep_type == FI_EP_RDM ?
+		      pm_rdm_accept(&res, PM_CTRL_MSG_MAX, tx_cq_size, &conn) :
+		      pm_accept(&res, PM_CTRL_MSG_MAX, tx_cq_size, &conn);
 	if (!ret)
 		ret = serve(opts, &res, &conn, &file);
 	pm_close_conn(&conn);

@@ -71,12 +71,14 @@ int ops_post(struct client *c, enum op op, uint64_t off, size_t len,
 		switch (op) {
 		case OP_WRITE:
 			ret = fi_write(conn->ep, conn->src + off, len,
-				       pm_desc(conn), 0, addr, c->region.key,
+				       pm_desc(conn), conn->peer, addr,
+				       c->region.key,
 				       ctx);
 			break;
 		case OP_READ:
 			ret = fi_read(conn->ep, conn->dst + off, len,
-				      pm_desc(conn), 0, addr, c->region.key,
+				      pm_desc(conn), conn->peer, addr,
+				      c->region.key,
 				      ctx);
 			break;
 		default:
@@ -211,7 +213,7 @@ int run_initiator(const struct options *opts)
 		c->opts = opts;
 		c->res = &res;
 		c->conn = &conn;
-		c->pmem = res.pmem_ops != NULL;
+		c->pmem = pm_is_pmemverbs(opts->prov);
 		ret = run_checks(c, &done);
 		failed = done.failed;
 		pm_report_counters(&res, conn.ep);

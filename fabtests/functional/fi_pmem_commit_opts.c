@@ -12,7 +12,8 @@ void usage(const char *prog)
 		"usage: %s [-p PROV] [-e msg|rdm] [-s SERVER_ADDR] [-B PORT] "
 		"[-f FILE]\n"
 		"  without -s: the target; with -s: the initiator\n"
-		"  -p  provider (%s); -e endpoint type (msg); -B port (%s)\n"
+		"  -p  provider (%s); -e endpoint type, msg or rdm (msg);\n"
+		"      -B port (%s)\n"
 		"  -f  target's file, emptied first (default: a temporary "
 		"file)\n", prog, DEFAULT_PROVIDER, DEFAULT_PORT);
 }

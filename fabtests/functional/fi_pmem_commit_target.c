@@ -177,7 +177,7 @@ static int serve_initiator(const void *arg, const struct pm_fabric *res,
 {
 	const struct options *opts = arg;
 	struct server s = { .res = res, .conn = conn, .file = file,
-			    .pmem = res->pmem_ops != NULL };
+			    .pmem = pm_is_pmemverbs(opts->prov) };
 	struct setup_msg setup;
 	struct done_msg done = { 0 };
 	struct verdict_msg verdict = { .magic = htole64(VERDICT_MAGIC) };

@@ -28,6 +28,10 @@
 #            commit's p50 and p99 over the read8 p50 (medians of the
 #            per-round ratios).  Goal: p50 at most 1.25, p99 at most
 #            PMV_GOAL_WAIT_P99 (20) read round trips.
+#   rdm_busy, rdm_passive, rdm_idle  the same over RDM endpoints
+#            (fi_pmem_lat -e rdm), p50 and p99 ratios: see
+#            pmv_commit_modes_rdm.sh, which this script sources, for what
+#            they run and its PMV_CM_RDM_* settings.
 #   aa_TARGET  the A/A control (PMV_CM_AA_TARGETS, page, PMV_CM_WAIT_SIZES):
 #            fi_pmem_lat -m read8,read8_ctl, two identical 8-byte reads
 #            interleaved; read8_ctl p50 / read8 p50 must be about 1.00, or
@@ -68,6 +72,7 @@
 #                                 round,config
 #   commit_modes_summary.csv      the latency table, one row per cell
 #   commit_modes_bw_summary.csv   the throughput table
+#   commit_modes_rdm_summary.csv  the RDM table
 #   commit_modes.txt              the tables as printed
 #   logs/commit_modes/            every process's output
 #
@@ -152,6 +157,8 @@ BW_SUMMARY=$OUT/commit_modes_bw_summary.csv
 TABLE=$OUT/commit_modes.txt
 
 mkdir -p "$LOGS" || die "cannot create $LOGS"
+# shellcheck source=pmv_commit_modes_rdm.sh
+. "$(dirname "$0")/pmv_commit_modes_rdm.sh" || die "no pmv_commit_modes_rdm.sh"
 if [ ! -d "$FILE_DIR" ] || [ ! -w "$FILE_DIR" ]; then
 	echo "pmv_commit_modes.sh: $FILE_DIR is not a writable directory;" \
 		"the targets' files go to ${TMPDIR:-/tmp}" >&2
@@ -258,16 +265,19 @@ count() {
 lat_run() {
 	local round=$1 config=$2 mode=$3 sizes name rows status=0 w
 	local targs=("$PMV_LAT_BIN") iargs=(-I "$ITERS" -W "$WARMUP")
-	local modes=read8,commit
+	local modes=read8,commit base=${mode#aa_}
+	base=${base#rdm_}
 	sizes=$(sizes_for "$config")
 	[[ $mode == w_* || $mode == aa_* ]] && sizes=$(echo $WAIT_SIZES | tr ' ' ,)
+	[[ $mode == rdm_* ]] && sizes=$(echo $RDM_SIZES | tr ' ' ,)
 	[ -n "$sizes" ] || return 0
 	[[ $mode == aa_* ]] && modes=read8,read8_ctl
-	case ${mode#aa_} in busy | cntr_busy) targs+=(-y) ;; esac
+	case $base in busy | cntr_busy) targs+=(-y) ;; esac
 	case $mode in cntr_*) targs+=(-K) ;; esac
 	case $mode in w_*) w=${mode#w_}; targs+=(-w "${w%_idle}") ;; esac
-	[[ $mode == idle || $mode == aa_idle || $mode == w_*_idle ]] &&
+	[[ $base == idle || $mode == w_*_idle ]] &&
 		iargs=(-I "$IDLE_ITERS" -W "$IDLE_WARMUP" -i "$IDLE_US")
+	[[ $mode == rdm_* ]] && targs+=(-e rdm) && iargs+=(-e rdm)
 	name=lat-r$round-${config//:/-}-$mode
 	rows=$LOGS/$name.csv
 	pair "$name" "$config" "$rows" "${targs[@]}" -S "$sizes" -- \
@@ -328,6 +338,7 @@ measure() {
 				lat_run "$round" "$config" "$mode"
 			done
 		done
+		rdm_measure "$round"
 		echo "round $round of $ROUNDS done, $SECONDS s" >&2
 	done
 }
@@ -627,6 +638,7 @@ echo "# pmv_commit_modes.sh: ${ROUNDS} rounds of $CONFIGS x $TARGETS," \
 [ "${PMV_CM_SUMMARY_ONLY:-0}" = 1 ] || measure
 {
 	latency_table
+	rdm_table
 	wait_table
 	aa_table
 	throughput_table

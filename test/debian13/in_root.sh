@@ -129,36 +129,33 @@ run_pingpong() {
 	rm -f "$srv_out"
 }
 
+# One benchmark script of run_bench: NAME PORT SCRIPT [ENV...], a PASS if
+# every run of it succeeded; skipped unless PMV_BENCH_PARTS (empty: all)
+# names it.
+bench_part() {
+	local name=$1 port=$2 script=$3 bin=$BUILD/fabtests/benchmarks
+	shift 3
+	[[ -z ${PMV_BENCH_PARTS:-} || " $PMV_BENCH_PARTS " == *" $name "* ]] || return 0
+	section "$script $* (ports from $port)"
+	if env "$@" PMV_LAT_BIN="$bin/fi_pmem_lat" PMV_BW_BIN="$bin/fi_pmem_bw" \
+	   bash "$SRC/fabtests/scripts/$script" "$BUILD/results" \
+	   ${port:+"$port"}; then
+		report PASS "$name" "$BUILD/results/$name.txt"
+	else
+		report FAIL "$name" "a run failed or was skipped (above)"
+	fi
+}
+
 # The benchmarks of ./run bench-deb13 (issue 26 item 6, issue 27 item 5):
-# pmemverbs beside libfabric 2.1's tcp FI_COMMIT_COMPLETE, then the
-# commit-modes table; each a PASS if every run of it succeeded.
+# pmemverbs beside libfabric 2.1's tcp FI_COMMIT_COMPLETE on MSG, then on
+# RDM endpoints, then the commit-modes table.
 run_bench() {
-	local out=$BUILD/results bin=$BUILD/fabtests/benchmarks
-	mkdir -p "$out"
-	section "pmv_core_compare.sh (ports $PORT..$((PORT + 199)))"
-	if PMV_LAT_BIN=$bin/fi_pmem_lat PMV_BW_BIN=$bin/fi_pmem_bw \
-	   bash "$SRC/fabtests/scripts/pmv_core_compare.sh" \
-	   "$out" "$PORT"; then
-		report PASS core_compare "$out/core_compare.txt"
-	else
-		report FAIL core_compare "a run failed or was skipped (above)"
-	fi
-	section "pmv_core_compare.sh on RDM endpoints (ports $((PORT + 200))..$((PORT + 299)))"
-	if PMV_CC_EP=rdm PMV_LAT_BIN=$bin/fi_pmem_lat PMV_BW_BIN=$bin/fi_pmem_bw \
-	   bash "$SRC/fabtests/scripts/pmv_core_compare.sh" \
-	   "$out" "$((PORT + 200))"; then
-		report PASS core_compare_rdm "$out/core_compare_rdm.txt"
-	else
-		report FAIL core_compare_rdm "a run failed or was skipped (above)"
-	fi
-	section "pmv_commit_modes.sh (ports from $((PORT + 300)))"
-	if PMV_LAT_BIN=$bin/fi_pmem_lat PMV_BW_BIN=$bin/fi_pmem_bw \
-	   PMV_CM_PORT=$((PORT + 300)) bash "$SRC/fabtests/scripts/pmv_commit_modes.sh" \
-	   "$out"; then
-		report PASS commit_modes "$out/commit_modes.txt"
-	else
-		report FAIL commit_modes "a run failed or was skipped (above)"
-	fi
+	mkdir -p "$BUILD/results"
+	bench_part core_compare "$PORT" pmv_core_compare.sh
+	bench_part core_compare_rdm "$((PORT + 200))" pmv_core_compare.sh \
+		PMV_CC_EP=rdm
+	bench_part commit_modes "" pmv_commit_modes.sh \
+		PMV_CM_PORT=$((PORT + 300))
 }
 
 # libfabric's fabtests 2.1 (the tarball run_debian13.sh copies in, built

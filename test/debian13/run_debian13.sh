@@ -24,6 +24,9 @@
 #                                  (default /var/cache/pmemverbs/trixie-root)
 #              PMV_DEBIAN13_MIRROR the mirror (default: apt's Debian URI here)
 #              PMV_DEBIAN13_CRASH_CYCLES crash loop cycles (default 40)
+#              PMV_BENCH_PARTS     with --bench, the parts to run among
+#                                  core_compare core_compare_rdm
+#                                  commit_modes (default: all)
 set -u
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -160,6 +163,7 @@ t0=$SECONDS
 out=$(chroot "$CACHE" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
       HOME=/root LANG=C.UTF-8 TMPDIR=/tmp \
       PMV_DEBIAN13_CRASH_CYCLES="${PMV_DEBIAN13_CRASH_CYCLES:-40}" \
+      PMV_BENCH_PARTS="${PMV_BENCH_PARTS:-}" \
       bash "$IN_SRC/test/debian13/in_root.sh" "$IN_SRC" "$IN_BUILD" "$PORT_BASE" \
       $MODE 2>&1)
 printf '%s\n' "$out" | sed '$d'

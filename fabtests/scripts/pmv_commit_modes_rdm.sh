@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # pmv_commit_modes_rdm.sh: the RDM section of pmv_commit_modes.sh, which
-# sources it (it uses that script's pair, lat_run, count, fmt and CSV).
+# sources it (it uses that script's pair, lat_run, count and CSV, and
+# ratio_cells, granularity_profile and fmt of pmv_commit_modes_tables.sh).
 #
 #   rdm_busy, rdm_passive, rdm_idle  fi_pmem_lat -e rdm (ofi_rxm over
 #            pmemverbs MSG) on both sides, -m read8,commit: the commit and
@@ -58,54 +59,16 @@ rdm_tcp_run() {
 		sed "s|^|1,tcp,rdm_passive,|" >>"$CSV"
 }
 
-# Per RDM cell, one line "config target size p50_ratio p99_ratio commit_p50
-# read8_p50": medians over rounds of the per-round ratios and p50s.
-rdm_cells() {
-	awk -F, "$AWK_MEDIAN"'
-	NR > 1 && $3 ~ /^rdm_/ && ($6 == "commit" || $6 == "read8") {
-		k = $2 " " $3 " " $7
-		cells[k] = 1
-		p50[k, $6, $1] = $9
-		p99[k, $6, $1] = $10
-		list[k, $6] = list[k, $6] " " $9
-		if ($6 == "commit")
-			runs[k] = runs[k] " " $1
-	}
-	END {
-		for (k in cells) {
-			a = b = ""
-			n = split(runs[k], r, " ")
-			for (i = 1; i <= n; i++) {
-				if (!((k, "read8", r[i]) in p50) ||
-				    p50[k, "read8", r[i]] <= 0 ||
-				    p99[k, "read8", r[i]] <= 0)
-					continue
-				a = a " " p50[k, "commit", r[i]] / p50[k, "read8", r[i]]
-				b = b " " p99[k, "commit", r[i]] / p99[k, "read8", r[i]]
-			}
-			print k, median(a), median(b), median(list[k, "commit"]),
-			      median(list[k, "read8"])
-		}
-	}' "$CSV"
-}
-
-# The profile a config's granularity gives (RDM rows print n/a).
-rdm_profile() {
-	case $(granularity_of "$1") in
-	page) echo PAGE ;; cache_line) echo DMP ;; byte) echo MHP ;; *) echo "?" ;;
-	esac
-}
-
 # One RDM table row: config $1, size $2; a cell per RDM target.
 rdm_row() {
 	local c=$1 s=$2 t a b cp rp msg line
-	line=$(printf '%-7s %-10s %5s' "$(rdm_profile "$c")" "$c" "$s")
+	line=$(printf '%-7s %-10s %5s' "$(granularity_profile "$c")" "$c" "$s")
 	for t in $RDM_TARGETS; do
 		read -r a b cp rp <<<"${RDM["$c $t $s"]:-n/a n/a n/a n/a}"
 		read -r _ msg _ <<<"${LAT["$c ${t#rdm_} $s"]:-0 n/a n/a}"
 		a=$(fmt "$a" 2); b=$(fmt "$b" 2)
 		line+=$(printf '  %-34s' "$a/$b $(fmt "$cp" 1)/$(fmt "$rp" 1) msg $(fmt "$msg" 2)")
-		echo "$(rdm_profile "$c"),$c,$t,$s,$cp,$rp,$a,$b,$msg" >>"$RDM_SUMMARY"
+		echo "$(granularity_profile "$c"),$c,$t,$s,$cp,$rp,$a,$b,$msg" >>"$RDM_SUMMARY"
 	done
 	echo "$line"
 }
@@ -115,7 +78,9 @@ rdm_table() {
 	local c s t line
 	[ -n "$RDM_TARGETS" ] || return 0
 	declare -A RDM=()
-	while read -r c t s line; do RDM["$c $t $s"]=$line; done < <(rdm_cells)
+	while read -r c t s _ line; do
+		RDM["$c $t $s"]=$line
+	done < <(ratio_cells '^rdm_' p99)
 	echo "profile,config,target,size,commit_p50_us,read8_p50_us,p50_ratio,p99_ratio,msg_p50_ratio" >"$RDM_SUMMARY"
 	echo
 	echo "# RDM endpoints (fi_pmem_lat -e rdm: ofi_rxm over pmemverbs MSG):"

@@ -5,7 +5,8 @@
 # wait-mode, A/A control and throughput tables with their verdicts, which
 # also write commit_modes_summary.csv and commit_modes_bw_summary.csv.
 # It uses that script's settings, CSV paths, granularity_of, method_in and
-# sizes_for; pmv_commit_modes_rdm.sh uses its AWK_MEDIAN, fmt and LAT.
+# sizes_for; pmv_commit_modes_rdm.sh uses its ratio_cells,
+# granularity_profile, fmt and LAT.
 
 # awk: median of the numbers in the space-separated list l (n/a if none).
 AWK_MEDIAN='
@@ -22,43 +23,18 @@ function median(l,   n, v, i, j, x) {
 	return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
 }'
 
-# Per latency cell, one line "config target size rounds ratio commit
-# read8": the median over rounds of commit p50 / read8 p50 of the same run,
-# and the medians of the two p50s.
-latency_cells() {
-	awk -F, "$AWK_MEDIAN"'
-	NR > 1 && ($6 == "commit" || $6 == "read8") {
-		k = $2 " " $3 " " $7
-		cells[k] = 1
-		p50[k, $6, $1] = $9
-		list[k, $6] = list[k, $6] " " $9
-		if ($6 == "commit")
-			runs[k] = runs[k] " " $1
-	}
-	END {
-		for (k in cells) {
-			ratios = ""
-			n = split(runs[k], r, " ")
-			for (i = 1; i <= n; i++)
-				if ((k, "read8", r[i]) in p50 &&
-				    p50[k, "read8", r[i]] > 0)
-					ratios = ratios " " p50[k, "commit", r[i]] / \
-						 p50[k, "read8", r[i]]
-			print k, n, median(ratios), median(list[k, "commit"]),
-			      median(list[k, "read8"])
-		}
-	}' "$CSV"
-}
-
-# Per wait-mode cell, one line "config target size rounds p50_ratio
-# p99_ratio": medians over rounds of commit p50 and p99 / read8 p50.
-wait_cells() {
-	awk -F, "$AWK_MEDIAN"'
-	NR > 1 && $3 ~ /^w_/ && ($6 == "commit" || $6 == "read8") {
+# Per cell of the targets matching awk regex $1 (all for ""), one line
+# "config target size rounds p50_ratio p99_ratio commit_p50 read8_p50":
+# the medians over rounds of commit p50 / read8 p50 and of commit p99 /
+# read8 $2 (p50 or p99) of the same run, and the medians of the two p50s.
+ratio_cells() {
+	awk -F, -v pre="$1" -v den="$2" "$AWK_MEDIAN"'
+	NR > 1 && $3 ~ pre && ($6 == "commit" || $6 == "read8") {
 		k = $2 " " $3 " " $7
 		cells[k] = 1
 		p50[k, $6, $1] = $9
 		p99[k, $6, $1] = $10
+		list[k, $6] = list[k, $6] " " $9
 		if ($6 == "commit")
 			runs[k] = runs[k] " " $1
 	}
@@ -68,12 +44,15 @@ wait_cells() {
 			n = split(runs[k], r, " ")
 			for (i = 1; i <= n; i++) {
 				if (!((k, "read8", r[i]) in p50) ||
-				    p50[k, "read8", r[i]] <= 0)
+				    p50[k, "read8", r[i]] <= 0 ||
+				    (den == "p99" && p99[k, "read8", r[i]] <= 0))
 					continue
 				a = a " " p50[k, "commit", r[i]] / p50[k, "read8", r[i]]
-				b = b " " p99[k, "commit", r[i]] / p50[k, "read8", r[i]]
+				b = b " " p99[k, "commit", r[i]] / \
+				    (den == "p99" ? p99[k, "read8", r[i]] : p50[k, "read8", r[i]])
 			}
-			print k, n, median(a), median(b)
+			print k, n, median(a), median(b), median(list[k, "commit"]),
+			      median(list[k, "read8"])
 		}
 	}' "$CSV"
 }
@@ -83,7 +62,9 @@ wait_cells() {
 wait_table() {
 	local c s t n a b v line
 	declare -A W=()
-	while read -r c t s n a b; do W["$c $t $s"]="$a $b"; done < <(wait_cells)
+	while read -r c t s n a b _; do
+		W["$c $t $s"]="$a $b"
+	done < <(ratio_cells '^w_' p50)
 	[ ${#W[@]} -gt 0 ] || return 0
 	echo
 	echo "# wait modes: a passive target waiting as fi_pmem_lat -w says;"
@@ -188,6 +169,11 @@ profile_of() {
 	p=$(awk -F, -v c="$1" '$2 == c {print $5; exit}' "$CSV")
 	[ -n "$p" ] || p=$(awk -F, -v c="$1" '$2 == c {print $4; exit}' "$BW_CSV")
 	[ -n "$p" ] && { echo "$p"; return; }
+	granularity_profile "$1"
+}
+
+# The profile a config's granularity gives (RDM rows print n/a).
+granularity_profile() {
 	case $(granularity_of "$1") in
 	page) echo PAGE ;; cache_line) echo DMP ;; byte) echo MHP ;; *) echo "?" ;;
 	esac
@@ -219,11 +205,11 @@ latency_row() {
 }
 
 latency_table() {
-	local c s m p limit line t cell
+	local c s m p limit line t n ratio commit read8
 	declare -gA LAT=()
-	while read -r c t s cell; do
-		LAT["$c $t $s"]=$cell
-	done < <(latency_cells)
+	while read -r c t s n ratio _ commit read8; do
+		LAT["$c $t $s"]="$n $ratio $commit $read8"
+	done < <(ratio_cells "" p50)
 	echo "profile,method,config,target,size,rounds,commit_p50_us,read8_p50_us,commit_per_read8,limit,verdict" >"$SUMMARY"
 	echo "# commit p50 / 8-byte fi_read p50 in the same process pair, median over"
 	echo "# $ROUNDS rounds; cell: ratio, verdict, commit p50 / read8 p50 in us."

@@ -99,15 +99,19 @@ modes_row() {
 		"$(profile_of "$g")" "$sizes" "$ratio" le "$limit"
 }
 
-# Goals (d) and (f) for config $2 from pmv_commit_modes.sh's throughput
-# summary: goal $1, mode $3, ratio column $4, label $5, limit $6.
-modes_bw_row() {
-	local ratio
-	ratio=$(awk -F, -v c="$2" -v m="$3" -v col="$4" '
-		NR == 1 {for (i = 1; i <= NF; i++) idx[$i] = i; next}
-		$3 == c && $4 == m {print $idx[col]; exit}' \
-		"$OUT/commit_modes_bw_summary.csv")
-	ratio_row "$1" "$5" "$(profile_of "$2")" 4096 "${ratio:-n/a}" ge "$6"
+# Goals (d) and (f) from pmv_commit_modes.sh's throughput summary, a row
+# per config of CM_CONFIGS (none for :send ones: 4 KiB does not go by
+# send): goal $1, mode $2, ratio column $3, label $4, limit $5.
+modes_bw_rows() {
+	local g ratio
+	for g in $CM_CONFIGS; do
+		[[ $g == *:send ]] && continue
+		ratio=$(awk -F, -v c="$g" -v m="$2" -v col="$3" '
+			NR == 1 {for (i = 1; i <= NF; i++) idx[$i] = i; next}
+			$3 == c && $4 == m {print $idx[col]; exit}' \
+			"$OUT/commit_modes_bw_summary.csv")
+		ratio_row "$1" "$4" "$(profile_of "$g")" 4096 "${ratio:-n/a}" ge "$5"
+	done
 }
 
 ratios() {
@@ -160,19 +164,10 @@ ratios() {
 		done
 	fi
 	if [ -s "$OUT/commit_modes_bw_summary.csv" ]; then
-		# 4 KiB does not go by send: no throughput for :send configs
-		for g in $CM_CONFIGS; do
-			[[ $g == *:send ]] ||
-				modes_bw_row d "$g" commit_flush per_tcp_commit \
-					"16 writes+1 commit / tcp commits, 16 deep" \
-					"$GOAL_BATCH16"
-		done
-		for g in $CM_CONFIGS; do
-			[[ $g == *:send ]] ||
-				modes_bw_row f "$g" core_commit per_fi_write \
-					"commit each / fi_write, 16 deep, writes/s" \
-					"$GOAL_PIPE"
-		done
+		modes_bw_rows d commit_flush per_tcp_commit \
+			"16 writes+1 commit / tcp commits, 16 deep" "$GOAL_BATCH16"
+		modes_bw_rows f core_commit per_fi_write \
+			"commit each / fi_write, 16 deep, writes/s" "$GOAL_PIPE"
 	fi
 	if [ -s "$OUT/remotelog.csv" ]; then
 		for g in $FENCE_CONFIGS; do

@@ -290,6 +290,8 @@ kill_and_wait() {
 	elif kill -0 "$ipid" 2>/dev/null; then
 		pending_why=${pending_why:-"the initiator still runs ${EXIT_BOUND_MS} ms after the kill (a hang)"}
 		kill_child KILL "$ipid"
+	elif ((i_left > 0)) && ! grep -q '^END full' "$WORK/i.out"; then
+		pending_why=${pending_why:-"the RDM initiator (-R 1) exited instead of waiting for the next target: $(tail -n 1 "$WORK/i.err")"}
 	fi
 }
 

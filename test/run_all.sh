@@ -398,7 +398,9 @@ run_guest() {
 # Crash loop and target restart (issue 11 items 2 and 3): the target of a
 # RemoteLog-style log killed (SIGKILL) at random points, restarted on the
 # same file, the log recovered and checked against every acknowledged
-# append; the old process's keys refused (test/crash/run_crash.sh).
+# append; the old process's keys refused (test/crash/run_crash.sh).  MSG
+# and RDM endpoints (issue 27: six streams each; in the restart-probe
+# cycles an RDM initiator reconnects to the restarted target).
 # run_crash LABEL DIR PORT_BASE CYCLES [RESTART_EVERY]
 run_crash() {
 	local label=$1 dir=$2 port_base=$3 cycles=$4 every=${5:-10} out

@@ -263,6 +263,7 @@ static void run_target(void)
 		k.key[i] = fi_mr_key(mr[i]);
 		k.base[i] = virt ? (uintptr_t)(map + i * REG_LEN) : 0;
 	}
+	k.pid = (int64_t)getpid();
 	snprintf(path, sizeof(path), "%s.keys", g_opt.file);
 	f = fopen(path, "w");
 	if (!f || fwrite(&k, sizeof(k), 1, f) != 1 || fclose(f))

@@ -686,7 +686,7 @@ run_pmem_rdm normal "$BUILD" 29000
 run_hostile normal "$BUILD" 10400
 run_threads normal "$BUILD" 12500
 run_failure normal "$BUILD" 9380
-run_crash normal "$BUILD" 12000 "${PMV_CRASH_CYCLES:-240}"
+run_crash normal "$BUILD" 12000 "${PMV_CRASH_CYCLES:-360}"
 run_idle
 run_idle_commits 9440 unspec
 run_idle_commits 9441 none

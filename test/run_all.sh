@@ -108,8 +108,8 @@ run_pmem() {
 }
 
 # The durability tests through FI_EP_RDM endpoints (ofi_rxm over pmemverbs
-# MSG; run_pmem_tests.sh with PMV_SUITE=rdm; ports 29000-29007, and
-# 29100-29107 for the sanitizer build).
+# MSG; run_pmem_tests.sh with PMV_SUITE=rdm, 16 rdm-close runs included;
+# ports 29000-29026, and 29100-29126 for the sanitizer build).
 run_pmem_rdm() {
 	local label=$1 dir=$2 port_base=$3 out
 	echo "== durability tests through pmemverbs RDM endpoints ($label)"

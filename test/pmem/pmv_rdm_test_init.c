@@ -340,6 +340,18 @@ static void run_sos_pattern(struct fi_info *info)
 	check_file_after_kill(posted);
 }
 
+/* rdm-close: the target closes its endpoint once this process is gone. */
+static void write_pid_file(void)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s.ipid", g_opt.tfile);
+	f = fopen(path, "w");
+	if (!f || fprintf(f, "%ld\n", (long) getpid()) < 0 || fclose(f))
+		die("writing %s", path);
+}
+
 void run_initiator(void)
 {
 	char path[4096];
@@ -391,6 +403,8 @@ void run_initiator(void)
 		       peers(), use_oracle() ? "oracle" : "target's file",
 		       g_immeds);
 	}
+	if (!strcmp(g_opt.test, "rdm-close"))
+		write_pid_file();
 	memcpy(g_src, &g_immeds, sizeof(g_immeds));
 	/* rxm may still be connecting (rdm-sos put through another endpoint) */
 	POST(ret, fi_send(g_ep[0], g_src, sizeof(g_immeds), g_desc, g_peer[0],

@@ -339,6 +339,8 @@ struct pmv_cq {
 	struct pmv_iop_pool iops;   /* internal ops completing here */
 	struct pmv_hooks hooks;     /* pmem endpoints' progress */
 	int pmem_refs;              /* pmem endpoints bound (either side) */
+	bool pmem_once;             /* one was bound once: its acks' errors
+				       may come after it closed (atomic) */
 	int wait_fd;                /* the core CQ's fd (agent sleeps), or -1 */
 	bool wait_pollfd;           /* the core CQ waits on a list of fds */
 	struct fid_wait *core_wait; /* its wait set, ours (tcp), or NULL */
@@ -449,8 +451,8 @@ extern uint64_t pmv_clock_skew_ms; /* unit tests only: time jumps forward */
 
 /*
  * True for a core error that means the connection itself is gone (the
- * core cancels what was in flight when its connection breaks; asked only
- * while the endpoint is open).
+ * core cancels what was in flight when its connection breaks, and may
+ * report it after the endpoint closed).
  */
 static inline bool pmv_err_conn_lost(int err)
 {

@@ -108,8 +108,8 @@ run_pmem() {
 }
 
 # The durability tests through FI_EP_RDM endpoints (ofi_rxm over pmemverbs
-# MSG; run_pmem_tests.sh with PMV_SUITE=rdm; ports 29000-29007, and
-# 29100-29107 for the sanitizer build).
+# MSG; run_pmem_tests.sh with PMV_SUITE=rdm, 16 rdm-close runs included;
+# ports 29000-29026, and 29100-29126 for the sanitizer build).
 run_pmem_rdm() {
 	local label=$1 dir=$2 port_base=$3 out
 	echo "== durability tests through pmemverbs RDM endpoints ($label)"
@@ -398,7 +398,9 @@ run_guest() {
 # Crash loop and target restart (issue 11 items 2 and 3): the target of a
 # RemoteLog-style log killed (SIGKILL) at random points, restarted on the
 # same file, the log recovered and checked against every acknowledged
-# append; the old process's keys refused (test/crash/run_crash.sh).
+# append; the old process's keys refused (test/crash/run_crash.sh).  MSG
+# and RDM endpoints (issue 27: six streams each; in the restart-probe
+# cycles an RDM initiator reconnects to the restarted target).
 # run_crash LABEL DIR PORT_BASE CYCLES [RESTART_EVERY]
 run_crash() {
 	local label=$1 dir=$2 port_base=$3 cycles=$4 every=${5:-10} out
@@ -684,7 +686,7 @@ run_pmem_rdm normal "$BUILD" 29000
 run_hostile normal "$BUILD" 10400
 run_threads normal "$BUILD" 12500
 run_failure normal "$BUILD" 9380
-run_crash normal "$BUILD" 12000 "${PMV_CRASH_CYCLES:-240}"
+run_crash normal "$BUILD" 12000 "${PMV_CRASH_CYCLES:-360}"
 run_idle
 run_idle_commits 9440 unspec
 run_idle_commits 9441 none

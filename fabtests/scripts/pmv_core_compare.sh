@@ -440,7 +440,10 @@ throughput_table() {
 	echo "#     writes/s and over fi_write in the same process pair (medians"
 	echo "#     over $ROUNDS rounds of $BW_MS ms)"
 	awk -F, "$AWK_MEDIAN"'
-	NR > 1 { ops[$2, $1, $5] = $11; cfg[$2] = $4; rounds[$2] = rounds[$2] " " $1 }
+	BEGIN { name["page"] = "PAGE"; name["cache_line"] = "DMP"; name["byte"] = "MHP" }
+	# the profile by config: fi_pmem_bw prints n/a where it cannot ask (RDM)
+	NR > 1 { ops[$2, $1, $5] = $11; cfg[$2] = ($2 in name) ? name[$2] : $4
+		 rounds[$2] = rounds[$2] " " $1 }
 	END { for (c in cfg) { a = b = ""; n = split(rounds[c], r, " ")
 		for (i = 1; i <= n; i++) if ((c, r[i], "core_commit") in ops &&
 		    !seen[c, r[i]]++) { a = a " " ops[c, r[i], "core_commit"]

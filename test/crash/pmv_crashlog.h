@@ -18,13 +18,13 @@
  *   init    -f FILE [-o BASE] -m singleton|compound [-c CAPACITY] [-M MAXREC]
  *           writes an empty log (zeroed, header, made durable)
  *   target  -f FILE [-o BASE] -a ADDR -P PORT [-k random|fixed] [-t SECONDS]
- *           [-A ACKFILE [-x MARKER] [-N NAME]]
+ *           [-A ACKFILE [-x MARKER] [-N NAME]] [-e msg|rdm]
  *           maps an existing valid log (never empties it), registers it
  *           with FI_RMA_PMEM and serves connections until killed or SECONDS;
  *           with -A it first verifies the log as the verify role does (and
  *           exits 1 if that fails): restart, recover, verify
  *   append  -a ADDR -P PORT [-d DEPTH] [-t SECONDS] [-n RECORDS] [-w SECONDS]
- *           [-g GOFILE] [-u MODE]
+ *           [-g GOFILE] [-u MODE] [-e msg|rdm [-R RECONNECTS]]
  *           connects (trying for -w seconds, default 30; with -g it then
  *           waits, as long again, for GOFILE to exist), continues the log
  *           where the target's recovery found its end, prints "ACK LOGID
@@ -37,10 +37,22 @@
  *   learn   -a ADDR -P PORT -i INFOFILE
  *           over the plain tcp core: saves the target's region key and
  *           address and its endpoint's inbox key and address
- *   stale   -a ADDR -P PORT -i INFOFILE -x MARKER [-e]
+ *   stale   -a ADDR -P PORT -i INFOFILE -x MARKER [-K]
  *           a restarted target must refuse the old process's keys (writes
- *           of MARKER under them); -e: a fixed key is expected to pass
+ *           of MARKER under them); -K: a fixed key is expected to pass
  *           (INFO lines)
+ *
+ * -e rdm (target, append): the same log through FI_EP_RDM endpoints
+ * (pmemverbs;ofi_rxm).  The target's RDM endpoint is bound to ADDR:PORT
+ * (FI_SOURCE); the initiator puts that address in its AV and sends a hello
+ * carrying its own address (fi_getname), resent while it fails (the target
+ * not up yet); the target inserts it in its AV and sends the offer back.
+ * learn and stale are MSG only (they read the pmemverbs CM header).
+ * append -R N: when the target died (an error, every operation drained),
+ * it waits (-w) for the next target process on the same address: a hello
+ * on the same endpoint and AV entry (ofi_rxm connects again), else a new
+ * endpoint and AV entry; the appends go on from that target's offer, a
+ * START and an END line per target, up to N times.
  *
  * Once a connection is up, the target sends the initiator an offer
  * message (the CM data of verbs is too small for it): its region's key and
@@ -197,6 +209,8 @@ struct opts {
 	uint32_t max_record;
 	enum mode mode;
 	bool fixed_key, expect_accepted;
+	bool rdm;       /* -e rdm: FI_EP_RDM endpoints */
+	long reconnects; /* -R: targets served after the first died (rdm) */
 	enum unsafe unsafe;
 	unsigned depth;
 	long seconds, records, connect_wait;
@@ -214,6 +228,7 @@ extern const char *g_role;
 	} while (0)
 
 struct fab {
+	bool rdm;
 	struct fi_info *info;
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
@@ -233,6 +248,14 @@ struct cm_event {
 };
 
 #define MAX_CONNS 8
+#define RDM_RECVS 4 /* hellos the RDM target keeps receives posted for */
+#define HELLO_MAGIC 0x314f4c4c4548564dULL /* "MVHELLO1" */
+
+/* An RDM initiator's first message: its address, for the target's AV. */
+struct hello {
+	uint64_t magic, namelen;
+	uint8_t name[CM_BUF - 16];
+};
 
 struct tconn {
 	struct fid_ep *ep;
@@ -250,6 +273,15 @@ struct target {
 	struct offer offers[MAX_CONNS]; /* sent once a connection is up */
 	struct fid_mr *offers_mr;       /* under FI_MR_LOCAL */
 	uint64_t profile;
+	/* -e rdm: one endpoint, its AV and CQ, receives for hellos */
+	struct fid_ep *rdm_ep;
+	struct fid_av *av;
+	struct fid_cq *rdm_cq;
+	struct hello hellos[RDM_RECVS];
+	struct fi_context2 hello_ctx[RDM_RECVS];
+	struct fi_context2 offer_ctx[MAX_CONNS];
+	struct fid_mr *hellos_mr;
+	unsigned next_offer;
 };
 
 struct client {
@@ -261,6 +293,12 @@ struct client {
 	struct fid_mr *wire_mr;    /* under FI_MR_LOCAL */
 	struct fi_context2 recv_ctx;
 	struct offer off;          /* decoded */
+	/* -e rdm: the target's AV entry and the hello sent to it */
+	struct fid_av *av;
+	fi_addr_t peer;
+	struct hello hello;
+	struct fid_mr *hello_mr;
+	struct fi_context2 hello_ctx;
 };
 
 enum op_kind { OP_RECORD, OP_TAIL };
@@ -300,6 +338,7 @@ struct app {
 	const char *reason;
 	char first_error[200];
 	bool violation;
+	long reconnects_left;
 };
 
 struct acks {
@@ -331,7 +370,7 @@ int role_init(const struct opts *o);
 
 /* pmv_crashlog_target.c */
 void fab_open(struct fab *f, const char *prov, const char *addr,
-	      const char *port, bool listen);
+	      const char *port, bool listen, bool rdm);
 void fab_close(struct fab *f);
 struct fid_cq *cq_open(const struct fab *f);
 struct fid_ep *ep_open(const struct fab *f, struct fi_info *info,
@@ -339,6 +378,7 @@ struct fid_ep *ep_open(const struct fab *f, struct fi_info *info,
 bool eq_wait(struct fid_eq *eq, int ms, struct cm_event *ev);
 struct fid_mr *mr_register(const struct fab *f, void *buf, size_t len,
 			   uint64_t access, uint64_t flags, bool fixed);
+void target_offer(struct target *t, struct offer *o);
 int role_target(const struct opts *o);
 
 /* pmv_crashlog_append.c */
@@ -346,7 +386,16 @@ void client_close(struct client *c);
 void client_free(struct client *c);
 int client_connect(struct client *c, const char *prov,
 		   const char *addr, const char *port, long seconds);
+int client_offer(struct client *c, int64_t end);
 int role_append(const struct opts *o);
+
+/* pmv_crashlog_rdm.c */
+void target_rdm_listen(struct target *t);
+void target_rdm_poll(struct target *t, int ms);
+void target_rdm_close(struct target *t);
+int client_connect_rdm(struct client *c, const char *addr, const char *port,
+		       long seconds);
+int client_rdm_reoffer(struct client *c, long seconds);
 
 /* pmv_crashlog_verify.c */
 int verify_log(const struct opts *o, struct walk *found);

@@ -11,9 +11,12 @@ void client_close(struct client *c)
 {
 	if (c->ep)
 		fi_close(&c->ep->fid);
+	if (c->av)
+		fi_close(&c->av->fid);
 	if (c->cq)
 		fi_close(&c->cq->fid);
 	c->ep = NULL;
+	c->av = NULL;
 	c->cq = NULL;
 }
 
@@ -23,7 +26,10 @@ void client_free(struct client *c)
 	client_close(c);
 	if (c->wire_mr)
 		fi_close(&c->wire_mr->fid);
+	if (c->hello_mr)
+		fi_close(&c->hello_mr->fid);
 	c->wire_mr = NULL;
+	c->hello_mr = NULL;
 	fab_close(&c->f);
 }
 
@@ -39,7 +45,7 @@ static bool offer_decode(struct client *c)
 }
 
 /* Waits (bounded) for the target's offer, received on c->recv_ctx. */
-static int client_offer(struct client *c, int64_t end)
+int client_offer(struct client *c, int64_t end)
 {
 	struct fi_cq_entry e;
 	struct fi_cq_err_entry err = { 0 };
@@ -92,7 +98,7 @@ int client_connect(struct client *c, const char *prov,
 	int ret;
 
 	*c = (struct client){ 0 };
-	fab_open(&c->f, prov, addr, port, false);
+	fab_open(&c->f, prov, addr, port, false, false);
 	if (c->f.info->domain_attr->mr_mode & FI_MR_LOCAL)
 		c->wire_mr = mr_register(&c->f, &c->wire, sizeof(c->wire),
 					 FI_RECV, 0, false);
@@ -137,18 +143,10 @@ static void app_ack(struct app *a, uint64_t seq)
 	a->acked++;
 }
 
-/* Connects and takes the log's parameters from the target's offer. */
-static void app_connect(struct app *a)
+/* Takes the log's parameters from the target's offer: the appends go on
+ * where its recovery found the log's end. */
+static void app_take_offer(struct app *a)
 {
-	const struct opts *o = a->o;
-	int ret = client_connect(&a->c, "pmemverbs", o->addr, o->port,
-				 o->connect_wait);
-
-	if (ret) {
-		say("connecting to %s port %s: %s", o->addr, o->port,
-		    fi_strerror(-ret));
-		exit(3);
-	}
 	a->off = a->c.off;
 	a->l = (struct log){ .mode = (uint32_t)a->off.mode,
 			     .log_id = a->off.log_id,
@@ -156,6 +154,50 @@ static void app_connect(struct app *a)
 			     .max_record = (uint32_t)a->off.max_record };
 	a->post_seq = a->off.next_seq;
 	a->post_pos = a->off.next_pos;
+}
+
+/* Connects and takes the target's offer. */
+static void app_connect(struct app *a)
+{
+	const struct opts *o = a->o;
+	int ret = o->rdm ? client_connect_rdm(&a->c, o->addr, o->port,
+					      o->connect_wait) :
+			   client_connect(&a->c, "pmemverbs", o->addr, o->port,
+					  o->connect_wait);
+
+	if (ret) {
+		say("connecting to %s port %s: %s", o->addr, o->port,
+		    fi_strerror(-ret));
+		exit(3);
+	}
+	app_take_offer(a);
+}
+
+/* -R over RDM: after an error ended the appends (the target died) and
+ * every operation drained, the next target process's offer through the
+ * same endpoint and AV entry (ofi_rxm connects again); false: exit. */
+static bool app_reconnect(struct app *a)
+{
+	int ret;
+
+	if (!a->o->rdm || a->reconnects_left == 0 || a->violation ||
+	    strcmp(a->reason, "error"))
+		return false;
+	a->reconnects_left--;
+	ret = client_rdm_reoffer(&a->c, a->o->connect_wait);
+	if (ret) {
+		say("no new target's offer at %s port %s: %s", a->o->addr,
+		    a->o->port, fi_strerror(-ret));
+		return false;
+	}
+	app_take_offer(a);
+	a->stop = false;
+	a->reason = NULL;
+	a->first_error[0] = 0;
+	a->tail_next = false;
+	for (unsigned i = 0; i < a->depth; i++)
+		a->slots[i].busy = false; /* drained: nothing in flight */
+	return true;
 }
 
 /* Local memory: one record buffer and one tail word per slot. */
@@ -187,8 +229,9 @@ static ssize_t app_write(struct app *a, void *buf, size_t len, uint64_t off,
 	struct fi_rma_iov rma = { .addr = a->off.addr + off, .len = len,
 				  .key = a->off.key };
 	struct fi_msg_rma msg = { .msg_iov = &iov, .desc = &a->desc,
-				  .iov_count = 1, .rma_iov = &rma,
-				  .rma_iov_count = 1, .context = &op->ctx };
+				  .iov_count = 1, .addr = a->c.peer,
+				  .rma_iov = &rma, .rma_iov_count = 1,
+				  .context = &op->ctx };
 
 	return fi_writemsg(a->c.ep, &msg, flags);
 }
@@ -397,29 +440,43 @@ static void app_await_go(struct app *a)
 	}
 }
 
-/* The initiator role. */
+static void app_print_start(const struct app *a)
+{
+	printf("START %016" PRIx64 " seq %" PRIu64 " pos %" PRIu64 " %s %s "
+	       "depth %u method %s\n", a->l.log_id, a->post_seq, a->post_pos,
+	       a->l.mode == MODE_SINGLETON ? "singleton" : "compound",
+	       fi_pmem_profile_str(a->off.profile), a->depth,
+	       a->c.f.pmem ? fi_pmem_method_str(a->c.f.pmem_ops->method(
+				    a->c.ep, a->off.key)) : "rdm");
+	fflush(stdout);
+}
+
+static void app_print_end(const struct app *a)
+{
+	printf("END %s acked %" PRIu64 " posted %" PRIu64 " errors %" PRIu64
+	       " anonymous %" PRIu64 "%s%s\n", a->violation ? "violation" :
+	       a->reason, a->acked, a->posted, a->errors, a->anonymous,
+	       a->first_error[0] ? " first: " : "", a->first_error);
+	fflush(stdout);
+}
+
+/* The initiator role: one START and END per target served (-R: more). */
 int role_append(const struct opts *o)
 {
 	static struct app a;
 
 	a.o = o;
 	a.depth = o->unsafe == UNSAFE_VISIBLE ? 1 : o->depth;
+	a.reconnects_left = o->reconnects;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	app_connect(&a);
 	app_memory(&a);
-	printf("START %016" PRIx64 " seq %" PRIu64 " pos %" PRIu64 " %s %s "
-	       "depth %u method %s\n", a.l.log_id, a.post_seq, a.post_pos,
-	       a.l.mode == MODE_SINGLETON ? "singleton" : "compound",
-	       fi_pmem_profile_str(a.off.profile), a.depth,
-	       fi_pmem_method_str(a.c.f.pmem_ops->method(a.c.ep, a.off.key)));
-	fflush(stdout);
-	app_await_go(&a);
-	app_run(&a);
-	printf("END %s acked %" PRIu64 " posted %" PRIu64 " errors %" PRIu64
-	       " anonymous %" PRIu64 "%s%s\n", a.violation ? "violation" :
-	       a.reason, a.acked, a.posted, a.errors, a.anonymous,
-	       a.first_error[0] ? " first: " : "", a.first_error);
-	fflush(stdout);
+	do {
+		app_print_start(&a);
+		app_await_go(&a);
+		app_run(&a);
+		app_print_end(&a);
+	} while (app_reconnect(&a));
 	if (a.violation)
 		_exit(1); /* operations in flight: do not close */
 	client_close(&a.c);

@@ -16,17 +16,19 @@ noreturn void usage(void)
 		"[-c CAPACITY] [-M MAXREC]\n"
 		"       pmv_crashlog target -f FILE [-o BASE] -a ADDR -P PORT "
 		"[-k random|fixed] [-t SECONDS]\n"
-		"                           [-A ACKFILE [-x MARKER] [-N NAME]]\n"
+		"                           [-A ACKFILE [-x MARKER] [-N NAME]] "
+		"[-e msg|rdm]\n"
 		"       pmv_crashlog append -a ADDR -P PORT [-d DEPTH] [-t SECONDS] "
 		"[-n RECORDS] [-w SECONDS]\n"
-		"                           [-g GOFILE] [-u early|visible]\n"
+		"                           [-g GOFILE] [-u early|visible] "
+		"[-e msg|rdm [-R RECONNECTS]]\n"
 		"       pmv_crashlog verify -f FILE [-o BASE] -A ACKFILE "
 		"[-x MARKER] [-N NAME]\n"
 		"       pmv_crashlog verify -A ACKFILE -L NAME=FILE@BASE "
 		"[-L NAME=FILE@BASE...]\n"
 		"       pmv_crashlog learn  -a ADDR -P PORT -i INFOFILE\n"
 		"       pmv_crashlog stale  -a ADDR -P PORT -i INFOFILE -x MARKER "
-		"[-e]\n");
+		"[-K]\n");
 	exit(2);
 }
 
@@ -68,6 +70,7 @@ static void parse_option(int c, const char *arg, struct opts *o)
 	case 'n': o->records = (long)number(arg, 1, 1L << 40); break;
 	case 'w': o->connect_wait = (long)number(arg, 1, 86400); break;
 	case 'g': o->go_file = arg; break;
+	case 'R': o->reconnects = (long)number(arg, 0, 1000000); break;
 	case 'L':
 		if (o->nspecs == 8)
 			usage();
@@ -82,7 +85,12 @@ static void parse_option(int c, const char *arg, struct opts *o)
 	case 'x': o->marker = arg; break;
 	case 'N': o->name = arg; break;
 	case 'i': o->infofile = arg; break;
-	case 'e': o->expect_accepted = true; break;
+	case 'K': o->expect_accepted = true; break;
+	case 'e':
+		if (strcmp(arg, "msg") && strcmp(arg, "rdm"))
+			usage();
+		o->rdm = !strcmp(arg, "rdm");
+		break;
 	default: usage();
 	}
 }
@@ -99,11 +107,11 @@ static bool options_complete(const struct opts *o)
 	if (!strcmp(r, "target"))
 		return o->file && net;
 	if (!strcmp(r, "append"))
-		return net;
+		return net && (o->rdm || !o->reconnects);
 	if (!strcmp(r, "verify"))
 		return (o->file || o->nspecs) && o->ackfile;
 	if (!strcmp(r, "learn") || !strcmp(r, "stale"))
-		return net && o->infofile;
+		return net && o->infofile && !o->rdm; /* MSG only */
 	return false;
 }
 
@@ -117,7 +125,7 @@ static void parse_options(int argc, char **argv, struct opts *o)
 			    .max_record = DEFAULT_MAXREC, .depth = 8,
 			    .seconds = 60, .connect_wait = 30, .name = "log" };
 	optind = 2;
-	while ((c = getopt(argc, argv, "f:o:a:P:m:c:M:k:t:d:n:w:g:u:A:x:N:i:eL:")) != -1)
+	while ((c = getopt(argc, argv, "f:o:a:P:m:c:M:k:t:d:n:w:g:u:A:x:N:i:Ke:L:R:")) != -1)
 		parse_option(c, optarg, o);
 	if (optind != argc || !options_complete(o))
 		usage();

@@ -7,9 +7,10 @@
 
 /* ------------------------------------------------------------- fabric */
 
-/* fi_getinfo for a MSG endpoint of prov on addr:port (listening: FI_SOURCE). */
+/* fi_getinfo for a MSG (or RDM) endpoint of prov on addr:port
+ * (listening: FI_SOURCE). */
 static struct fi_info *query(const char *prov, const char *addr,
-			     const char *port, bool listen)
+			     const char *port, bool listen, bool rdm)
 {
 	struct fi_info *hints = fi_allocinfo(), *info = NULL;
 	bool pmem = !strcmp(prov, "pmemverbs");
@@ -19,7 +20,7 @@ static struct fi_info *query(const char *prov, const char *addr,
 		die("out of memory");
 	hints->caps = FI_MSG | FI_RMA | (pmem ? FI_RMA_PMEM : 0);
 	hints->mode = FI_CONTEXT | FI_CONTEXT2;
-	hints->ep_attr->type = FI_EP_MSG;
+	hints->ep_attr->type = rdm ? FI_EP_RDM : FI_EP_MSG;
 	hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 				      FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	hints->fabric_attr->prov_name = strdup(prov);
@@ -27,19 +28,23 @@ static struct fi_info *query(const char *prov, const char *addr,
 			 hints, &info);
 	fi_freeinfo(hints);
 	if (ret)
-		die("fi_getinfo(%s, %s port %s): %s (FI_PROVIDER_PATH?)", prov,
-		    addr, port, fi_strerror(-ret));
+		die("fi_getinfo(%s, %s, %s port %s): %s (FI_PROVIDER_PATH?)",
+		    prov, rdm ? "FI_EP_RDM" : "FI_EP_MSG", addr, port,
+		    fi_strerror(-ret));
 	return info;
 }
 
+/* Fabric, EQ and domain; FI_PMEM_DOMAIN_OPS on pmemverbs MSG domains
+ * (RDM domains do not offer them: fi_pmemverbs(7)). */
 void fab_open(struct fab *f, const char *prov, const char *addr,
-	      const char *port, bool listen)
+	      const char *port, bool listen, bool rdm)
 {
 	struct fi_eq_attr eq_attr = { .size = 64,
 				      .wait_obj = FI_WAIT_UNSPEC };
 
-	*f = (struct fab){ .pmem = !strcmp(prov, "pmemverbs") };
-	f->info = query(prov, addr, port, listen);
+	*f = (struct fab){ .pmem = !strcmp(prov, "pmemverbs") && !rdm,
+			   .rdm = rdm };
+	f->info = query(prov, addr, port, listen, rdm);
 	CHECK(fi_fabric(f->info->fabric_attr, &f->fabric, NULL));
 	CHECK(fi_eq_open(f->fabric, &eq_attr, &f->eq, NULL));
 	CHECK(fi_domain(f->fabric, f->info, &f->domain, NULL));
@@ -145,7 +150,7 @@ static void target_close_conn(struct tconn *c)
 }
 
 /* The offer for a new connection: the region and where the log goes on. */
-static void target_offer(struct target *t, struct offer *o)
+void target_offer(struct target *t, struct offer *o)
 {
 	walk_prefix(&t->l, &t->w); /* from the end found before: cheap */
 	if (t->w.why)
@@ -252,14 +257,19 @@ static void target_setup(struct target *t, const struct opts *o)
 	walk_prefix(&t->l, &t->w); /* from what -A found, if it ran */
 	if (t->w.why)
 		die("%s: inconsistent log: %s", o->file, t->w.why);
-	fab_open(&t->f, "pmemverbs", o->addr, o->port, true);
+	fab_open(&t->f, "pmemverbs", o->addr, o->port, true, o->rdm);
 	t->mr = mr_register(&t->f, t->l.map, HEADER_SIZE + t->l.capacity,
 			    FI_REMOTE_WRITE | FI_REMOTE_READ, FI_RMA_PMEM,
 			    o->fixed_key);
-	t->profile = (uint64_t)t->f.pmem_ops->mr_profile(t->mr);
+	t->profile = t->f.pmem ? (uint64_t)t->f.pmem_ops->mr_profile(t->mr) :
+				 FI_PMEM_PROFILE_UNKNOWN;
 	if (t->f.info->domain_attr->mr_mode & FI_MR_LOCAL)
 		t->offers_mr = mr_register(&t->f, t->offers, sizeof(t->offers),
 					   FI_SEND, 0, false);
+	if (o->rdm) {
+		target_rdm_listen(t);
+		return;
+	}
 	CHECK(fi_passive_ep(t->f.fabric, t->f.info, &t->pep, NULL));
 	CHECK(fi_pep_bind(t->pep, &t->f.eq->fid, 0));
 	CHECK(fi_listen(t->pep));
@@ -280,13 +290,17 @@ int role_target(const struct opts *o)
 	       fi_mr_key(t.mr), fi_pmem_profile_str(t.profile), t.l.log_id,
 	       t.w.records, t.w.end);
 	fflush(stdout);
-	while (before(end)) {
+	while (before(end) && o->rdm)
+		target_rdm_poll(&t, 5);
+	while (before(end) && !o->rdm) {
 		target_poll_eq(&t, 5);
 		target_poll_cqs(&t);
 	}
 	for (int i = 0; i < MAX_CONNS; i++)
 		target_close_conn(&t.conns[i]);
-	fi_close(&t.pep->fid);
+	if (t.pep)
+		fi_close(&t.pep->fid);
+	target_rdm_close(&t);
 	if (t.offers_mr)
 		fi_close(&t.offers_mr->fid);
 	fi_close(&t.mr->fid);

@@ -8,21 +8,28 @@
 # the log, SIGKILL of the target after a random delay (commits in flight),
 # the initiator reporting its errors and exiting.  Every few cycles the
 # restarted target is also probed with the old process's region key and
-# inbox key (pmv_crashlog learn / stale): they must be refused.
+# inbox key (pmv_crashlog learn / stale): they must be refused.  Streams
+# ending in :rdm append through FI_EP_RDM endpoints (pmemverbs;ofi_rxm,
+# pmv_crashlog -e rdm): the initiator's hellos are resent until the new
+# target answers; in the cycles where MSG streams probe the restarted
+# target (MSG only), the RDM initiator stays (-R 1) and appends to the next
+# cycle's target through the same endpoint (ofi_rxm reconnects).
 #
 # usage: run_crash.sh BUILD_DIR [PORT_BASE]
 #   BUILD_DIR  a build tree (pmv_crashlog in test/crash, the plugin in .libs)
 #   PORT_BASE  first TCP port (default 12000); uses up to PORT_BASE + 8 * JOBS
 # env:
-#   PMV_CRASH_CYCLES        cycles over all six streams (default 240)
+#   PMV_CRASH_CYCLES        cycles over all the streams (default 240)
 #   PMV_CRASH_KILL_MS       "MIN MAX" delay of the kill after the initiator
 #                           started appending (default "2 100")
 #   PMV_CRASH_RESTART_EVERY the restart probe every N cycles (default 10)
 #   PMV_CRASH_UNSAFE        early|visible: a deliberately wrong initiator
 #                           (test of the test: early must FAIL here)
-#   PMV_CRASH_STREAMS       the streams, default "page:singleton page:compound
+#   PMV_CRASH_STREAMS       the streams (PROFILE:MODE[:rdm]), default
+#                           "page:singleton page:compound
 #                           cache_line:singleton cache_line:compound
-#                           byte:singleton byte:compound"
+#                           byte:singleton byte:compound" and the same six
+#                           with :rdm
 #   PMV_CRASH_JOBS          streams run at once (default 2; ports
 #                           PORT_BASE + 8 * job + stream)
 #   PMV_CRASH_KEEP=1        keep the work directory (kept anyway after a
@@ -32,7 +39,7 @@
 set -u
 
 if [[ $# -lt 1 || $# -gt 2 || ! -d $1 ]]; then
-	sed -n '13,30p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '16,36p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 fi
 BUILD=$(cd "$1" && pwd)
@@ -48,7 +55,9 @@ CAPACITY=$((128 << 20))
 MAXREC=262144             # records of up to 256 KiB: kills land inside them
 REINIT_LEFT=$((48 << 20)) # a new log when less is left (a cycle may fill it)
 EXIT_BOUND_MS=15000       # the initiator must be gone this soon after the kill
-read -r -a STREAMS <<<"${PMV_CRASH_STREAMS:-page:singleton page:compound cache_line:singleton cache_line:compound byte:singleton byte:compound}"
+DEFAULT_STREAMS="page:singleton page:compound cache_line:singleton cache_line:compound byte:singleton byte:compound"
+DEFAULT_STREAMS+=" ${DEFAULT_STREAMS// /:rdm }:rdm"
+read -r -a STREAMS <<<"${PMV_CRASH_STREAMS:-$DEFAULT_STREAMS}"
 ADDR=127.0.0.1
 
 # The logs live in the page cache either way (SIGKILL keeps it); /dev/shm
@@ -61,7 +70,7 @@ failed=0
 job_pids=()
 # totals
 t_cycles=0 t_acked=0 t_checks=0 t_lost=0 t_torn=0 t_unpub=0 t_beyond=0
-t_logs=0 t_errors=0 t_exit_ms=0 t_exit_max=0
+t_logs=0 t_errors=0 t_exit_ms=0 t_exit_max=0 t_reconn=0
 
 # Sends a signal to each pid that is still a child of this shell (never
 # to a process that took over the pid of one that ended).
@@ -157,10 +166,11 @@ start_target() {
 	local marker_args=()
 	[[ -n $marker ]] && marker_args=(-x "$marker")
 	# no old output may answer await_line before the new process writes
-	rm -f "$WORK/t.out" "$WORK/t.err" "$WORK/i.out" "$WORK/i.err" \
-	      "$WORK/v.err" "$WORK/l.err"
+	rm -f "$WORK/t.out" "$WORK/t.err" "$WORK/v.err" "$WORK/l.err"
+	[[ -n $carry ]] || rm -f "$WORK/i.out" "$WORK/i.err"
 	PMEM2_FORCE_GRANULARITY=$gran "$BIN" target -f "$file" -a $ADDR \
 		-P "$port" -t 300 -A "$acks" -N "$name" "${marker_args[@]}" \
+		-e "$ep" \
 		>"$WORK/t.out" 2>"$WORK/t.err" &
 	tpid=$!
 	disown "$tpid" # killed on purpose: no "Killed" notice
@@ -184,11 +194,38 @@ restart_probe() {
 	restarts=$((restarts + 1))
 }
 
-# Starts the initiator of a cycle; sets ipid.
+# Starts the initiator of a cycle (sets ipid), unless the previous one
+# carries on (RDM, -R 1: it reconnects to this cycle's target).
 start_initiator() {
+	local again=()
+	[[ -n $carry ]] && return
+	i_part=1 i_taken=0 i_left=0
+	if [[ $ep == rdm ]] && ((cycle % RESTART_EVERY == 0 && cycle < ncycles)); then
+		i_left=1
+		again=(-R 1)
+	fi
 	FI_PMEMVERBS_PEER_TIMEOUT_MS=3000 "$BIN" append -a $ADDR -P "$port" \
-		-t 60 ${UNSAFE:+-u "$UNSAFE"} >"$WORK/i.out" 2>"$WORK/i.err" &
+		-t 60 -e "$ep" "${again[@]}" ${UNSAFE:+-u "$UNSAFE"} \
+		>"$WORK/i.out" 2>"$WORK/i.err" &
 	ipid=$!
+}
+
+# Whether file has at least n lines matching pattern.
+has_lines() {
+	local n
+	n=$(grep -c -a -- "$2" "$1" 2>/dev/null)
+	((${n:-0} >= $3))
+}
+
+# Waits up to ms for the n-th line matching pattern in file.
+await_lines() {
+	local file=$1 pattern=$2 n=$3 ms=$4 end
+	end=$(($(now_ms) + ms))
+	while (($(now_ms) < end)); do
+		has_lines "$file" "$pattern" "$n" && return 0
+		sleep 0.005
+	done
+	return 1
 }
 
 # Waits for the target's READY and judges the previous cycle by its VERIFY
@@ -203,7 +240,7 @@ target_ready() {
 	judge_cycle "$v"
 	kill_child KILL "$tpid" "${ipid:-}"
 	[[ -n ${ipid:-} ]] && wait "$ipid" 2>/dev/null
-	ipid=""
+	ipid="" carry=""
 	if [[ -n $v && $v != *" ok "* ]]; then
 		new_log && again=yes # judged above; the cycle on a new log
 	else
@@ -230,8 +267,8 @@ restart_steps() {
 # (bounded) for the initiator to end; sets delay and exit_ms.
 kill_and_wait() {
 	local t_kill
-	if ! await_line "$WORK/i.out" '^START' 30000; then
-		pending_why="the initiator did not start: $(tail -n 2 "$WORK/i.err" | tr '\n' ' ')"
+	if ! await_lines "$WORK/i.out" '^START' "$i_part" 30000; then
+		pending_why="the initiator did not start${carry:+ again (RDM reconnection)}: $(tail -n 2 "$WORK/i.err" | tr '\n' ' ')"
 	fi
 	delay=$((KILL_MIN + RANDOM % (KILL_MAX - KILL_MIN + 1)))
 	sleep "$(printf '%d.%03d' $((delay / 1000)) $((delay % 1000)))"
@@ -241,12 +278,20 @@ kill_and_wait() {
 	kill_child KILL "$tpid"
 	t_kill=$(now_ms)
 	while kill -0 "$ipid" 2>/dev/null && (($(now_ms) - t_kill < EXIT_BOUND_MS)); do
+		((i_left > 0)) && has_lines "$WORK/i.out" '^END' "$i_part" && break
 		sleep 0.005
 	done
 	exit_ms=$(($(now_ms) - t_kill))
-	if kill -0 "$ipid" 2>/dev/null; then
+	carry=""
+	if ((i_left > 0)) && kill -0 "$ipid" 2>/dev/null &&
+		has_lines "$WORK/i.out" '^END' "$i_part"; then
+		carry=yes # it waits for the next cycle's target
+		i_left=$((i_left - 1)) i_part=$((i_part + 1))
+	elif kill -0 "$ipid" 2>/dev/null; then
 		pending_why=${pending_why:-"the initiator still runs ${EXIT_BOUND_MS} ms after the kill (a hang)"}
 		kill_child KILL "$ipid"
+	elif ((i_left > 0)) && ! grep -q '^END full' "$WORK/i.out"; then
+		pending_why=${pending_why:-"the RDM initiator (-R 1) exited instead of waiting for the next target: $(tail -n 1 "$WORK/i.err")"}
 	fi
 }
 
@@ -254,9 +299,10 @@ kill_and_wait() {
 # at once unless the restart steps need the target first), kill, the
 # initiator's end.
 run_cycle() {
-	local delay exit_ms end_line rc restart="" again=yes
-	ipid=""
+	local delay exit_ms end_line rc restart="" again=yes endn state
+	[[ -n $carry ]] || ipid="" # a carried RDM initiator goes on
 	[[ -f $WORK/$name.info ]] || ((cycle % RESTART_EVERY == 0)) && restart=yes
+	[[ $ep == rdm ]] && restart="" # learn and stale speak MSG only
 	while [[ -n $again ]]; do
 		again=""
 		start_target
@@ -270,19 +316,27 @@ run_cycle() {
 	pending="crash-$name-c$cycle"
 	pending_why=""
 	t_cycles=$((t_cycles + 1))
+	if [[ -n $carry ]]; then
+		pending_what_re=" (the initiator of the previous cycle, reconnected over RDM)"
+		t_reconn=$((t_reconn + 1))
+	fi
 	kill_and_wait
-	wait "$ipid"
-	rc=$?
-	end_line=$(grep -a '^END' "$WORK/i.out")
+	rc=0
+	[[ -n $carry ]] || { wait "$ipid"; rc=$?; }
+	endn=$i_part state=out
+	[[ -n $carry ]] && endn=$((i_part - 1)) state=waiting
+	end_line=$(grep -a '^END' "$WORK/i.out" | sed -n "${endn}p")
 	if [[ -z $pending_why && ($rc -ne 0 || -z $end_line || $end_line == *violation*) ]]; then
 		pending_why="the initiator exited $rc: ${end_line:-no END line} $(tail -n 2 "$WORK/i.err" | tr '\n' ' ')"
 	fi
-	grep -a '^ACK ' "$WORK/i.out" >>"$acks"
-	t_acked=$((t_acked + $(grep -c '^ACK ' "$WORK/i.out")))
+	grep -a '^ACK ' "$WORK/i.out" | tail -n +$((i_taken + 1)) >"$WORK/i.acks"
+	cat "$WORK/i.acks" >>"$acks"
+	i_taken=$((i_taken + $(grep -c '^ACK ' "$WORK/i.acks")))
+	t_acked=$((t_acked + $(grep -c '^ACK ' "$WORK/i.acks")))
 	t_errors=$((t_errors + $(num "$end_line" errors)))
 	t_exit_ms=$((t_exit_ms + exit_ms))
 	((exit_ms > t_exit_max)) && t_exit_max=$exit_ms
-	pending_what="killed ${delay} ms after START, $(num "$end_line" acked) appends acked then, initiator out ${exit_ms} ms after the kill ($(sed -n 's/.* first: \([^-]*\).*/\1/p' <<<"$end_line" | head -c 60))"
+	pending_what="killed ${delay} ms after START$pending_what_re, $(grep -c '^ACK ' "$WORK/i.acks") appends acked then, initiator $state ${exit_ms} ms after the kill ($(sed -n 's/.* first: \([^-]*\).*/\1/p' <<<"$end_line" | head -c 60))"
 	if [[ $end_line == *" full "* ]] || ((last_left < REINIT_LEFT)); then
 		judge_cycle "$("$BIN" verify -f "$file" -A "$acks" -N "$name" \
 			       2>"$WORK/v.err")"
@@ -290,15 +344,19 @@ run_cycle() {
 	fi
 }
 
-# The cycles of one stream (profile:mode).
+# The cycles of one stream (profile:mode[:rdm]).
 run_stream() {
 	local spec=$1 n=$2 start=$SECONDS
-	gran=${spec%%:*} mode=${spec##*:}
+	IFS=: read -r gran mode ep <<<"$spec"
+	ep=${ep:-msg}
 	name=$gran-$mode
+	[[ $ep == rdm ]] && name+=-rdm
 	file=$WORK/$name.log
 	logs_made=0 pending="" pending_why="" marker="" last_left=$CAPACITY
+	carry="" ncycles=$n
 	new_log || return
 	for ((cycle = 1; cycle <= n; cycle++)); do
+		pending_what_re=""
 		run_cycle
 	done
 	judge_cycle "$("$BIN" verify -f "$file" -A "$acks" -N "$name" \
@@ -327,7 +385,7 @@ fixed_key_demo() {
 	demo_pid=$!
 	disown "$demo_pid"
 	await_line "$WORK/fb.out" '^READY' 30000
-	out=$(timeout 120 "$BIN" stale -e -a $ADDR -P "$port" \
+	out=$(timeout 120 "$BIN" stale -K -a $ADDR -P "$port" \
 	      -i "$WORK/fixed.info" -x "$m" 2>&1)
 	kill_child KILL "$demo_pid"
 	grep '^INFO' <<<"$out" | sed 's/^INFO /INFO fixed-key /'
@@ -335,7 +393,7 @@ fixed_key_demo() {
 
 # The totals as one line a parent can add up (CRASH-TOTALS k=v ...).
 TOTAL_KEYS=(t_cycles t_logs t_acked t_checks t_lost t_torn t_unpub t_beyond
-	    t_errors t_exit_ms t_exit_max restarts)
+	    t_errors t_exit_ms t_exit_max restarts t_reconn)
 
 print_machine_totals() {
 	local k line="CRASH-TOTALS"
@@ -417,6 +475,6 @@ echo "crash totals: cycles $t_cycles, logs $t_logs, appends acked $t_acked," \
      "records lost $t_lost, torn records rejected $t_torn, unpublished records $t_unpub," \
      "whole records past the end $t_beyond, initiator errors $t_errors," \
      "initiator exit after the kill: mean $((t_exit_ms / (t_cycles ? t_cycles : 1))) ms, max $t_exit_max ms," \
-     "restart probes $restarts, $((SECONDS - start)) s"
+     "restart probes $restarts, RDM reconnections $t_reconn, $((SECONDS - start)) s"
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

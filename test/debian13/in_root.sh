@@ -19,7 +19,8 @@
 # PORT_BASE .. +99).
 # Ports PORT_BASE .. PORT_BASE+999 (durability +0..+300 and its probe +900,
 # hostile +350, threads +400, crash +500, fi_pingpong +600, demo +650,
-# integration +700, upstream fabtests 2.1 +800).
+# integration +700, durability RDM +800..+826, upstream fabtests 2.1
+# +900).
 set -u
 
 if [[ $# -lt 3 || $# -gt 4 || ! -d $1 || ! ${4:-bench} =~ ^(bench|fabtests)$ ]]; then
@@ -30,7 +31,7 @@ SRC=$(cd "$1" && pwd)
 BUILD=$2
 PORT=$3
 MODE=${4:-test}
-CRASH_CYCLES=${PMV_DEBIAN13_CRASH_CYCLES:-40}
+CRASH_CYCLES=${PMV_DEBIAN13_CRASH_CYCLES:-48}
 passed=0
 failed=0
 

@@ -23,7 +23,7 @@
 # environment: PMV_DEBIAN13_ROOT   where the root is cached
 #                                  (default /var/cache/pmemverbs/trixie-root)
 #              PMV_DEBIAN13_MIRROR the mirror (default: apt's Debian URI here)
-#              PMV_DEBIAN13_CRASH_CYCLES crash loop cycles (default 40)
+#              PMV_DEBIAN13_CRASH_CYCLES crash loop cycles (default 48: 4 per stream)
 #              PMV_BENCH_PARTS     with --bench, the parts to run among
 #                                  core_compare core_compare_rdm
 #                                  commit_modes (default: all)
@@ -162,7 +162,7 @@ mount_all || fail "could not mount /proc, /sys, /dev, /dev/pts or /dev/shm in $C
 t0=$SECONDS
 out=$(chroot "$CACHE" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
       HOME=/root LANG=C.UTF-8 TMPDIR=/tmp \
-      PMV_DEBIAN13_CRASH_CYCLES="${PMV_DEBIAN13_CRASH_CYCLES:-40}" \
+      PMV_DEBIAN13_CRASH_CYCLES="${PMV_DEBIAN13_CRASH_CYCLES:-48}" \
       PMV_BENCH_PARTS="${PMV_BENCH_PARTS:-}" \
       bash "$IN_SRC/test/debian13/in_root.sh" "$IN_SRC" "$IN_BUILD" "$PORT_BASE" \
       $MODE 2>&1)

@@ -7,7 +7,9 @@
  * The target registers two FI_RMA_PMEM regions of a MAP_SHARED file and
  * serves one RDM endpoint per peer (-t rdm: one, -t rdm2: two, on PORT and
  * PORT+1); it writes its keys to FILE.keys, prints READY, reads its CQ and
- * checks each FI_IMMED completion against the oracle as it arrives.  The
+ * checks each FI_IMMED completion against the oracle as it arrives; with
+ * -t rdm-close it then closes its region and its endpoint once the
+ * initiator has exited.  The
  * initiator writes, commits, fences and flushes through one RDM endpoint
  * and checks every completed commit: every byte written to that peer's key
  * before it was posted is in the oracle (records appended after the byte
@@ -16,6 +18,9 @@
  * A completion that outran persistence exits 3.  The initiator is in
  * pmv_rdm_test_init.c.
  */
+#include <signal.h>
+#include <stdio.h>
+
 #include "pmv_rdm_test.h"
 
 const char *g_role = "?";
@@ -234,6 +239,46 @@ static void target_serve(const struct keys *k)
 		    g_immed_seen, done);
 }
 
+/*
+ * rdm-close: waits (bounded) until the initiator, whose pid it wrote to
+ * FILE.ipid before its DONE, has exited, then closes its region (as
+ * fi_pmem_bw's target does: pmemverbs pushes its profile table to the
+ * peer, context-less inject writes that fail on the broken connection),
+ * registers and closes a spare one 4 times (more pushes: the first may
+ * still be taken by the socket) and closes the endpoint, with nothing
+ * read in between: those failures are reported during ofi_rxm's fi_close
+ * (its flush of the MSG CQ), where a context-less error entry crashed
+ * ofi_rxm (libfabric 2.1: 11 of 16 runs before the fix).
+ */
+static void close_after_peer_exit(struct fid_mr *region, uint8_t *spare)
+{
+	char path[4096];
+	struct fid_mr *mr;
+	long pid = 0;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "%s.ipid", g_opt.file);
+	f = fopen(path, "r");
+	if (!f || fscanf(f, "%ld", &pid) != 1 || pid <= 0)
+		die("reading the initiator's pid from %s", path);
+	fclose(f);
+	for (i = 0; i < 20000 && !(kill((pid_t) pid, 0) && errno == ESRCH);
+	     i++)
+		usleep(1000);
+	if (i == 20000)
+		die("the initiator (pid %ld) did not exit within 20 s", pid);
+	CHECK(fi_close(&region->fid));
+	for (i = 0; i < 4; i++) { /* more pushes: the first may still go */
+		CHECK(fi_mr_reg(g_dom, spare, REG_LEN, FI_REMOTE_WRITE, 0,
+				10 + i, FI_RMA_PMEM, &mr, NULL));
+		CHECK(fi_close(&mr->fid));
+	}
+	CHECK(fi_close(&g_ep[0]->fid));
+	printf("CLOSED the region and the endpoint after the initiator "
+	       "exited\n");
+}
+
 static void run_target(void)
 {
 	uint8_t *map = map_file(g_opt.file, MAX_PEERS * REG_LEN, true);
@@ -263,6 +308,7 @@ static void run_target(void)
 		k.key[i] = fi_mr_key(mr[i]);
 		k.base[i] = virt ? (uintptr_t)(map + i * REG_LEN) : 0;
 	}
+	k.pid = (int64_t)getpid();
 	snprintf(path, sizeof(path), "%s.keys", g_opt.file);
 	f = fopen(path, "w");
 	if (!f || fwrite(&k, sizeof(k), 1, f) != 1 || fclose(f))
@@ -270,6 +316,8 @@ static void run_target(void)
 	printf("READY\n");
 	fflush(stdout);
 	target_serve(&k);
+	if (!strcmp(g_opt.test, "rdm-close"))
+		close_after_peer_exit(mr[0], map + REG_LEN);
 }
 
 int main(int argc, char **argv)
@@ -292,7 +340,8 @@ int main(int argc, char **argv)
 	g_role = g_opt.role ? g_opt.role : "?";
 	if (!g_opt.role || !g_opt.test || !g_opt.port ||
 	    (!strcmp(g_role, "target") ? !g_opt.file : !g_opt.tfile))
-		die("usage: %s -r target|initiator -t rdm|rdm2 -P PORT "
+		die("usage: %s -r target|initiator -t rdm|rdm2|rdm-sos|"
+		    "rdm-close -P PORT "
 		    "[-a ADDR] (-f FILE | -F FILE) [-o ORACLE] [-g GRAN]",
 		    argv[0]);
 	srand(42);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,9 +42,11 @@ struct rdm_opt {
 	const char *role, *test, *addr, *port, *file, *tfile, *oracle, *gran;
 };
 
-/* What the target publishes in FILE.keys for each region (peer i: i). */
+/* What the target publishes in FILE.keys for each region (peer i: i),
+ * and its pid (rdm-sos SIGKILLs it after the last counter wait). */
 struct keys {
 	uint64_t key[MAX_PEERS], base[MAX_PEERS];
+	int64_t pid;
 };
 
 extern struct rdm_opt g_opt;

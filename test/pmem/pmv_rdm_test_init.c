@@ -250,6 +250,43 @@ static void sos_put(struct fid_ep *ep, uint64_t off, size_t len)
 		    fi_strerror((int) -ret));
 }
 
+/* SIGKILLs the target (no clean-up, no msync at exit) and waits, bounded
+ * by the watchdog, until the process is gone. */
+static void kill_target(void)
+{
+	pid_t pid = (pid_t)g_k.pid;
+
+	if (pid <= 1 || kill(pid, SIGKILL))
+		die("SIGKILL of the target (pid %d): %s", (int)pid,
+		    strerror(errno));
+	while (kill(pid, 0) == 0 || errno != ESRCH)
+		usleep(1000);
+}
+
+/*
+ * After the last counter wait the target is SIGKILLed; then every byte of
+ * every counted put must be in its file (its page cache: a SIGKILL loses
+ * none, so the oracle checks at each wait are what prove persistence).
+ */
+static void check_file_after_kill(uint64_t posted)
+{
+	kill_target();
+	for (unsigned i = 0; i < g_nranges; i++) {
+		const struct range *r = &g_ranges[i];
+		uint64_t off = r->lo - g_k.base[0];
+
+		if (!memcmp(g_tmap + off, g_src + off, r->hi - r->lo))
+			continue;
+		printf("FAIL %s/killed: after the counter wait and the "
+		       "target's SIGKILL, put [%#" PRIx64 ", +%" PRIu64 ") is "
+		       "not in its file\n", label(), off, r->hi - r->lo);
+		exit(3);
+	}
+	printf("PASS %s/killed: target SIGKILLed after the last counter wait; "
+	       "all %" PRIu64 " counted puts (%u ranges) in its file\n",
+	       label(), posted, g_nranges);
+}
+
 /*
  * The SOS pattern (rdm-sos): puts as Sandia OpenSHMEM posts them
  * (fi_writemsg with FI_DELIVERY_COMPLETE, FI_SELECTIVE_COMPLETION with no
@@ -257,6 +294,7 @@ static void sos_put(struct fid_ep *ep, uint64_t off, size_t len)
  * fi_cntr_wait for every put posted.  Under
  * FI_PMEMVERBS_DELIVERY_IS_COMMIT each put is a commit, so when the wait
  * returns every byte put is durable: checked against the oracle then.
+ * After the last wait the target is SIGKILLed and its file checked.
  */
 static void run_sos_pattern(struct fi_info *info)
 {
@@ -299,8 +337,19 @@ static void run_sos_pattern(struct fi_info *info)
 	printf("PASS %s/quiet: %" PRIu64 " puts (FI_DELIVERY_COMPLETE, "
 	       "counted, no CQ entry) durable at each of %u counter waits "
 	       "(oracle)\n", label(), posted, g_checked);
-	CHECK(fi_close(&ep->fid));
-	CHECK(fi_close(&cntr->fid));
+	check_file_after_kill(posted);
+}
+
+/* rdm-close: the target closes its endpoint once this process is gone. */
+static void write_pid_file(void)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s.ipid", g_opt.tfile);
+	f = fopen(path, "w");
+	if (!f || fprintf(f, "%ld\n", (long) getpid()) < 0 || fclose(f))
+		die("writing %s", path);
 }
 
 void run_initiator(void)
@@ -342,6 +391,7 @@ void run_initiator(void)
 		if (!g_log)
 			die("rdm-sos checks the oracle: pass -o");
 		run_sos_pattern(info);
+		return; /* the target is dead: no DONE, nothing closed */
 	} else {
 		for (int r = 0; r < ROUNDS && g_nranges < MAX_RANGES - 64; r++)
 			for (int p = 0; p < peers(); p++)
@@ -353,6 +403,8 @@ void run_initiator(void)
 		       peers(), use_oracle() ? "oracle" : "target's file",
 		       g_immeds);
 	}
+	if (!strcmp(g_opt.test, "rdm-close"))
+		write_pid_file();
 	memcpy(g_src, &g_immeds, sizeof(g_immeds));
 	/* rxm may still be connecting (rdm-sos put through another endpoint) */
 	POST(ret, fi_send(g_ep[0], g_src, sizeof(g_immeds), g_desc, g_peer[0],

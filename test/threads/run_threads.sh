@@ -287,8 +287,24 @@ run() {
 	fault) judge_fault "$name" "$irc" "$dir" ;;
 	*) judge_role "$name" initiator "$irc" "$dir" ;;
 	esac
-	[[ $judge == fault && $irc -ne 0 ]] || judge_role "$name" target "$trc" "$dir"
+	if [[ $judge == fault && $irc -ne 0 ]]; then
+		judge_stopped_target "$name" "$trc" "$dir"
+	else
+		judge_role "$name" target "$trc" "$dir"
+	fi
 	rm -f "$shm".*
+}
+
+# A target this script stopped (SIGTERM, 143) after its initiator's fault
+# ended that early: a crash of its own (a signal other than SIGTERM, or
+# a sanitizer's report) is still a FAIL.
+judge_stopped_target() {
+	local name=$1 trc=$2 dir=$3
+	if [[ $trc -gt 128 && $trc -ne 143 ]] || [[ $trc -eq 124 ]] ||
+	   grep -q -E 'ERROR: AddressSanitizer|WARNING: ThreadSanitizer|runtime error' "$dir/target.err" 2>/dev/null; then
+		report FAIL "$name/target" "$(describe_rc "$trc" "$dir/target.err")"
+		show_report "$dir/target.err"
+	fi
 }
 
 # fault_sweep POINT N...: one run per N with the initiator's N-th call at

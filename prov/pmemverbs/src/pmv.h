@@ -174,7 +174,8 @@ struct pmv_agent;
  *   dom->push_lock  profile pushes, one at a time (a peer never gets an
  *                   older table after a newer one); held across their
  *                   fi_inject_write calls, with nothing else held
- *   ep->serve_lock  the one server of an inbox: the agent, or an
+ *   tgt->serve_lock the one server of an inbox (struct pmv_tgt, an
+ *                   endpoint's target state): the agent, or an
  *                   application thread whose read serves it (application
  *                   threads only try it; an endpoint's close waits for
  *                   it); held across persists, ack posts and the read of
@@ -233,6 +234,7 @@ struct pmv_cq;
 struct pmv_eq;
 struct pmv_cntr;
 struct pmv_ini;
+struct pmv_tgt;
 
 /*
  * Progress a CQ, counter or EQ runs when the application reads or waits on
@@ -292,40 +294,13 @@ struct pmv_ep {
 	pthread_mutex_t lock;      /* srx contexts only; never taken */
 	struct pmv_ini *ini;       /* initiator commit engine (initiator/) */
 	bool raw_ordered;          /* the core orders reads after writes */
-	uint64_t agent_seq;        /* next request our agent expects */
-	uint64_t agent_unacked;    /* last served request, ack not sent yet */
-	uint64_t agent_acked;      /* last request acked (0: none) */
-	int agent_status;          /* ... and its status */
-	uint8_t agent_profile;
-	uint32_t agent_gen;        /* registration generation it validated in */
-	uint32_t open_gen;         /* the domain's generation when the endpoint
-				    * opened: the oldest a request of its peer
-				    * can mean (pmv_serve.c) */
-	uint64_t bad_seq;          /* seq whose slot holds no valid request */
-	uint64_t bad_since_ms;     /* ... since then (FI_PMEMVERBS_BAD_REQUEST_MS) */
-	uint64_t bad_refused;      /* requests refused that way, for warnings */
-	uint32_t slot_sum[PMV_SLOTS]; /* checksum field each slot held when
-				    * served or refused: with the previous
-				    * lap's seq, the slot is empty */
-	struct pmv_agent_hist {    /* served requests: key and status by seq */
-		uint64_t seq, key;
-		int status;
-	} agent_hist[PMV_SLOTS];
-	bool in_agent;
+	struct pmv_tgt *tgt;       /* target state (target/), pmem only */
 	bool connected;            /* FI_CONNECTED was read (domain lock) */
-	unsigned push_failed;      /* pushes the core refused (domain lock) */
-	struct pmv_ep *agent_next; /* domain agent list */
-	pthread_mutex_t serve_lock; /* one server at a time: agent or app */
-	int serve_holds;           /* agent passes that may serve it (atomic) */
 	struct pmv_eq *eq;         /* bound EQ, for serving from its reads */
 	struct pmv_cntr *cntr[2];  /* bound FI_SEND and FI_RECV counters */
 	struct pmv_cntr *rma_cntr[PMV_RMA_CNTRS]; /* counted here, not bound
 				    * to the core (pmv_ep_cntr.c) */
 	struct pmv_hook cntr_hook[PMV_RMA_CNTRS]; /* their reads progress it */
-	struct pmv_hook serve_hook[PMV_SERVE_OBJS]; /* inline serving, run
-				    * by reads of its CQs, EQ and counters */
-	struct pmv_hooks *serve_on[PMV_SERVE_OBJS]; /* lists running them */
-	uint64_t hook_ms;          /* last time serve_hook ran (atomic) */
 	struct pmv_hook hook;      /* engine progress, run by the tx CQ */
 	struct fi_pmem_ep_counters counters;
 	bool unusable_warned;      /* "endpoint unusable" logged (atomic) */
@@ -364,6 +339,8 @@ struct pmv_cq {
 	struct pmv_iop_pool iops;   /* internal ops completing here */
 	struct pmv_hooks hooks;     /* pmem endpoints' progress */
 	int pmem_refs;              /* pmem endpoints bound (either side) */
+	bool pmem_once;             /* one was bound once: its acks' errors
+				       may come after it closed (atomic) */
 	int wait_fd;                /* the core CQ's fd (agent sleeps), or -1 */
 	bool wait_pollfd;           /* the core CQ waits on a list of fds */
 	struct fid_wait *core_wait; /* its wait set, ours (tcp), or NULL */
@@ -474,8 +451,8 @@ extern uint64_t pmv_clock_skew_ms; /* unit tests only: time jumps forward */
 
 /*
  * True for a core error that means the connection itself is gone (the
- * core cancels what was in flight when its connection breaks; asked only
- * while the endpoint is open).
+ * core cancels what was in flight when its connection breaks, and may
+ * report it after the endpoint closed).
  */
 static inline bool pmv_err_conn_lost(int err)
 {
@@ -497,7 +474,14 @@ static inline bool pmv_err_conn_lost(int err)
 }
 
 /* target/: the agent and serving, as the pass-through objects use them
- * (pmv_agent.c; pmv_serve_attach: pmv_serve_hooks.c). */
+ * (pmv_agent.c; pmv_serve_attach: pmv_serve_hooks.c; pmv_tgt_*:
+ * pmv_tgt.c, a pmem endpoint's target state, struct pmv_tgt). */
+int pmv_tgt_open(struct pmv_ep *ep);
+void pmv_tgt_close(struct pmv_ep *ep);
+void pmv_tgt_hold(struct pmv_ep *ep);
+void pmv_tgt_release(struct pmv_ep *ep);
+bool pmv_tgt_in_agent(const struct pmv_ep *ep);
+void pmv_agent_serve_again(struct pmv_ep *ep, bool in_agent);
 int pmv_agent_add(struct pmv_domain *dom, struct pmv_ep *ep);
 void pmv_agent_remove(struct pmv_domain *dom, struct pmv_ep *ep);
 void pmv_agent_stop(struct pmv_domain *dom);

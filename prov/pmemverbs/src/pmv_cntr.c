@@ -51,7 +51,7 @@ static int pmv_cntr_set(struct fid_cntr *cntr, uint64_t value)
 
 /*
  * The CQ a counter wait sleeps on: the receive CQ (else the transmit CQ)
- * of the first endpoint served through cntr, held (serve_holds: its close
+ * of the first endpoint served through cntr, held (pmv_tgt_hold: its close
  * waits) and marked as waited on by this thread, so that the agent leaves
  * that endpoint's progress to it; NULL if none has a wait object.  *alone:
  * that endpoint is the only one served through cntr.
@@ -66,14 +66,14 @@ static struct pmv_cq *pmv_cntr_watch_begin(struct pmv_cntr *cntr,
 	if (!n)
 		return NULL;
 	if (n > 1)
-		__atomic_sub_fetch(&eps[1]->serve_holds, 1, __ATOMIC_ACQ_REL);
+		pmv_tgt_release(eps[1]);
 	*ep = eps[0];
 	*alone = n == 1;
 	cq = __atomic_load_n(&(*ep)->rx_cq, __ATOMIC_ACQUIRE);
 	if (!cq || (cq->wait_fd < 0 && !cq->core_wait))
 		cq = __atomic_load_n(&(*ep)->tx_cq, __ATOMIC_ACQUIRE);
 	if (!cq || (cq->wait_fd < 0 && !cq->core_wait)) {
-		__atomic_sub_fetch(&(*ep)->serve_holds, 1, __ATOMIC_ACQ_REL);
+		pmv_tgt_release(*ep);
 		return NULL;
 	}
 	__atomic_add_fetch(&cq->core_waiters, 1, __ATOMIC_ACQ_REL);
@@ -103,7 +103,7 @@ static void pmv_cntr_serve(struct pmv_cntr *cntr, bool alone)
 static void pmv_cntr_watch_end(struct pmv_cq *cq, struct pmv_ep *ep)
 {
 	__atomic_sub_fetch(&cq->core_waiters, 1, __ATOMIC_ACQ_REL);
-	__atomic_sub_fetch(&ep->serve_holds, 1, __ATOMIC_ACQ_REL);
+	pmv_tgt_release(ep);
 }
 
 /* Most fds a counter wait polls itself (else it sleeps in fi_wait). */

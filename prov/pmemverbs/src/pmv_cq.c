@@ -19,14 +19,16 @@
 #include "pmv_objects.h"
 
 /*
- * True if the CQ holds nothing of pmemverbs's: no pmem endpoint bound, no
+ * True if the CQ holds nothing of pmemverbs's: no pmem endpoint ever bound
+ * (a closed one's acks may still fail: pmv_cq_internal_inject_error), no
  * entry queued, and no internal operation whose completion may still come
  * (a closed endpoint's late completions must not reach the application).
  * Then reads go straight to the core.
  */
 bool pmv_cq_plain(struct pmv_cq *cq)
 {
-	return !__atomic_load_n(&cq->pmem_refs, __ATOMIC_RELAXED) &&
+	return !__atomic_load_n(&cq->pmem_once, __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&cq->pmem_refs, __ATOMIC_RELAXED) &&
 	       !__atomic_load_n(&cq->aux_count, __ATOMIC_RELAXED) &&
 	       !__atomic_load_n(&cq->iops.outstanding, __ATOMIC_RELAXED);
 }
@@ -116,15 +118,18 @@ ssize_t pmv_cq_filter_internal(struct pmv_cq *cq, void *buf,
 
 /*
  * The error of a context-less inject write on a broken connection: on a
- * CQ with pmem endpoints, a failed commit acknowledgement (the agent's
- * fi_inject_write).  It is not the application's to read; the broken
- * connection shows in the commits of both sides and in FI_SHUTDOWN.
+ * CQ that had pmem endpoints, a failed commit acknowledgement (the agent's
+ * fi_inject_write), even after its endpoint closed (libfabric 2.1's tcp
+ * reports it then, while ofi_rxm flushes its MSG CQ in its fi_close, and
+ * ofi_rxm reads a context-less error as one of its buffers: SIGSEGV).  It
+ * is not the application's to read; the broken connection shows in the
+ * commits of both sides and in FI_SHUTDOWN.
  */
 static bool pmv_cq_internal_inject_error(struct pmv_cq *cq,
 					 const struct fi_cq_err_entry *err)
 {
 	if (err->op_context || !pmv_err_conn_lost(err->err) ||
-	    !__atomic_load_n(&cq->pmem_refs, __ATOMIC_RELAXED))
+	    !__atomic_load_n(&cq->pmem_once, __ATOMIC_RELAXED))
 		return false;
 	PMV_INFO(FI_LOG_CQ, "a context-less write failed (%s): an "
 		 "acknowledgement to a peer whose connection broke; not "

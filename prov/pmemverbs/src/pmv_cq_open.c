@@ -37,8 +37,14 @@ static struct fi_ops_cq pmv_cq_ops = {
 	.strerror = pmv_cq_strerror,
 };
 
+/*
+ * Counts the pmem endpoints bound; the first one makes the CQ filter for
+ * good (pmv_cq_plain): their context-less acks may fail after they closed.
+ */
 void pmv_cq_ref_pmem(struct pmv_cq *cq, int delta)
 {
+	if (delta > 0)
+		__atomic_store_n(&cq->pmem_once, true, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&cq->pmem_refs, delta, __ATOMIC_RELAXED);
 }
 

@@ -24,7 +24,7 @@ static bool pmv_ep_stop_serving(struct pmv_ep *ep)
 	bool in_agent;
 
 	pmv_lock(&ep->domain->lock, PMV_LOCK_DOMAIN);
-	in_agent = ep->in_agent;
+	in_agent = pmv_tgt_in_agent(ep);
 	pmv_unlock(&ep->domain->lock, PMV_LOCK_DOMAIN);
 	pmv_ep_cntr_pause(ep); /* a counter's wait serves ep through it */
 	pmv_agent_remove(ep->domain, ep);
@@ -35,30 +35,14 @@ static bool pmv_ep_stop_serving(struct pmv_ep *ep)
 
 /*
  * The core endpoint did not close, so it is still connected: its CQ's
- * hooks and the agent serve it again, from the request where they
- * stopped (pmv_agent_add starts a new connection's count; the serve lock
- * keeps the agent from serving before the count is put back).
+ * hooks and the agent serve it again (pmv_agent_serve_again).
  */
 static void pmv_ep_serve_again(struct pmv_ep *ep, bool in_agent)
 {
-	uint64_t seq = ep->agent_seq, acked = ep->agent_acked;
-	int ret;
-
 	if (ep->tx_cq)
 		pmv_hooks_add(&ep->tx_cq->hooks, &ep->hook);
 	pmv_ep_cntr_resume(ep);
-	if (!in_agent)
-		return;
-	pmv_lock(&ep->serve_lock, PMV_LOCK_SERVE);
-	ret = pmv_agent_add(ep->domain, ep);
-	__atomic_store_n(&ep->agent_seq, seq, __ATOMIC_RELAXED);
-	ep->agent_acked = acked;
-	pmv_unlock(&ep->serve_lock, PMV_LOCK_SERVE);
-	if (ret)
-		PMV_WARN(FI_LOG_EP_CTRL, "fi_close failed and the endpoint "
-			 "stays open, but its commit agent could not take it "
-			 "back: %s; its peer's commits fail. Close it again\n",
-			 fi_strerror(-ret));
+	pmv_agent_serve_again(ep, in_agent);
 }
 
 /*
@@ -109,7 +93,7 @@ static int pmv_ep_bind_cq(struct pmv_ep *ep, struct fid *bfid, uint64_t flags)
 		pmv_cq_ref_pmem(cq, 1);
 	}
 	/* an accepting endpoint joined its agent before its CQs were bound */
-	if (ep->pmem && ep->in_agent)
+	if (ep->pmem && pmv_tgt_in_agent(ep))
 		pmv_serve_attach(ep);
 	return 0;
 }
@@ -136,7 +120,7 @@ static int pmv_ep_bind_serving(struct pmv_ep *ep, struct fid *bfid,
 	if (bfid->fclass == FI_CLASS_CNTR && (flags & FI_RECV))
 		ep->cntr[1] = pmv_container_of(bfid, struct pmv_cntr,
 					       cntr_fid.fid);
-	if (ep->in_agent)
+	if (pmv_tgt_in_agent(ep))
 		pmv_serve_attach(ep);
 	return 0;
 }
@@ -306,8 +290,8 @@ static void pmv_ep_pmem_fini(struct pmv_ep *ep)
 			 "commit inbox's registration did not close: its %zu "
 			 "bytes stay allocated, and the domain cannot close\n",
 			 ep->inbox.size);
+	pmv_tgt_close(ep);
 	pthread_mutex_destroy(&ep->lock);
-	pthread_mutex_destroy(&ep->serve_lock);
 }
 
 /* Sets up the durability engine of an endpoint opened with FI_RMA_PMEM. */
@@ -315,7 +299,6 @@ static int pmv_ep_pmem_init(struct pmv_ep *ep, const struct fi_info *info,
 			    const struct fi_info *core_info)
 {
 	pthread_mutex_init(&ep->lock, NULL);
-	pthread_mutex_init(&ep->serve_lock, NULL);
 	ep->pmem = info->caps & FI_RMA_PMEM;
 	pmv_ep_set_op_flags(ep, info->tx_attr ? info->tx_attr->op_flags : 0);
 	if (!ep->pmem && (ep->tx_op_flags & FI_COMMIT_COMPLETE)) {
@@ -337,7 +320,8 @@ static int pmv_ep_pmem_init(struct pmv_ep *ep, const struct fi_info *info,
 			 "domain from an fi_info that has it\n");
 		return -FI_EOPNOTSUPP;
 	}
-	return pmv_ini_open(ep) ? -FI_ENOMEM : pmv_inbox_open(ep);
+	return pmv_ini_open(ep) || pmv_tgt_open(ep) ? -FI_ENOMEM :
+	       pmv_inbox_open(ep);
 }
 
 int pmv_endpoint(struct fid_domain *domain, struct fi_info *info,

@@ -150,7 +150,7 @@ bool pmv_hooks_busy(struct pmv_hooks *hooks)
 }
 
 /*
- * Holds (serve_holds: its close waits) up to max endpoints that hooks
+ * Holds (pmv_tgt_hold: its close waits) up to max endpoints that hooks
  * serve, into eps; returns how many.  The caller drops the holds.
  */
 unsigned pmv_hooks_hold_eps(struct pmv_hooks *hooks, struct pmv_ep **eps,
@@ -165,7 +165,7 @@ unsigned pmv_hooks_hold_eps(struct pmv_hooks *hooks, struct pmv_ep **eps,
 	for (h = hooks->head; h && n < max; h = h->next) {
 		if (!h->ep)
 			continue;
-		__atomic_add_fetch(&h->ep->serve_holds, 1, __ATOMIC_ACQ_REL);
+		pmv_tgt_hold(h->ep);
 		eps[n++] = h->ep;
 	}
 	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);

@@ -92,9 +92,6 @@ int pmv_inbox_open(struct pmv_ep *ep)
 	inbox->gen_word = (uint64_t *) ((char *) inbox->mem +
 					PMV_ACKS_SIZE(PMV_SLOTS) +
 					(size_t) PMV_SLOTS * inbox->slot_size);
-	/* no write of the peer can land before the endpoint exists */
-	ep->open_gen = (uint32_t) __atomic_load_n(&dom->mr_gen,
-						   __ATOMIC_ACQUIRE);
 	inbox->flush_words = inbox->gen_word + 8;
 	inbox->probe_word = inbox->flush_words + PMV_SLOTS;
 	inbox->profiles = (char *) inbox->gen_word + PMV_GEN_TO_PROFILES;

@@ -27,7 +27,7 @@
 /* Lock classes, ranked: a thread takes them only in this order. */
 enum pmv_lock_class {
 	PMV_LOCK_PUSH,    /* dom->push_lock: profile pushes, one at a time */
-	PMV_LOCK_SERVE,   /* ep->serve_lock: one server of an inbox */
+	PMV_LOCK_SERVE,   /* tgt->serve_lock: one server of an inbox */
 	PMV_LOCK_DOMAIN,  /* dom->lock: MR table, agent endpoint list */
 	PMV_LOCK_CQ,      /* cq->lock: reads of a core CQ */
 	PMV_LOCK_INI,     /* ini->lock: an initiator's commit engine */

@@ -77,7 +77,8 @@ void serve_setup(void)
 	t_ep.core = &t_core;
 	t_ep.domain = &t_dom;
 	t_ep.rx_cq = t_rx;
-	t_ep.agent_seq = 1;
+	cr_assert_eq(pmv_tgt_open(&t_ep), 0);
+	t_ep.tgt->agent_seq = 1;
 	t_ep.inbox.slot_size = SLOT;
 	t_ep.inbox.mem = calloc(1, 64 * sizeof(struct pmv_ack) + 64 * SLOT);
 	t_ep.peer = (struct pmv_peer) { .known = true, .has_inbox = true,
@@ -94,6 +95,7 @@ void serve_teardown(void)
 	pmv_persistence_release(&t_mr.persistence);
 	munmap(t_region, LEN);
 	free(t_ep.inbox.mem);
+	pmv_tgt_close(&t_ep);
 	free(t_rx->aux);
 	free(t_rx);
 }

@@ -15,6 +15,7 @@
 
 #include "pmv_objects.h"
 #include "objects_fixture.h"
+#include "target/pmv_target.h"
 
 TestSuite(agent, .init = open_fixture, .fini = close_fixture);
 
@@ -200,4 +201,74 @@ Test(agent, an_idle_agent_sleeps_however_many_cqs_it_watches, .timeout = 60)
 		cr_assert_eq(fi_close(&fid[i]->fid), 0);
 		cr_assert_eq(fi_close(&cq[i]->fid), 0);
 	}
+}
+
+/* An endpoint's close run by another thread: fi_close's result, + 1 once
+ * it returned (0 while it runs). */
+struct closing {
+	struct fid_ep *fid;
+	int done;
+};
+
+static void *close_endpoint(void *arg)
+{
+	struct closing *c = arg;
+	int ret = fi_close(&c->fid->fid);
+
+	__atomic_store_n(&c->done, ret + 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * Two pmem endpoints share one CQ; a read of it holds both to serve them
+ * (pmv_hooks_hold_eps, as a counter wait or the agent's pass holds them).
+ * One endpoint closes meanwhile from another thread: its close waits for
+ * that hold (the target state's reference, struct pmv_tgt), so serving it
+ * and letting go of it touch no freed memory; then the close returns 0.
+ * Watched: the close has begun (the endpoint left the agent) and has not
+ * returned while held, within a generous bound.
+ */
+Test(agent, a_close_waits_for_a_shared_cq_read_serving_the_endpoint,
+     .timeout = 60)
+{
+	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_CONTEXT,
+				   .wait_obj = FI_WAIT_NONE };
+	struct pmv_domain *dom = fixture_domain();
+	struct fid_ep *fid[2];
+	struct pmv_ep *ep[2], *held[2];
+	struct closing c;
+	struct fid_cq *cq;
+	struct pmv_tgt *tgt;
+	pthread_t closer;
+	unsigned n, i;
+
+	cr_assert_eq(fi_cq_open(fx.domain, &attr, &cq, NULL), 0);
+	for (i = 0; i < 2; i++) {
+		ep[i] = open_pmem_ep(&fid[i]);
+		cr_assert_eq(fi_ep_bind(fid[i], &cq->fid,
+					FI_TRANSMIT | FI_RECV), 0);
+		cr_assert_eq(pmv_agent_add(dom, ep[i]), 0);
+	}
+	n = pmv_hooks_hold_eps(&pmv_cq(cq)->hooks, held, 2);
+	cr_assert_eq(n, 2, "the CQ read holds both endpoints");
+	tgt = ep[0]->tgt;
+	c = (struct closing) { .fid = fid[0] };
+	cr_assert_eq(pthread_create(&closer, NULL, close_endpoint, &c), 0);
+	for (i = 0; i < 10000 && __atomic_load_n(&tgt->in_agent,
+						 __ATOMIC_ACQUIRE); i++)
+		sleep_ms(1);
+	cr_assert(!__atomic_load_n(&tgt->in_agent, __ATOMIC_ACQUIRE),
+		  "the close did not begin");
+	for (i = 0; i < 200 && !__atomic_load_n(&c.done, __ATOMIC_ACQUIRE); i++)
+		sleep_ms(1);
+	cr_assert_eq(__atomic_load_n(&c.done, __ATOMIC_ACQUIRE), 0,
+		     "the endpoint's close returned while a CQ read held it");
+	for (i = 0; i < n; i++) { /* what the read does with what it held */
+		(void) pmv_serve_try(dom, held[i]);
+		pmv_tgt_release(held[i]);
+	}
+	cr_assert_eq(pthread_join(closer, NULL), 0);
+	cr_assert_eq(c.done, 1, "fi_close returned %d", c.done - 1);
+	cr_assert_eq(fi_close(&fid[1]->fid), 0);
+	cr_assert_eq(fi_close(&cq->fid), 0);
 }

@@ -13,6 +13,7 @@
 #include <criterion/criterion.h>
 
 #include "objects_fixture.h"
+#include "target/pmv_target.h"
 
 TestSuite(connect, .init = open_fixture, .fini = close_fixture);
 
@@ -73,7 +74,7 @@ Test(connect, cm_events_name_pmemverbs_fids_and_info)
 /* The hook lists whose reads serve a pmem endpoint's requests. */
 static struct pmv_hooks **serve_lists(struct fid_ep *ep)
 {
-	return pmv_container_of(ep, struct pmv_ep, ep_fid)->serve_on;
+	return pmv_container_of(ep, struct pmv_ep, ep_fid)->tgt->serve_on;
 }
 
 /*

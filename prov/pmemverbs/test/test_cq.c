@@ -3,9 +3,11 @@
  * Unit tests: the completion queue over a fake core CQ (pmv_cq.c,
  * pmv_cq_wait.c): a commit finished by a core entry costs one core read;
  * the agent leaves the core to a thread waiting in it; fi_cq_signal and
- * the core's own signal wake a waiting reader.
+ * the core's own signal wake a waiting reader; a closed pmem endpoint's
+ * failed ack never reaches the application.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -20,12 +22,18 @@ TestSuite(cq, .fini = teardown);
 static struct fi_cq_entry g_core_entries[4];
 static unsigned g_core_staged, g_core_reads;
 
+/* A staged core error entry: reads report -FI_EAVAIL until it is taken. */
+static struct fi_cq_err_entry g_core_err;
+static bool g_core_err_staged;
+
 static ssize_t fake_cq_read(struct fid_cq *cq, void *buf, size_t count)
 {
 	size_t n = g_core_staged < count ? g_core_staged : count;
 
 	(void) cq;
 	g_core_reads++;
+	if (g_core_err_staged)
+		return -FI_EAVAIL;
 	if (!n)
 		return -FI_EAGAIN;
 	memcpy(buf, g_core_entries, n * sizeof(g_core_entries[0]));
@@ -33,6 +41,17 @@ static ssize_t fake_cq_read(struct fid_cq *cq, void *buf, size_t count)
 	memmove(g_core_entries, g_core_entries + n,
 		g_core_staged * sizeof(g_core_entries[0]));
 	return (ssize_t) n;
+}
+
+static ssize_t fake_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
+			       uint64_t flags)
+{
+	(void) cq; (void) flags;
+	if (!g_core_err_staged)
+		return -FI_EAGAIN;
+	*buf = g_core_err;
+	g_core_err_staged = false;
+	return 1;
 }
 
 static int fake_close(struct fid *fid)
@@ -97,7 +116,7 @@ static int fake_cq_signal(struct fid_cq *cq)
 
 static struct fi_ops_cq g_fake_cq_ops = {
 	.size = sizeof(struct fi_ops_cq), .read = fake_cq_read,
-	.sread = fake_cq_sread, .signal = fake_cq_signal,
+	.readerr = fake_cq_readerr, .sread = fake_cq_sread, .signal = fake_cq_signal,
 };
 static struct fid_cq g_fake_core_cq = {
 	.fid = { .fclass = FI_CLASS_CQ, .ops = &g_fake_fi_ops },
@@ -322,6 +341,43 @@ static void teardown_pollfd_core_cq(void)
 	g_fake_pollfd = false;
 	close(g_signal_pipe[0]);
 	close(g_signal_pipe[1]);
+}
+
+/*
+ * The agent's acks are context-less fi_inject_writes; over a broken
+ * connection the core may report one's failure (libfabric 2.1's tcp:
+ * FI_ENOTCONN, FI_WRITE | FI_INJECT, no context) after the endpoint closed,
+ * while ofi_rxm flushes its MSG CQ in its fi_close.  Such an error is never
+ * the application's: ofi_rxm took it for one of its own buffers (SIGSEGV).
+ * The error stays the application's when it names one of its operations.
+ */
+static void stage_core_error(void *context)
+{
+	g_core_err = (struct fi_cq_err_entry) {
+		.op_context = context, .flags = FI_WRITE | FI_INJECT,
+		.err = FI_ENOTCONN, .prov_errno = EPIPE };
+	g_core_err_staged = true;
+}
+
+Test(cq, a_closed_pmem_endpoints_failed_ack_is_not_the_applications,
+     .init = setup_with_core_cq)
+{
+	struct fi_cq_err_entry err = { 0 };
+	struct fi_cq_entry out[4];
+	int app_ctx;
+
+	pmv_cq_ref_pmem(g_cq, 1);  /* a pmem endpoint bound (pmv_ep_bind_cq) */
+	pmv_cq_ref_pmem(g_cq, -1); /* and closed (pmv_ep_close) */
+	stage_core_error(NULL);
+	cr_assert_eq(fi_cq_read(&g_cq->cq_fid, out, 4), -FI_EAGAIN,
+		     "a closed endpoint's failed ack reached the application");
+	cr_assert(!g_core_err_staged, "the failed ack was not taken");
+	cr_assert_neq(fi_cq_readerr(&g_cq->cq_fid, &err, 0), 1);
+	stage_core_error(&app_ctx);
+	cr_assert_eq(fi_cq_read(&g_cq->cq_fid, out, 4), -FI_EAVAIL);
+	cr_assert_eq(fi_cq_readerr(&g_cq->cq_fid, &err, 0), 1);
+	cr_assert_eq(err.op_context, &app_ctx);
+	cr_assert_eq(err.err, FI_ENOTCONN);
 }
 
 static ssize_t g_sread_ret;

@@ -80,13 +80,19 @@ static void setup(void)
 	g_ep.inbox.slot_size = SLOT;
 	g_ep.peer = g_ep_peer;
 	g_ep.connected = true;
+	cr_assert_eq(pmv_tgt_open(&g_ep), 0);
 	pmv_params.push_profiles = 1;
 	pmv_params.ddio = 1;
 	pmv_params.fault_push = 0;
 	pmv_fault_reset();
 }
 
-TestSuite(publish, .init = setup);
+static void teardown(void)
+{
+	pmv_tgt_close(&g_ep);
+}
+
+TestSuite(publish, .init = setup, .fini = teardown);
 
 /* Decodes the table the pushes left in the peer's area. */
 static struct pmv_profiles last_table(void)

@@ -274,14 +274,14 @@ Test(serve, a_request_posted_in_or_after_its_regions_generation_is_served)
  */
 Test(serve, a_request_knowing_no_generation_counts_from_the_endpoints_opening)
 {
-	t_ep.open_gen = 3;
+	t_ep.tgt->open_gen = 3;
 	t_mr.reg_gen = 3;
 	put_req(1, KEY, BASE, 64, 0);
 	cr_assert_eq(serve_and_ack(1), 0);
 	t_mr.reg_gen = 4;
 	put_req(2, KEY, BASE, 64, 0);
 	cr_assert_eq(serve_and_ack(2), PMV_ERR_REREGISTERED);
-	t_ep.open_gen = UINT32_MAX;
+	t_ep.tgt->open_gen = UINT32_MAX;
 	t_mr.reg_gen = 1; /* registered after the count wrapped */
 	t_req_gen = 0;
 	put_req(3, KEY, BASE, 64, 0);

@@ -138,7 +138,7 @@ Test(serve_wait, polling_a_counter_serves_and_acks_a_request,
 	put_req(1, KEY, BASE + 64, 64, 0);
 	cr_assert_eq(fi_cntr_read(g_cntr), 7);
 	cr_assert_eq(ack_status(1), 0, "fi_cntr_read did not serve the request");
-	cr_assert_neq(t_ep.hook_ms, 0,
+	cr_assert_neq(t_ep.tgt->hook_ms, 0,
 		      "the agent would not leave a served endpoint alone");
 	put_req(2, KEY, BASE, 64, 0);
 	cr_assert_eq(fi_cntr_readerr(g_cntr), 7);
@@ -174,7 +174,7 @@ Test(serve_wait, a_counter_or_eq_wait_serves_then_hands_the_endpoint_to_the_agen
 	cr_assert_eq(fi_cntr_wait(g_cntr, 8, 10), -FI_ETIMEDOUT);
 	cr_assert_eq(g_waits, 1);
 	cr_assert_eq(ack_status(1), 0, "fi_cntr_wait did not serve first");
-	cr_assert_eq(t_ep.hook_ms, 0,
+	cr_assert_eq(t_ep.tgt->hook_ms, 0,
 		     "the agent would leave the endpoint to a sleeping thread");
 	cr_assert_eq(agent_wakes(), 1, "the napping agent was not woken");
 	(void) fi_eq_read(g_eq, &event, buf, sizeof(buf), 0);
@@ -182,7 +182,7 @@ Test(serve_wait, a_counter_or_eq_wait_serves_then_hands_the_endpoint_to_the_agen
 	cr_assert_eq(fi_eq_sread(g_eq, &event, buf, sizeof(buf), 10, 0),
 		     -FI_EAGAIN);
 	cr_assert_eq(ack_status(2), 0, "fi_eq_sread did not serve first");
-	cr_assert_eq(t_ep.hook_ms, 0);
+	cr_assert_eq(t_ep.tgt->hook_ms, 0);
 	cr_assert_eq(agent_wakes(), 1);
 }
 
@@ -231,7 +231,7 @@ static int fake_trywait(struct fid_fabric *fabric, struct fid **fids,
 		put_req(2, KEY, BASE, 64, 0);
 	/* handed: the wait cleared the mark of the application's serving
 	 * (not its age: a loaded machine may stall this thread 2 ms) */
-	if (g_trywaits > 1 && !__atomic_load_n(&t_ep.hook_ms, __ATOMIC_RELAXED))
+	if (g_trywaits > 1 && !__atomic_load_n(&t_ep.tgt->hook_ms, __ATOMIC_RELAXED))
 		g_handed++;
 	return FI_SUCCESS;
 }

@@ -292,16 +292,17 @@ static int pmv_agent_grow_snap(struct pmv_agent *agent)
 /* Links ep into the agent's list; domain lock held. */
 static int pmv_agent_link(struct pmv_domain *dom, struct pmv_ep *ep)
 {
+	struct pmv_tgt *tgt = ep->tgt;
 	int ret = dom->agent ? 0 : pmv_agent_start(dom);
 
-	if (ret || ep->in_agent || (ret = pmv_agent_grow_snap(dom->agent)))
+	if (ret || tgt->in_agent || (ret = pmv_agent_grow_snap(dom->agent)))
 		return ret;
-	ep->agent_seq = 1;
-	ep->agent_acked = 0;
-	ep->agent_next = dom->agent->eps;
+	tgt->agent_seq = 1;
+	tgt->agent_acked = 0;
+	tgt->agent_next = dom->agent->eps;
 	dom->agent->eps = ep;
 	dom->agent->neps++;
-	ep->in_agent = true;
+	tgt->in_agent = true;
 	__atomic_store_n(ep->inbox.gen_word, dom->mr_gen, __ATOMIC_RELEASE);
 	pmv_agent_wake(dom->agent); /* watch its CQs too */
 	return 0;
@@ -332,7 +333,7 @@ void pmv_domain_publish_gen(struct pmv_domain *dom)
 	__atomic_store_n(&dom->mr_gen, dom->mr_gen + 1, __ATOMIC_RELEASE);
 	if (!dom->agent)
 		return;
-	for (ep = dom->agent->eps; ep; ep = ep->agent_next)
+	for (ep = dom->agent->eps; ep; ep = ep->tgt->agent_next)
 		__atomic_store_n(ep->inbox.gen_word, dom->mr_gen,
 				 __ATOMIC_RELEASE);
 }
@@ -343,27 +344,55 @@ void pmv_domain_publish_gen(struct pmv_domain *dom)
  */
 void pmv_agent_remove(struct pmv_domain *dom, struct pmv_ep *ep)
 {
+	struct pmv_tgt *tgt = ep->tgt;
 	struct pmv_ep **pp;
 
 	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
-	if (ep->in_agent && !dom->agent) { /* stopped at unload */
-		ep->in_agent = false;
-	} else if (ep->in_agent) {
-		for (pp = &dom->agent->eps; *pp; pp = &(*pp)->agent_next) {
+	if (tgt->in_agent && !dom->agent) { /* stopped at unload */
+		tgt->in_agent = false;
+	} else if (tgt->in_agent) {
+		for (pp = &dom->agent->eps; *pp; pp = &(*pp)->tgt->agent_next) {
 			if (*pp == ep) {
-				*pp = ep->agent_next;
+				*pp = tgt->agent_next;
 				break;
 			}
 		}
-		ep->in_agent = false;
+		tgt->in_agent = false;
 		dom->agent->neps--;
 	}
 	pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
 	pmv_serve_detach(ep);
-	while (__atomic_load_n(&ep->serve_holds, __ATOMIC_ACQUIRE))
+	/* every pass holding ep lets go: only the endpoint's reference left */
+	while (__atomic_load_n(&tgt->refs, __ATOMIC_ACQUIRE) > 1)
 		sched_yield();
-	pmv_lock(&ep->serve_lock, PMV_LOCK_SERVE);
-	pmv_unlock(&ep->serve_lock, PMV_LOCK_SERVE);
+	pmv_lock(&tgt->serve_lock, PMV_LOCK_SERVE);
+	pmv_unlock(&tgt->serve_lock, PMV_LOCK_SERVE);
+}
+
+/*
+ * The core endpoint did not close, so it is still connected: the agent
+ * serves it again, from the request where it stopped (pmv_agent_add
+ * starts a new connection's count; the serve lock keeps the agent from
+ * serving before the count is put back).
+ */
+void pmv_agent_serve_again(struct pmv_ep *ep, bool in_agent)
+{
+	struct pmv_tgt *tgt = ep->tgt;
+	uint64_t seq = tgt->agent_seq, acked = tgt->agent_acked;
+	int ret;
+
+	if (!in_agent)
+		return;
+	pmv_lock(&tgt->serve_lock, PMV_LOCK_SERVE);
+	ret = pmv_agent_add(ep->domain, ep);
+	__atomic_store_n(&tgt->agent_seq, seq, __ATOMIC_RELAXED);
+	tgt->agent_acked = acked;
+	pmv_unlock(&tgt->serve_lock, PMV_LOCK_SERVE);
+	if (ret)
+		PMV_WARN(FI_LOG_EP_CTRL, "fi_close failed and the endpoint "
+			 "stays open, but its commit agent could not take it "
+			 "back: %s; its peer's commits fail. Close it again\n",
+			 fi_strerror(-ret));
 }
 
 /* Takes an agent off the list of running agents; false if not on it. */

@@ -118,8 +118,8 @@ size_t pmv_agent_hold_eps(struct pmv_agent *agent)
 		agent->snap_new = NULL;
 	}
 	for (struct pmv_ep *ep = agent->eps; ep && n < agent->snap_len;
-	     ep = ep->agent_next) {
-		__atomic_add_fetch(&ep->serve_holds, 1, __ATOMIC_ACQ_REL);
+	     ep = ep->tgt->agent_next) {
+		pmv_tgt_hold(ep);
 		agent->snap[n++] = ep;
 	}
 	return n;
@@ -129,8 +129,7 @@ size_t pmv_agent_hold_eps(struct pmv_agent *agent)
 void pmv_agent_drop_eps(struct pmv_agent *agent, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		__atomic_sub_fetch(&agent->snap[i]->serve_holds, 1,
-				   __ATOMIC_ACQ_REL);
+		pmv_tgt_release(agent->snap[i]);
 }
 
 /* Whether an application thread waits in rx or tx (fi_cq_sread): that

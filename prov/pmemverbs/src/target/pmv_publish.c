@@ -68,7 +68,7 @@ static ssize_t pmv_publish_write(struct pmv_ep *ep, const void *t, size_t len)
  */
 static void pmv_publish_failed(struct pmv_ep *ep, ssize_t ret)
 {
-	if (ep->push_failed++) /* under push_lock */
+	if (ep->tgt->push_failed++) /* under push_lock */
 		return;
 	PMV_INFO(FI_LOG_EP_CTRL, "the profile table was not pushed (%s): "
 		 "the peer chooses methods from an older table or learns "
@@ -125,7 +125,7 @@ void pmv_publish_profiles(struct pmv_ep *ep)
 #define PMV_PUSH_CHUNK 32
 
 /*
- * Holds (serve_holds: their close waits) the endpoints at positions
+ * Holds (pmv_tgt_hold: their close waits) the endpoints at positions
  * [from, from + PMV_PUSH_CHUNK) of the agent's list whose peers take
  * tables, into eps; *more: the list goes on.  dom->lock held.
  */
@@ -136,10 +136,10 @@ static size_t pmv_agent_hold_pushed(struct pmv_domain *dom, size_t from,
 	size_t pos, n = 0;
 
 	for (pos = 0; ep && pos < from + PMV_PUSH_CHUNK;
-	     pos++, ep = ep->agent_next) {
+	     pos++, ep = ep->tgt->agent_next) {
 		if (pos < from || !pmv_publish_wanted(ep))
 			continue;
-		__atomic_add_fetch(&ep->serve_holds, 1, __ATOMIC_ACQ_REL);
+		pmv_tgt_hold(ep);
 		eps[n++] = ep;
 	}
 	*more = ep != NULL;
@@ -170,8 +170,7 @@ void pmv_domain_publish_profiles(struct pmv_domain *dom)
 		pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
 		for (size_t i = 0; i < n; i++) {
 			pmv_publish_send(eps[i], &t, len);
-			__atomic_sub_fetch(&eps[i]->serve_holds, 1,
-					   __ATOMIC_ACQ_REL);
+			pmv_tgt_release(eps[i]);
 		}
 	}
 	pmv_unlock(&dom->push_lock, PMV_LOCK_PUSH);
@@ -184,7 +183,7 @@ void pmv_ep_connected(struct pmv_ep *ep)
 
 	pmv_lock(&ep->domain->lock, PMV_LOCK_DOMAIN);
 	ep->connected = true;
-	in_agent = ep->in_agent;
+	in_agent = ep->tgt->in_agent;
 	pmv_unlock(&ep->domain->lock, PMV_LOCK_DOMAIN);
 	if (in_agent)
 		pmv_publish_profiles(ep);

@@ -75,14 +75,14 @@ static ssize_t pmv_agent_post_ack(struct pmv_ep *ep, uint64_t seq,
  */
 static bool pmv_agent_send_ack(struct pmv_ep *ep)
 {
-	uint64_t first = ep->agent_acked + 1;
+	uint64_t first = ep->tgt->agent_acked + 1;
 	struct pmv_ack ack = {
 		.seq = first,
-		.covers = (uint16_t) (ep->agent_unacked - first + 1),
-		.status = ep->agent_status,
-		.profile = ep->agent_profile,
+		.covers = (uint16_t) (ep->tgt->agent_unacked - first + 1),
+		.status = ep->tgt->agent_status,
+		.profile = ep->tgt->agent_profile,
 		.target_flags = pmv_params.ddio ? 0 : PMV_ACK_DDIO_OFF,
-		.mr_gen = ep->agent_gen,
+		.mr_gen = ep->tgt->agent_gen,
 	};
 	ssize_t ret;
 
@@ -95,10 +95,10 @@ static bool pmv_agent_send_ack(struct pmv_ep *ep)
 			 "ack of request %llu: %s (%d); the peer's commits "
 			 "it covers fail when the peer times out, and it must "
 			 "connect again (warned once per endpoint)\n",
-			 (unsigned long long) ep->agent_unacked,
+			 (unsigned long long) ep->tgt->agent_unacked,
 			 fi_strerror((int) -ret), (int) ret);
-	ep->agent_acked = ep->agent_unacked;
-	__atomic_store_n(&ep->agent_unacked, 0, __ATOMIC_RELAXED);
+	ep->tgt->agent_acked = ep->tgt->agent_unacked;
+	__atomic_store_n(&ep->tgt->agent_unacked, 0, __ATOMIC_RELAXED);
 	return true;
 }
 
@@ -113,9 +113,9 @@ static bool pmv_agent_send_ack(struct pmv_ep *ep)
  * last one failed (its status is its own), or the batch is full. */
 static bool pmv_agent_must_ack(const struct pmv_ep *ep)
 {
-	return ep->agent_unacked &&
-	       (ep->agent_status ||
-		ep->agent_unacked - ep->agent_acked >= PMV_ACK_BATCH);
+	return ep->tgt->agent_unacked &&
+	       (ep->tgt->agent_status ||
+		ep->tgt->agent_unacked - ep->tgt->agent_acked >= PMV_ACK_BATCH);
 }
 
 /*
@@ -125,10 +125,10 @@ static bool pmv_agent_must_ack(const struct pmv_ep *ep)
  */
 static void pmv_agent_advance(struct pmv_ep *ep)
 {
-	uint64_t seq = ep->agent_seq;
+	uint64_t seq = ep->tgt->agent_seq;
 
-	__atomic_store_n(&ep->agent_unacked, seq, __ATOMIC_RELAXED);
-	__atomic_store_n(&ep->agent_seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&ep->tgt->agent_unacked, seq, __ATOMIC_RELAXED);
+	__atomic_store_n(&ep->tgt->agent_seq, seq + 1, __ATOMIC_RELAXED);
 }
 
 /*
@@ -148,7 +148,7 @@ static bool pmv_agent_fence_broken(const struct pmv_ep *ep,
 	if (!(req->flags & PMV_REQ_FENCE))
 		return false;
 	for (s = req->seq - req->fence_back; s < req->seq; s++) {
-		h = &ep->agent_hist[(s - 1) % PMV_SLOTS];
+		h = &ep->tgt->agent_hist[(s - 1) % PMV_SLOTS];
 		if (h->seq == s && h->status &&
 		    (h->key == req->key || h->status == PMV_ERR_BAD_REQUEST))
 			return true;
@@ -163,18 +163,18 @@ static bool pmv_agent_fence_broken(const struct pmv_ep *ep,
 static void pmv_agent_serve_req(struct pmv_domain *dom, struct pmv_ep *ep,
 				struct pmv_req *req, struct pmv_cq *rx)
 {
-	struct pmv_agent_hist *h = &ep->agent_hist[(req->seq - 1) % PMV_SLOTS];
+	struct pmv_agent_hist *h = &ep->tgt->agent_hist[(req->seq - 1) % PMV_SLOTS];
 
-	ep->agent_status = pmv_agent_fence_broken(ep, req) ? PMV_ERR_FENCE :
+	ep->tgt->agent_status = pmv_agent_fence_broken(ep, req) ? PMV_ERR_FENCE :
 			   pmv_agent_commit(dom, ep, req);
-	if (rx && !ep->agent_status)
+	if (rx && !ep->tgt->agent_status)
 		pmv_agent_immed(rx, req);
 	else if (rx)
 		pmv_cq_unreserve(rx);
-	if ((req->flags & PMV_REQ_IMMED) && !ep->agent_status)
+	if ((req->flags & PMV_REQ_IMMED) && !ep->tgt->agent_status)
 		pmv_ep_cntr_count(ep, PMV_CNTR_REMOTE_WRITE, false);
 	*h = (struct pmv_agent_hist) { .seq = req->seq, .key = req->key,
-				       .status = ep->agent_status };
+				       .status = ep->tgt->agent_status };
 	pmv_agent_advance(ep);
 }
 
@@ -204,7 +204,7 @@ static void pmv_agent_slot_done(struct pmv_ep *ep, uint64_t seq)
 {
 	struct pmv_req *slot = pmv_inbox_req(&ep->inbox, seq);
 
-	__atomic_store_n(&ep->slot_sum[(seq - 1) % PMV_SLOTS],
+	__atomic_store_n(&ep->tgt->slot_sum[(seq - 1) % PMV_SLOTS],
 			 __atomic_load_n(&slot->checksum, __ATOMIC_RELAXED),
 			 __ATOMIC_RELAXED);
 }
@@ -222,20 +222,20 @@ static bool pmv_serve_slot_written(struct pmv_ep *ep);
  */
 static bool pmv_agent_slot_bad(struct pmv_ep *ep, uint64_t limit_ms)
 {
-	uint64_t seq = ep->agent_seq, now;
+	uint64_t seq = ep->tgt->agent_seq, now;
 
 	/* the slot only: an ack still unsent must not time an empty slot */
 	if (!pmv_serve_slot_written(ep)) {
-		ep->bad_seq = 0; /* empty again: a later write starts afresh */
+		ep->tgt->bad_seq = 0; /* empty again: a later write starts afresh */
 		return false;
 	}
 	now = pmv_ms_now();
-	if (ep->bad_seq != seq) {
-		ep->bad_seq = seq;
-		ep->bad_since_ms = now;
+	if (ep->tgt->bad_seq != seq) {
+		ep->tgt->bad_seq = seq;
+		ep->tgt->bad_since_ms = now;
 		return false;
 	}
-	return now - ep->bad_since_ms >= limit_ms;
+	return now - ep->tgt->bad_since_ms >= limit_ms;
 }
 
 /*
@@ -261,22 +261,24 @@ static uint64_t pmv_gate_wait_ms(void)
  */
 static void pmv_agent_refuse_slot(struct pmv_ep *ep)
 {
-	struct pmv_agent_hist *h = &ep->agent_hist[(ep->agent_seq - 1) % PMV_SLOTS];
-	struct pmv_req *slot = pmv_inbox_req(&ep->inbox, ep->agent_seq);
+	struct pmv_tgt *tgt = ep->tgt;
+	struct pmv_agent_hist *h = &tgt->agent_hist[(tgt->agent_seq - 1) %
+						    PMV_SLOTS];
+	struct pmv_req *slot = pmv_inbox_req(&ep->inbox, ep->tgt->agent_seq);
 
-	if (!ep->bad_refused++ || !(ep->bad_refused & 1023))
+	if (!ep->tgt->bad_refused++ || !(ep->tgt->bad_refused & 1023))
 		PMV_WARN(FI_LOG_EP_DATA, "agent: request slot %llu held no "
 			 "valid request for %d ms (corrupt, malformed or out "
 			 "of sequence; %llu refused on this endpoint): acked "
 			 "as an error, its commit fails with FI_EINVAL\n",
-			 (unsigned long long) ep->agent_seq,
+			 (unsigned long long) ep->tgt->agent_seq,
 			 pmv_params.bad_request_ms,
-			 (unsigned long long) ep->bad_refused);
-	__atomic_store_n(&slot->seq, htole64(ep->agent_seq), __ATOMIC_RELEASE);
-	ep->agent_status = PMV_ERR_BAD_REQUEST;
-	*h = (struct pmv_agent_hist) { .seq = ep->agent_seq,
+			 (unsigned long long) ep->tgt->bad_refused);
+	__atomic_store_n(&slot->seq, htole64(ep->tgt->agent_seq), __ATOMIC_RELEASE);
+	ep->tgt->agent_status = PMV_ERR_BAD_REQUEST;
+	*h = (struct pmv_agent_hist) { .seq = ep->tgt->agent_seq,
 				       .status = PMV_ERR_BAD_REQUEST };
-	ep->bad_seq = 0;
+	ep->tgt->bad_seq = 0;
 	pmv_agent_advance(ep);
 }
 
@@ -291,7 +293,7 @@ int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep)
 	while (served < PMV_SLOTS) {
 		if (pmv_agent_must_ack(ep) && !pmv_agent_send_ack(ep))
 			return served;
-		if (!pmv_agent_read_req(ep, ep->agent_seq, req, sizeof(buf))) {
+		if (!pmv_agent_read_req(ep, ep->tgt->agent_seq, req, sizeof(buf))) {
 			if (!pmv_agent_slot_bad(ep, pmv_params.bad_request_ms))
 				break;
 			pmv_agent_refuse_slot(ep);
@@ -306,10 +308,10 @@ int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep)
 		} else {
 			pmv_agent_serve_req(dom, ep, req, rx);
 		}
-		pmv_agent_slot_done(ep, ep->agent_unacked);
+		pmv_agent_slot_done(ep, ep->tgt->agent_unacked);
 		served++;
 	}
-	if (ep->agent_unacked)
+	if (ep->tgt->agent_unacked)
 		(void) pmv_agent_send_ack(ep); /* the pass's cumulative ack */
 	return served;
 }
@@ -319,10 +321,10 @@ int pmv_serve_try(struct pmv_domain *dom, struct pmv_ep *ep)
 {
 	int served;
 
-	if (!pmv_trylock(&ep->serve_lock, PMV_LOCK_SERVE))
+	if (!pmv_trylock(&ep->tgt->serve_lock, PMV_LOCK_SERVE))
 		return 0;
 	served = pmv_serve_ep(dom, ep);
-	pmv_unlock(&ep->serve_lock, PMV_LOCK_SERVE);
+	pmv_unlock(&ep->tgt->serve_lock, PMV_LOCK_SERVE);
 	return served;
 }
 
@@ -334,13 +336,13 @@ int pmv_serve_try(struct pmv_domain *dom, struct pmv_ep *ep)
  */
 static bool pmv_serve_slot_written(struct pmv_ep *ep)
 {
-	uint64_t seq = __atomic_load_n(&ep->agent_seq, __ATOMIC_RELAXED);
+	uint64_t seq = __atomic_load_n(&ep->tgt->agent_seq, __ATOMIC_RELAXED);
 	struct pmv_req *slot = pmv_inbox_req(&ep->inbox, seq);
 
 	return le64toh(__atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE)) !=
 	       (seq > PMV_SLOTS ? seq - PMV_SLOTS : 0) ||
 	       __atomic_load_n(&slot->checksum, __ATOMIC_RELAXED) !=
-	       __atomic_load_n(&ep->slot_sum[(seq - 1) % PMV_SLOTS],
+	       __atomic_load_n(&ep->tgt->slot_sum[(seq - 1) % PMV_SLOTS],
 			       __ATOMIC_RELAXED);
 }
 
@@ -348,6 +350,6 @@ static bool pmv_serve_slot_written(struct pmv_ep *ep)
  * request waiting for its completion too: it is timed, as a torn one). */
 bool pmv_serve_pending(struct pmv_ep *ep)
 {
-	return __atomic_load_n(&ep->agent_unacked, __ATOMIC_RELAXED) ||
+	return __atomic_load_n(&ep->tgt->agent_unacked, __ATOMIC_RELAXED) ||
 	       pmv_serve_slot_written(ep);
 }

@@ -104,8 +104,8 @@ static bool pmv_agent_reregistered(const struct pmv_ep *ep,
 				   const struct pmv_mr *mr,
 				   const struct pmv_req *req)
 {
-	uint32_t posted = pmv_gen_before(req->gen, ep->open_gen) ?
-			  ep->open_gen : req->gen;
+	uint32_t posted = pmv_gen_before(req->gen, ep->tgt->open_gen) ?
+			  ep->tgt->open_gen : req->gen;
 
 	return pmv_gen_before(posted, mr->reg_gen);
 }
@@ -162,7 +162,7 @@ static int pmv_agent_commit_on(struct pmv_ep *ep, struct pmv_mr *mr,
 	uint64_t bytes;
 	int status = pmv_agent_check(ep, mr, req);
 
-	ep->agent_profile = mr && !status ? mr->persistence.profile :
+	ep->tgt->agent_profile = mr && !status ? mr->persistence.profile :
 				 FI_PMEM_PROFILE_UNKNOWN;
 	if (status)
 		return status;
@@ -192,7 +192,7 @@ int pmv_agent_commit(struct pmv_domain *dom, struct pmv_ep *ep,
 	struct pmv_mr *mr = pmv_domain_get_mr(dom, req->key);
 	int status;
 
-	ep->agent_gen = gen;
+	ep->tgt->agent_gen = gen;
 	status = pmv_agent_commit_on(ep, mr, req);
 	pmv_mr_put(mr);
 	return status;

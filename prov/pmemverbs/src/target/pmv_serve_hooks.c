@@ -21,8 +21,8 @@ static void pmv_serve_hook(void *arg)
 	struct pmv_ep *ep = arg;
 	uint64_t now = pmv_ms_now();
 
-	if (__atomic_load_n(&ep->hook_ms, __ATOMIC_RELAXED) != now)
-		__atomic_store_n(&ep->hook_ms, now, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&ep->tgt->hook_ms, __ATOMIC_RELAXED) != now)
+		__atomic_store_n(&ep->tgt->hook_ms, now, __ATOMIC_RELAXED);
 	if (pmv_serve_pending(ep))
 		(void) pmv_serve_try(ep->domain, ep);
 }
@@ -34,7 +34,7 @@ static void pmv_serve_hook(void *arg)
  */
 bool pmv_serve_by_app(struct pmv_ep *ep, uint64_t now_ms)
 {
-	uint64_t last = __atomic_load_n(&ep->hook_ms, __ATOMIC_RELAXED);
+	uint64_t last = __atomic_load_n(&ep->tgt->hook_ms, __ATOMIC_RELAXED);
 
 	return last && now_ms - last < PMV_SERVE_DEFER_MS;
 }
@@ -51,7 +51,7 @@ static void pmv_serve_before_wait(void *arg)
 
 	if (pmv_serve_pending(ep))
 		(void) pmv_serve_try(ep->domain, ep);
-	if (__atomic_exchange_n(&ep->hook_ms, 0, __ATOMIC_RELAXED))
+	if (__atomic_exchange_n(&ep->tgt->hook_ms, 0, __ATOMIC_RELAXED))
 		(void) !write(ep->domain->agent_wake_fd, &one, sizeof(one));
 }
 
@@ -78,31 +78,34 @@ static void pmv_serve_lists(const struct pmv_ep *ep,
  */
 void pmv_serve_attach(struct pmv_ep *ep)
 {
+	struct pmv_tgt *tgt = ep->tgt;
 	struct pmv_hooks *want[PMV_SERVE_OBJS];
 
 	pmv_serve_lists(ep, want);
 	for (int i = 0; i < PMV_SERVE_OBJS; i++) {
-		if (ep->serve_on[i] == want[i])
+		if (tgt->serve_on[i] == want[i])
 			continue;
-		if (ep->serve_on[i])
-			pmv_hooks_remove(ep->serve_on[i], &ep->serve_hook[i]);
-		ep->serve_on[i] = want[i];
+		if (tgt->serve_on[i])
+			pmv_hooks_remove(tgt->serve_on[i], &tgt->serve_hook[i]);
+		tgt->serve_on[i] = want[i];
 		if (!want[i])
 			continue;
-		ep->serve_hook[i] = (struct pmv_hook) {
+		tgt->serve_hook[i] = (struct pmv_hook) {
 			.progress = pmv_serve_hook,
 			.before_wait = pmv_serve_before_wait, .arg = ep,
 			.ep = ep };
-		pmv_hooks_add(want[i], &ep->serve_hook[i]);
+		pmv_hooks_add(want[i], &tgt->serve_hook[i]);
 	}
 }
 
 /* Takes the hooks off; returns once no read is running them. */
 void pmv_serve_detach(struct pmv_ep *ep)
 {
+	struct pmv_tgt *tgt = ep->tgt;
+
 	for (int i = 0; i < PMV_SERVE_OBJS; i++) {
-		if (ep->serve_on[i])
-			pmv_hooks_remove(ep->serve_on[i], &ep->serve_hook[i]);
-		ep->serve_on[i] = NULL;
+		if (tgt->serve_on[i])
+			pmv_hooks_remove(tgt->serve_on[i], &tgt->serve_hook[i]);
+		tgt->serve_on[i] = NULL;
 	}
 }

@@ -10,6 +10,47 @@
 
 #include "pmv.h"
 
+/*
+ * A pmem endpoint's target state (pmv_tgt.c): what its agent and its
+ * serving passes keep, beside the initiator's struct pmv_ini.  Opened with
+ * the endpoint's inbox; counted (refs): the endpoint's own reference, and
+ * one per agent pass, hook read, counter wait or profile push holding it
+ * (pmv_tgt_hold).  An endpoint's close drops its reference once no pass
+ * holds it (pmv_agent_remove waits for that) and ep goes NULL under
+ * serve_lock; the last reference frees the state.
+ */
+struct pmv_tgt {
+	struct pmv_ep *ep;         /* NULL once its endpoint closed */
+	int refs;                  /* the endpoint's, one per hold (atomic) */
+	pthread_mutex_t serve_lock; /* one server at a time: agent or app */
+	uint64_t agent_seq;        /* next request our agent expects */
+	uint64_t agent_unacked;    /* last served request, ack not sent yet */
+	uint64_t agent_acked;      /* last request acked (0: none) */
+	int agent_status;          /* ... and its status */
+	uint8_t agent_profile;
+	uint32_t agent_gen;        /* registration generation it validated in */
+	uint32_t open_gen;         /* the domain's generation when the endpoint
+				    * opened: the oldest a request of its peer
+				    * can mean (pmv_serve.c) */
+	uint64_t bad_seq;          /* seq whose slot holds no valid request */
+	uint64_t bad_since_ms;     /* ... since then (FI_PMEMVERBS_BAD_REQUEST_MS) */
+	uint64_t bad_refused;      /* requests refused that way, for warnings */
+	uint32_t slot_sum[PMV_SLOTS]; /* checksum field each slot held when
+				    * served or refused: with the previous
+				    * lap's seq, the slot is empty */
+	struct pmv_agent_hist {    /* served requests: key and status by seq */
+		uint64_t seq, key;
+		int status;
+	} agent_hist[PMV_SLOTS];
+	bool in_agent;             /* on the agent's list (domain lock) */
+	struct pmv_ep *agent_next; /* domain agent list */
+	unsigned push_failed;      /* pushes the core refused (push lock) */
+	struct pmv_hook serve_hook[PMV_SERVE_OBJS]; /* inline serving, run
+				    * by reads of its CQs, EQ and counters */
+	struct pmv_hooks *serve_on[PMV_SERVE_OBJS]; /* lists running them */
+	uint64_t hook_ms;          /* last time serve_hook ran (atomic) */
+};
+
 /* pmv_profile.c */
 enum fi_pmem_profile pmv_profile_decide(int granularity, bool cpu_flush_ok);
 /*

@@ -37,7 +37,7 @@ elif [[ ${1:-} == --soak ]]; then
 	shift
 fi
 if [[ ($# -lt 2 || $# -gt 3) && -z $VERBS_ONLY ]] || [[ $# -ne 1 && -n $VERBS_ONLY ]]; then
-	sed -n '11,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '/^# usage:/,/^#$/p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 fi
 BUILD=$(cd "$1" && pwd)

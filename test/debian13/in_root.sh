@@ -4,10 +4,11 @@
 # test/debian13/run_debian13.sh prepares (libfabric 2.1, gcc 14, libpmem2
 # 1.13 from Debian's own packages).  Builds SRC in BUILD with -Werror, then
 # runs the unit tests, fi_info, the demo, the two-process integration
-# tests, the durability suite (oracle), hostile, threads, the crash loop
-# and fi_pingpong through pmemverbs over
-# 127.0.0.1.  Prints "PASS|FAIL name" per check (the suites print their
-# own) and, as its last line, "N passed, N failed".
+# tests, the durability suite (oracle), hostile, threads, the crash loop,
+# fi_pingpong, upstream fabtests 2.1 and Sandia OpenSHMEM's own tests
+# (test/sos/run_sos.sh) through pmemverbs over 127.0.0.1.  Prints
+# "PASS|FAIL name" per check (the suites print their own) and, as its last
+# line, "N passed, N failed".
 #
 # usage: in_root.sh SRC_DIR BUILD_DIR PORT_BASE [bench|fabtests]
 #        (inside the root)
@@ -17,10 +18,10 @@
 # ..; results in BUILD_DIR/results).
 # With "fabtests": the build, then upstream fabtests 2.1 alone (ports
 # PORT_BASE .. +99).
-# Ports PORT_BASE .. PORT_BASE+999 (durability +0..+300 and its probe +900,
-# hostile +350, threads +400, crash +500, fi_pingpong +600, demo +650,
-# integration +700, durability RDM +800..+826, upstream fabtests 2.1
-# +900).
+# Ports PORT_BASE .. PORT_BASE+1499 and +1700 (durability +0..+300 and its
+# probe +900, durability RDM +800..+826 and its probe +1700, hostile +350,
+# threads +400, crash +500, fi_pingpong +600, demo +650, integration +700,
+# upstream fabtests 2.1 +900, SOS +1000..+1499; one suite at a time).
 set -u
 
 if [[ $# -lt 3 || $# -gt 4 || ! -d $1 || ! ${4:-bench} =~ ^(bench|fabtests)$ ]]; then
@@ -214,6 +215,9 @@ elif build; then
 		done
 	done
 	run_upstream_fabtests $((PORT + 900))
+	# SOS and mpich are built/installed once into the root's own
+	# /var/cache/pmemverbs and dpkg, kept between passes of the cached root.
+	suite "SOS tests" bash "$SRC/test/sos/run_sos.sh" "$BUILD" $((PORT + 1000))
 fi
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -9,17 +9,19 @@
 # unmounted on every exit path; test/debian13/in_root.sh then builds with
 # -Werror and runs the unit tests, fi_info, the demo, the durability suite
 # (oracle; MSG, and RDM with PMV_SUITE=rdm), hostile, threads, the crash
-# loop, fi_pingpong and the integration tests.  A root that
+# loop, fi_pingpong, the integration tests, upstream fabtests 2.1 and
+# Sandia OpenSHMEM's own tests (test/sos/run_sos.sh).  A root that
 # cannot be made (mirror unreachable, debootstrap failing) is a FAIL with
 # the reason, never a skip.  The last line is "N passed, N failed".
 #
 # usage: test/debian13/run_debian13.sh [--bench OUT_DIR | --fabtests] [PORT_BASE]
-#        (as root; default 28000, uses PORT_BASE .. PORT_BASE+999 on
+#        (as root; default 28000, uses PORT_BASE .. PORT_BASE+1499 and +1700 on
 #        127.0.0.1).  --bench: the benchmarks of ./run bench-deb13 instead
 #        of the tests (in_root.sh bench); their results go to OUT_DIR.
 #        --fabtests: the build and upstream fabtests 2.1 alone (in_root.sh
 #        fabtests, ports PORT_BASE .. +99).  The pass copies
-#        ../shared/ext/fabtests-2.1.0.tar.gz into the root for them.
+#        ../shared/ext/fabtests-2.1.0.tar.gz into the root for them, and
+#        sos-1.5.3-with-tests.tar.gz for the SOS tests (+1000 .. +1499).
 # environment: PMV_DEBIAN13_ROOT   where the root is cached
 #                                  (default /var/cache/pmemverbs/trixie-root)
 #              PMV_DEBIAN13_MIRROR the mirror (default: apt's Debian URI here)
@@ -52,7 +54,7 @@ PKGS=(gcc make autoconf automake libtool pkg-config libfabric-dev
 IN_SRC=/work/pmemverbs        # the copy of the tree, inside the root
 IN_BUILD=/work/pmemverbs-build
 IN_EXT=/work/shared/ext       # what of ../shared/ext the root needs
-EXT_FILES=(fabtests-2.1.0.tar.gz)
+EXT_FILES=(fabtests-2.1.0.tar.gz sos-1.5.3-with-tests.tar.gz)
 MOUNTED=()
 START=$SECONDS
 

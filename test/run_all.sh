@@ -155,7 +155,8 @@ fi
 
 # libfabric 2.1 (Debian 13): about 5 minutes with the root cached (2 of
 # them upstream fabtests 2.1, test/fabtests/README.md), one
-# more to make it, SOS about 12 more (test/debian13/run_debian13.sh; ports 28000-29499 and 29700).
+# more to make it, SOS (every third test) about 4 more
+# (test/debian13/run_debian13.sh; ports 28000-29499 and 29700).
 run_debian13() {
 	local out
 	if [[ ${PMV_TEST_DEBIAN13:-1} == 0 ]]; then

@@ -148,6 +148,18 @@ bench_part() {
 	fi
 }
 
+# The SOS tests of the Debian 13 pass: every third of test/sos/tests.list
+# (the host runs them all; each takes about 3 s here against 0.7 s there),
+# or all with PMV_DEBIAN13_SOS_ALL=1; never unit/many-ctx, which fails
+# through libfabric 2.1's tcp as through pmemverbs (-FI_EINVAL from a post,
+# or a timeout: test/sos/README.md) and costs two 60 s timeouts.
+sos_tests() {
+	grep -v '^#' "$SRC/test/sos/tests.list" | sed '/^$/d' |
+		grep -v '^unit/many-ctx$' |
+		awk -v all="${PMV_DEBIAN13_SOS_ALL:-0}" 'all == 1 || NR % 3 == 1' |
+		tr '\n' ' '
+}
+
 # The benchmarks of ./run bench-deb13 (issue 26 item 6, issue 27 item 5):
 # pmemverbs beside libfabric 2.1's tcp FI_COMMIT_COMPLETE on MSG, then on
 # RDM endpoints, then the commit-modes table.
@@ -217,7 +229,9 @@ elif build; then
 	run_upstream_fabtests $((PORT + 900))
 	# SOS and mpich are built/installed once into the root's own
 	# /var/cache/pmemverbs and dpkg, kept between passes of the cached root.
-	suite "SOS tests" bash "$SRC/test/sos/run_sos.sh" "$BUILD" $((PORT + 1000))
+	suite "SOS tests ($(sos_tests | wc -w) of test/sos/tests.list)" \
+		env PMV_SOS_TESTS="$(sos_tests)" \
+		bash "$SRC/test/sos/run_sos.sh" "$BUILD" $((PORT + 1000))
 fi
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

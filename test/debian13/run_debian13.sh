@@ -26,6 +26,8 @@
 #                                  (default /var/cache/pmemverbs/trixie-root)
 #              PMV_DEBIAN13_MIRROR the mirror (default: apt's Debian URI here)
 #              PMV_DEBIAN13_CRASH_CYCLES crash loop cycles (default 48: 4 per stream)
+#              PMV_DEBIAN13_SOS_ALL 1: every SOS test of test/sos/tests.list
+#                                  (default: every third, about 4 minutes)
 #              PMV_BENCH_PARTS     with --bench, the parts to run among
 #                                  core_compare core_compare_rdm
 #                                  commit_modes (default: all)
@@ -166,6 +168,7 @@ out=$(chroot "$CACHE" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
       HOME=/root LANG=C.UTF-8 TMPDIR=/tmp \
       PMV_DEBIAN13_CRASH_CYCLES="${PMV_DEBIAN13_CRASH_CYCLES:-48}" \
       PMV_BENCH_PARTS="${PMV_BENCH_PARTS:-}" \
+      PMV_DEBIAN13_SOS_ALL="${PMV_DEBIAN13_SOS_ALL:-0}" \
       bash "$IN_SRC/test/debian13/in_root.sh" "$IN_SRC" "$IN_BUILD" "$PORT_BASE" \
       $MODE 2>&1)
 printf '%s\n' "$out" | sed '$d'

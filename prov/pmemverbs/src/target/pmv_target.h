@@ -20,7 +20,6 @@
  * serve_lock; the last reference frees the state.
  */
 struct pmv_tgt {
-	struct pmv_ep *ep;         /* NULL once its endpoint closed */
 	int refs;                  /* the endpoint's, one per hold (atomic) */
 	pthread_mutex_t serve_lock; /* one server at a time: agent or app */
 	uint64_t agent_seq;        /* next request our agent expects */

@@ -15,7 +15,6 @@ int pmv_tgt_open(struct pmv_ep *ep)
 
 	if (!tgt)
 		return -FI_ENOMEM;
-	tgt->ep = ep;
 	tgt->refs = 1;
 	pthread_mutex_init(&tgt->serve_lock, NULL);
 	tgt->open_gen = (uint32_t) __atomic_load_n(&ep->domain->mr_gen,
@@ -34,8 +33,8 @@ static void pmv_tgt_put(struct pmv_tgt *tgt)
 }
 
 /*
- * The endpoint closed (no pass serves it any more: pmv_agent_remove):
- * its state names it no longer, and its reference goes.
+ * The endpoint closed (no pass serves it any more: pmv_agent_remove waited
+ * until its reference was the only one): that reference goes.
  */
 void pmv_tgt_close(struct pmv_ep *ep)
 {
@@ -43,9 +42,6 @@ void pmv_tgt_close(struct pmv_ep *ep)
 
 	if (!tgt)
 		return;
-	pmv_lock(&tgt->serve_lock, PMV_LOCK_SERVE);
-	tgt->ep = NULL;
-	pmv_unlock(&tgt->serve_lock, PMV_LOCK_SERVE);
 	ep->tgt = NULL;
 	pmv_tgt_put(tgt);
 }

@@ -261,6 +261,8 @@ struct pmv_hooks {
 };
 
 /* pmv_hooks.c */
+/* When this thread's hook last found a request (pmv_us_now): waits spin on */
+extern __thread uint64_t pmv_served_here_us;
 void pmv_hooks_add(struct pmv_hooks *hooks, struct pmv_hook *hook);
 void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook);
 /* pmv_cq_wait.c: the fds a CQ's core wait object is made of (poll.h). */
@@ -350,6 +352,7 @@ struct pmv_cq {
 	uint64_t gate_entries;      /* gated writes' completions taken (atomic) */
 	int wakeup;                 /* fi_cq_signal since the last sread (atomic) */
 	uint64_t bytes_us;          /* when bytes last woke its sread (atomic) */
+	bool drain_pending;         /* its sread's wake left fds to look at */
 	char errbuf[160];
 };
 
@@ -498,6 +501,8 @@ void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
 		 bool is_error);
 size_t pmv_cq_backlog(struct pmv_cq *cq);
 void pmv_cq_take_core(struct pmv_cq *cq);
+/* The CQ whose core_waiters count this thread's counter wait (pmv_cntr.c) */
+extern __thread const struct pmv_cq *pmv_cq_waited_here;
 
 /* pmv_gate.c */
 bool pmv_gate_passed(const struct pmv_ep *ep, uint64_t seq);

@@ -16,6 +16,12 @@
  * through it waits for the sleep to end. */
 #define PMV_CNTR_SLEEP_MS 20
 
+/* While a wait spins, its error count is read once in this many passes:
+ * each read is a pass of the core's progress. */
+#define PMV_CNTR_ERR_EVERY 8
+
+__thread const struct pmv_cq *pmv_cq_waited_here;
+
 
 static inline struct pmv_cntr *pmv_cntr(struct fid_cntr *cntr)
 {
@@ -77,6 +83,7 @@ static struct pmv_cq *pmv_cntr_watch_begin(struct pmv_cntr *cntr,
 		return NULL;
 	}
 	__atomic_add_fetch(&cq->core_waiters, 1, __ATOMIC_ACQ_REL);
+	pmv_cq_waited_here = cq;
 	return cq;
 }
 
@@ -102,6 +109,7 @@ static void pmv_cntr_serve(struct pmv_cntr *cntr, bool alone)
 /* Undoes pmv_cntr_watch_begin. */
 static void pmv_cntr_watch_end(struct pmv_cq *cq, struct pmv_ep *ep)
 {
+	pmv_cq_waited_here = NULL;
 	__atomic_sub_fetch(&cq->core_waiters, 1, __ATOMIC_ACQ_REL);
 	pmv_tgt_release(ep);
 }
@@ -233,6 +241,8 @@ static int pmv_cntr_sleep(struct pmv_cntr *cntr, uint64_t threshold, int ms,
  * round trip apart and a thread that slept wakes later than they do. */
 static bool pmv_cntr_spins(uint64_t woke)
 {
+	if (pmv_served_here_us > woke) /* requests keep coming */
+		woke = pmv_served_here_us;
 	return woke && pmv_params.sread_spin_us > 0 &&
 	       pmv_us_now() - woke < (uint64_t) pmv_params.sread_spin_us;
 }
@@ -269,6 +279,7 @@ static int pmv_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 	struct pmv_cntr *cntr = pmv_cntr(cntr_fid);
 	uint64_t errs, woke = 0, deadline = pmv_ms_now() + (uint64_t) timeout;
 	int left, step, slept;
+	unsigned pass = 0;
 	bool alone = false;
 
 	/* before any progress: an error that progress counts ends the wait */
@@ -281,7 +292,9 @@ static int pmv_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 	for (;;) {
 		if (fi_cntr_read(cntr->core) >= threshold)
 			return 0;
-		if (fi_cntr_readerr(cntr->core) != errs)
+		/* spinning, the serve just ran the core's progress */
+		if ((!pmv_cntr_spins(woke) || !(++pass % PMV_CNTR_ERR_EVERY)) &&
+		    fi_cntr_readerr(cntr->core) != errs)
 			return -FI_EAVAIL;
 		left = timeout < 0 ? -1 : pmv_cntr_left(deadline);
 		if (!left)

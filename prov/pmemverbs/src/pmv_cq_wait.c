@@ -76,6 +76,10 @@ static bool pmv_cq_spins(struct pmv_cq *cq)
 {
 	uint64_t last = __atomic_load_n(&cq->bytes_us, __ATOMIC_RELAXED);
 
+	/* or this thread served a request since: requests keep coming */
+	if (pmv_served_here_us > last)
+		last = pmv_served_here_us;
+
 	return pmv_params.sread_spin_us > 0 && last &&
 	       pmv_us_now() - last < (uint64_t) pmv_params.sread_spin_us;
 }
@@ -104,6 +108,21 @@ static ssize_t pmv_cq_poll_core_fd(struct pmv_cq *cq, int ms)
 }
 
 /*
+ * The look a wake of pmv_cq_poll_core left to the next wait (the thread
+ * served what came in between): every fd alike, what the core's progress
+ * left readable (the rest of a write, or a signal only a wait in the wait
+ * object drains) goes to that wait, which returns at once for bytes.
+ */
+static ssize_t pmv_cq_drain_list(struct pmv_cq *cq, void *buf, size_t count,
+				 fi_addr_t *src_addr, struct pollfd *fds,
+				 nfds_t n, int ms)
+{
+	if (!pmv_fds_readable(fds, n))
+		return -FI_EAGAIN;
+	return pmv_cq_wait_signal(cq, buf, count, src_addr, ms);
+}
+
+/*
  * One wait of an application thread in a pmem CQ's sread over tcp: on the
  * core CQ's sockets itself, not in the core's sread, so that the bytes of
  * a commit request, which complete nothing in the core, bring the thread
@@ -119,6 +138,7 @@ static ssize_t pmv_cq_poll_core(struct pmv_cq *cq, void *buf, size_t count,
 	struct pollfd fds[PMV_SREAD_FDS];
 	struct fi_wait_pollfd list = { .nfds = PMV_SREAD_FDS, .fd = fds };
 	struct fid *fid = &cq->core->fid;
+	bool drain;
 
 	if (cq->domain->transport != PMV_TRANSPORT_TCP)
 		return -FI_ENOSYS;
@@ -126,22 +146,25 @@ static ssize_t pmv_cq_poll_core(struct pmv_cq *cq, void *buf, size_t count,
 		return pmv_cq_poll_core_fd(cq, ms);
 	if (!cq->wait_pollfd)
 		return -FI_ENOSYS;
-	if (pmv_cq_spins(cq))
+	drain = __atomic_exchange_n(&cq->drain_pending, false,
+				    __ATOMIC_ACQ_REL);
+	if (!drain && pmv_cq_spins(cq))
 		return -FI_EAGAIN;
 	if (fi_control(fid, FI_GETWAIT, &list) || !list.nfds)
 		return -FI_ENOSYS;
+	if (drain)
+		return pmv_cq_drain_list(cq, buf, count, src_addr, fds,
+					 (nfds_t) list.nfds, ms);
 	if (fi_trywait(cq->domain->fabric->core, &fid, 1) != FI_SUCCESS ||
 	    pmv_cq_ready(cq) || poll(fds, (nfds_t) list.nfds, ms) <= 0)
 		return -FI_EAGAIN;
 	/* place what came now: the hooks run before the core's read */
 	(void) fi_cq_read(cq->core, NULL, 0);
 	__atomic_store_n(&cq->bytes_us, pmv_us_now(), __ATOMIC_RELAXED);
-	/* every fd alike: what the core's progress left readable (the rest
-	 * of a write, or a signal only a wait in the wait object drains)
-	 * goes to that wait, which returns at once for bytes */
-	if (!pmv_fds_readable(fds, (nfds_t) list.nfds))
-		return -FI_EAGAIN;
-	return pmv_cq_wait_signal(cq, buf, count, src_addr, ms);
+	/* the fds are looked at on the next wait, once pmv_cq_readfrom
+	 * served what came: a request is acked before that look */
+	__atomic_store_n(&cq->drain_pending, true, __ATOMIC_RELEASE);
+	return -FI_EAGAIN;
 }
 
 /* One wait of a pmem CQ's sread: on the core's sockets, else in its sread. */

@@ -11,6 +11,8 @@
 
 #include "pmv_objects.h"
 
+__thread uint64_t pmv_served_here_us;
+
 void pmv_hooks_init(struct pmv_hooks *hooks)
 {
 	pthread_mutex_init(&hooks->lock, NULL);

@@ -85,8 +85,9 @@ static void pmv_define_params(void)
 	fi_param_define(&pmv_prov, "sread_spin_us", FI_PARAM_INT,
 			"Over tcp, microseconds an fi_cq_sread on a CQ (or an "
 			"fi_cntr_wait on a counter) with FI_RMA_PMEM endpoints "
-			"keeps polling after bytes last woke it, before it "
-			"sleeps again (the next commit "
+			"keeps polling after bytes last woke it or it last "
+			"served a commit request, before it sleeps again (the "
+			"next commit "
 			"request comes a round trip later, and a sleeping core "
 			"wakes slower). 0: never. Default 50.");
 	fi_param_define(&pmv_prov, "join_request", FI_PARAM_BOOL,

@@ -23,8 +23,10 @@ static void pmv_serve_hook(void *arg)
 
 	if (__atomic_load_n(&ep->tgt->hook_ms, __ATOMIC_RELAXED) != now)
 		__atomic_store_n(&ep->tgt->hook_ms, now, __ATOMIC_RELAXED);
-	if (pmv_serve_pending(ep))
+	if (pmv_serve_pending(ep)) {
+		pmv_served_here_us = pmv_us_now();
 		(void) pmv_serve_try(ep->domain, ep);
+	}
 }
 
 /*

@@ -145,6 +145,33 @@ Test(serve_wait, polling_a_counter_serves_and_acks_a_request,
 	cr_assert_eq(ack_status(2), 0, "fi_cntr_readerr did not serve");
 }
 
+/*
+ * The agent leaves an endpoint to the application only while it polls:
+ * reads in two distinct milliseconds within PMV_SERVE_DEFER_MS of each
+ * other.  One read now and then (a target that reads its CQ every 200 ms)
+ * leaves it to the agent, which napped after such a read while a commit
+ * waited (a p99 of 24 to 34 read round trips, 2 ms idle).
+ */
+Test(serve_wait, one_read_now_and_then_leaves_the_endpoint_to_the_agent,
+     .init = setup_bound, .fini = teardown_bound)
+{
+	struct pmv_tgt *tgt = t_ep.tgt;
+
+	tgt->hook_prev_ms = 0;
+	tgt->hook_ms = pmv_ms_now() - 200; /* its previous read */
+	(void) fi_cntr_read(g_cntr);
+	cr_assert_not(pmv_serve_by_app(&t_ep, pmv_ms_now()),
+		      "one read after 200 ms made the agent leave the endpoint");
+	tgt->hook_prev_ms = 1000;
+	tgt->hook_ms = 1200;
+	cr_assert_not(pmv_serve_by_app(&t_ep, 1201));
+	tgt->hook_prev_ms = 1199;
+	cr_assert(pmv_serve_by_app(&t_ep, 1201),
+		  "an application that polls was not left to serve");
+	cr_assert_not(pmv_serve_by_app(&t_ep, 1200 + PMV_SERVE_DEFER_MS),
+		      "the application serves past PMV_SERVE_DEFER_MS");
+}
+
 Test(serve_wait, polling_an_eq_serves_and_acks_a_request,
      .init = setup_bound, .fini = teardown_bound)
 {

@@ -48,6 +48,7 @@ struct pmv_tgt {
 				    * by reads of its CQs, EQ and counters */
 	struct pmv_hooks *serve_on[PMV_SERVE_OBJS]; /* lists running them */
 	uint64_t hook_ms;          /* last time serve_hook ran (atomic) */
+	uint64_t hook_prev_ms;     /* the time it ran before that (atomic) */
 };
 
 /* pmv_profile.c */

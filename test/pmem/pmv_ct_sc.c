@@ -122,7 +122,7 @@ static void sop_check_commit(struct sop *s)
 	if (!s->late && memcmp(file, s->data, s->len)) {
 		size_t i = 0;
 
-		while (file[i] == s->data[i])
+		while (i < s->len && file[i] == s->data[i])
 			i++;
 		s->bad |= BAD_NOT_VISIBLE;
 		s->hole = addr + i;

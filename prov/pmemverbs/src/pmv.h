@@ -263,6 +263,7 @@ struct pmv_hooks {
 /* pmv_hooks.c */
 /* When this thread's hook last found a request (pmv_us_now): waits spin on */
 extern __thread uint64_t pmv_served_here_us;
+bool pmv_wait_spins(uint64_t woke_us);
 void pmv_hooks_add(struct pmv_hooks *hooks, struct pmv_hook *hook);
 void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook);
 /* pmv_cq_wait.c: the fds a CQ's core wait object is made of (poll.h). */

@@ -22,7 +22,6 @@
 
 __thread const struct pmv_cq *pmv_cq_waited_here;
 
-
 static inline struct pmv_cntr *pmv_cntr(struct fid_cntr *cntr)
 {
 	return pmv_container_of(cntr, struct pmv_cntr, cntr_fid);
@@ -236,17 +235,6 @@ static int pmv_cntr_sleep(struct pmv_cntr *cntr, uint64_t threshold, int ms,
 	return woken;
 }
 
-/* True within FI_PMEMVERBS_SREAD_SPIN_US of woke (0: never woken): the
- * wait polls on, as fi_cq_sread does, since back-to-back commits come a
- * round trip apart and a thread that slept wakes later than they do. */
-static bool pmv_cntr_spins(uint64_t woke)
-{
-	if (pmv_served_here_us > woke) /* requests keep coming */
-		woke = pmv_served_here_us;
-	return woke && pmv_params.sread_spin_us > 0 &&
-	       pmv_us_now() - woke < (uint64_t) pmv_params.sread_spin_us;
-}
-
 /* True if pmemverbs counts into cntr itself (pmv_ep_cntr.c): the core's
  * wait would progress no endpoint that moves it. */
 static bool pmv_cntr_counted_here(struct pmv_cntr *cntr)
@@ -280,7 +268,7 @@ static int pmv_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 	uint64_t errs, woke = 0, deadline = pmv_ms_now() + (uint64_t) timeout;
 	int left, step, slept;
 	unsigned pass = 0;
-	bool alone = false;
+	bool alone = false, spinning;
 
 	/* before any progress: an error that progress counts ends the wait */
 	errs = fi_cntr_readerr(cntr->core);
@@ -292,8 +280,10 @@ static int pmv_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 	for (;;) {
 		if (fi_cntr_read(cntr->core) >= threshold)
 			return 0;
-		/* spinning, the serve just ran the core's progress */
-		if ((!pmv_cntr_spins(woke) || !(++pass % PMV_CNTR_ERR_EVERY)) &&
+		/* every pass before a sleep; spinning, once in
+		 * PMV_CNTR_ERR_EVERY (each read is a progress pass) */
+		spinning = pmv_wait_spins(woke);
+		if ((!spinning || !(++pass % PMV_CNTR_ERR_EVERY)) &&
 		    fi_cntr_readerr(cntr->core) != errs)
 			return -FI_EAVAIL;
 		left = timeout < 0 ? -1 : pmv_cntr_left(deadline);
@@ -302,7 +292,7 @@ static int pmv_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 		step = pmv_hooks_busy(&cntr->hooks) ? 1 :
 		       left >= 0 && left < PMV_CNTR_SLEEP_MS ? left :
 		       PMV_CNTR_SLEEP_MS;
-		if (!pmv_cntr_spins(woke)) {
+		if (!spinning) {
 			slept = pmv_cntr_sleep(cntr, threshold, step, &alone);
 			if (slept < 0 && !pmv_cntr_counted_here(cntr))
 				return fi_cntr_wait(cntr->core, threshold, left);

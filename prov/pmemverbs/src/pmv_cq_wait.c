@@ -66,22 +66,10 @@ static ssize_t pmv_cq_wait_signal(struct pmv_cq *cq, void *buf, size_t count,
 	return -FI_EAGAIN;
 }
 
-/*
- * True while bytes woke an sread of cq less than FI_PMEMVERBS_SREAD_SPIN_US
- * ago: the thread polls on instead of sleeping, as a commit's next request
- * comes a round trip after its ack, and a core that went to sleep wakes
- * later than the bytes come.
- */
+/* pmv_wait_spins since bytes last woke an sread of cq. */
 static bool pmv_cq_spins(struct pmv_cq *cq)
 {
-	uint64_t last = __atomic_load_n(&cq->bytes_us, __ATOMIC_RELAXED);
-
-	/* or this thread served a request since: requests keep coming */
-	if (pmv_served_here_us > last)
-		last = pmv_served_here_us;
-
-	return pmv_params.sread_spin_us > 0 && last &&
-	       pmv_us_now() - last < (uint64_t) pmv_params.sread_spin_us;
+	return pmv_wait_spins(__atomic_load_n(&cq->bytes_us, __ATOMIC_RELAXED));
 }
 
 /*

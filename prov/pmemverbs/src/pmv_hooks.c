@@ -13,6 +13,22 @@
 
 __thread uint64_t pmv_served_here_us;
 
+/*
+ * True within FI_PMEMVERBS_SREAD_SPIN_US of woke_us (bytes woke the wait;
+ * 0: never) or of the last request this thread's hooks found: a wait
+ * (fi_cq_sread, fi_cntr_wait) polls on instead of sleeping, as a commit's
+ * next request comes a round trip after its ack, and a thread that slept
+ * wakes later than it comes.
+ */
+bool pmv_wait_spins(uint64_t woke_us)
+{
+	uint64_t last = pmv_served_here_us > woke_us ? pmv_served_here_us :
+						       woke_us;
+
+	return pmv_params.sread_spin_us > 0 && last &&
+	       pmv_us_now() - last < (uint64_t) pmv_params.sread_spin_us;
+}
+
 void pmv_hooks_init(struct pmv_hooks *hooks)
 {
 	pthread_mutex_init(&hooks->lock, NULL);

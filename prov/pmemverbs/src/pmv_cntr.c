@@ -105,6 +105,32 @@ static void pmv_cntr_serve(struct pmv_cntr *cntr, bool alone)
 		pmv_hooks_run_before_wait(&cntr->hooks);
 }
 
+/* Most endpoints a spinning counter wait reads the receive CQ of. */
+#define PMV_CNTR_GATE_EPS 8
+
+/*
+ * One spinning pass of a counter wait reads the receive CQs of the gated
+ * endpoints it serves before it serves them (pmv_cq_take_core), so that a
+ * request whose bytes that read's progress places is served with its
+ * gate entry from the same read.  Placed by the counter's own read
+ * instead, the request waited for the gate's read of the core CQ, one
+ * more pass of the core's progress (libfabric 1.17's tcp: a poll and a
+ * read of the CQ's signal): 0.8-1.7 us of a 64 B commit here.
+ */
+static void pmv_cntr_take_gates(struct pmv_cntr *cntr)
+{
+	struct pmv_ep *eps[PMV_CNTR_GATE_EPS];
+	unsigned n = pmv_hooks_hold_eps(&cntr->hooks, eps, PMV_CNTR_GATE_EPS);
+	struct pmv_cq *rx;
+
+	for (unsigned i = 0; i < n; i++) {
+		rx = __atomic_load_n(&eps[i]->rx_cq, __ATOMIC_ACQUIRE);
+		if (rx && __atomic_load_n(&rx->gated_refs, __ATOMIC_ACQUIRE))
+			pmv_cq_take_core(rx);
+		pmv_tgt_release(eps[i]);
+	}
+}
+
 /* Undoes pmv_cntr_watch_begin. */
 static void pmv_cntr_watch_end(struct pmv_cq *cq, struct pmv_ep *ep)
 {
@@ -253,7 +279,8 @@ static int pmv_cntr_left(uint64_t deadline)
 /*
  * fi_cntr_wait.  With pmem endpoints bound, the wait is pmemverbs's own:
  * serve (pmv_cntr_serve: handing the endpoints to the agent unless the
- * wait sleeps on the only one's CQ), check, sleep
+ * wait sleeps on the only one's CQ; spinning, after reading the gated
+ * endpoints' receive CQs, pmv_cntr_take_gates), check, sleep
  * (pmv_cntr_sleep; 1 ms while commits are in flight: an ack lands in
  * memory and wakes no fd; not at all for FI_PMEMVERBS_SREAD_SPIN_US
  * after a wake), again; -FI_EAVAIL when the error count moves,
@@ -302,6 +329,8 @@ static int pmv_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 			}
 			woke = slept ? pmv_us_now() : 0;
 		}
+		if (spinning)
+			pmv_cntr_take_gates(cntr);
 		pmv_cntr_serve(cntr, alone);
 	}
 }

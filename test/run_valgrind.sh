@@ -16,11 +16,13 @@
 # env:
 #   PMV_VALGRIND_RUNS     the pmv_commit_test runs (default below)
 #   PMV_VALGRIND_BATCHES  pmv_threads batches per thread (default 30)
-#   PMV_VALGRIND_KEEP=1   keep the logs (their directory is printed)
+#   PMV_VALGRIND_KEEP=1   keep the logs (their directory is printed);
+#                         a failing process's log is always kept, in
+#                         BUILD_DIR/valgrind-logs
 set -u
 
 if [[ $# -lt 1 || $# -gt 2 || ! -d $1 ]]; then
-	sed -n '12,20p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '12,21p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -121,8 +123,24 @@ judge_logs() {
 	report FAIL "valgrind/$name" "$errors errors in ${#bad[@]} of ${#logs[@]} processes"
 	for f in "${bad[@]}"; do
 		echo "  ${f#"$LOGS"/}:"
-		grep -v -E '^==[0-9]+== *$' "${f%% *}" | sed -n '/^==[0-9]*== [A-Z].*\(Invalid\|uninitialised\|Conditional\|Syscall\|lost in loss\|Mismatched\|free\)/,/^==[0-9]*== *$/p' | head -n 40 | sed 's/^/    /'
+		first_error "${f%% *}" | sed 's/^/    /'
+		keep_log "${f%% *}"
 	done
+}
+
+# The first error of valgrind log $1 (40 lines): one of the kinds below,
+# else whatever follows valgrind's preamble (an error of another kind).
+first_error() {
+	local out
+	out=$(grep -v -E '^==[0-9]+== *$' "$1" | sed -n '/^==[0-9]*== [A-Z].*\(Invalid\|uninitialised\|Conditional\|Syscall\|lost in loss\|Mismatched\|free\)/,/^==[0-9]*== *$/p' | head -n 40)
+	[[ -n $out ]] || out=$(grep -v -E '^==[0-9]+== *$|Memcheck, a memory error detector|Copyright \(C\)|Using Valgrind|Command: |Parent PID: ' "$1" | head -n 40)
+	printf '%s\n' "$out"
+}
+
+# Keeps a failing process's log in BUILD/valgrind-logs (the others go).
+keep_log() {
+	mkdir -p "$BUILD/valgrind-logs" && cp "$1" "$BUILD/valgrind-logs/" &&
+		echo "    (its whole log: $BUILD/valgrind-logs/$(basename "$1"))"
 }
 
 echo "pmemverbs two-process tests under valgrind: $BUILD (ports from $PORT)"

@@ -120,13 +120,22 @@ static void pmv_cntr_serve(struct pmv_cntr *cntr, bool alone)
 static void pmv_cntr_take_gates(struct pmv_cntr *cntr)
 {
 	struct pmv_ep *eps[PMV_CNTR_GATE_EPS];
+	struct pmv_cq *read[PMV_CNTR_GATE_EPS];
 	unsigned n = pmv_hooks_hold_eps(&cntr->hooks, eps, PMV_CNTR_GATE_EPS);
+	unsigned nread = 0, j;
 	struct pmv_cq *rx;
 
 	for (unsigned i = 0; i < n; i++) {
 		rx = __atomic_load_n(&eps[i]->rx_cq, __ATOMIC_ACQUIRE);
-		if (rx && __atomic_load_n(&rx->gated_refs, __ATOMIC_ACQUIRE))
+		/* a CQ the endpoints share is read once: each read is a
+		 * pass of the core's progress */
+		for (j = 0; j < nread && read[j] != rx; j++)
+			;
+		if (rx && j == nread &&
+		    __atomic_load_n(&rx->gated_refs, __ATOMIC_ACQUIRE)) {
 			pmv_cq_take_core(rx);
+			read[nread++] = rx;
+		}
 		pmv_tgt_release(eps[i]);
 	}
 }
@@ -328,9 +337,9 @@ static int pmv_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 				slept = 0;
 			}
 			woke = slept ? pmv_us_now() : 0;
-		}
-		if (spinning)
+		} else {
 			pmv_cntr_take_gates(cntr);
+		}
 		pmv_cntr_serve(cntr, alone);
 	}
 }

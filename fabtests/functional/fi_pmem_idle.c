@@ -5,7 +5,7 @@
  * after the idle period.
  *
  *   target:    fi_pmem_idle [-p PROV] [-B PORT] [-n CONNS] [-t SECONDS]
- *                           [-m none|sread|unspec] [-f FILE]
+ *                           [-m none|sread|unspec|poll] [-f FILE]
  *   initiator: fi_pmem_idle [-p PROV] -s SERVER_ADDR [-B PORT] [-n CONNS]
  *                           [-t SECONDS]
  *
@@ -25,7 +25,10 @@
  *
  * While idle the initiator sleeps; the target sleeps too (-m none: its
  * CQ has no wait object; -m unspec: its CQ has FI_WAIT_UNSPEC) or waits
- * in fi_cq_sread until the period ends (-m sread).  Each side
+ * in fi_cq_sread until the period ends (-m sread), or reads its CQ with
+ * fi_cq_read all along (-m poll: no wait object; it then prints
+ * POLL conns=N reads=R ns_per_read=X, the cost of one read of the idle
+ * CQ its N endpoints share).  Each side
  * measures its process CPU time (getrusage(RUSAGE_SELF), user + system)
  * over exactly its idle period and prints on stdout
  *
@@ -94,6 +97,35 @@ static int idle_sread(struct side *s, int64_t end)
 	return 0;
 }
 
+/*
+ * -m poll (target): reads the CQ with fi_cq_read until end, as a busy
+ * application does, and prints what one read of the idle CQ cost.
+ */
+static int idle_poll(struct side *s, int64_t end)
+{
+	struct fi_cq_data_entry e;
+	int64_t start = pm_now_ns(), now = start;
+	long reads = 0;
+	ssize_t ret;
+
+	for (; now < end; reads++) {
+		ret = fi_cq_read(s->cq, &e, 1);
+		if (ret == -FI_EAVAIL)
+			return pm_report_cq_error(s->cq, "idle period");
+		if (ret > 0) {
+			pm_complain("a completion arrived in the idle period");
+			return -FI_EOTHER;
+		}
+		if (ret != -FI_EAGAIN)
+			return pm_check(ret, "fi_cq_read in the idle period");
+		if (!(reads & 255))
+			now = pm_now_ns();
+	}
+	printf("POLL conns=%ld reads=%ld ns_per_read=%.0f\n", s->o->conns,
+	       reads, reads ? (double) (now - start) / reads : 0.0);
+	return 0;
+}
+
 /* Idles for the period, measuring this process's CPU time over it. */
 int idle(struct side *s, const char *role)
 {
@@ -102,10 +134,12 @@ int idle(struct side *s, const char *role)
 	int ret = 0;
 
 	sample_cpu(&a);
-	if (s->o->server || s->o->mode != MODE_SREAD)
-		sleep_until(a.wall_ns + s->o->seconds * PM_NS_PER_S);
-	else
+	if (!s->o->server && s->o->mode == MODE_SREAD)
 		ret = idle_sread(s, a.wall_ns + s->o->seconds * PM_NS_PER_S);
+	else if (!s->o->server && s->o->mode == MODE_POLL)
+		ret = idle_poll(s, a.wall_ns + s->o->seconds * PM_NS_PER_S);
+	else
+		sleep_until(a.wall_ns + s->o->seconds * PM_NS_PER_S);
 	sample_cpu(&b);
 	wall = (double) (b.wall_ns - a.wall_ns) / 1e9;
 	cpu = (double) (b.user_ns - a.user_ns + b.sys_ns - a.sys_ns) / 1e9;
@@ -149,7 +183,7 @@ int main(int argc, char **argv)
 
 	parse(argc, argv, &o);
 	/* -m none: the CQ has no wait object; waits for own work poll it */
-	pm_busy_poll = o.mode == MODE_NONE;
+	pm_busy_poll = o.mode == MODE_NONE || o.mode == MODE_POLL;
 	pm_role = o.server ? "[initiator]" : "[target]";
 	raise_fd_limit(o.conns);
 	ret = open_side(&s);

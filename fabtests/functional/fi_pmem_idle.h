@@ -40,7 +40,7 @@
 #define SLICE_NS (PM_POLL_INTERVAL_MS * PM_NS_PER_MS)
 #define FD_SLACK 32 /* open files besides one socket per connection */
 
-enum idle_mode { MODE_NONE, MODE_SREAD, MODE_UNSPEC };
+enum idle_mode { MODE_NONE, MODE_SREAD, MODE_UNSPEC, MODE_POLL };
 enum msg_type { MSG_REGION = 1, MSG_IDLE, MSG_AWAKE, MSG_DONE };
 
 struct options {

@@ -147,12 +147,13 @@ static int open_domain(struct side *s)
 	/* -m none: an application that never waits on its CQ (it polls
 	 * while it has work); -m sread: one that waits in fi_cq_sread;
 	 * -m unspec: a CQ with a wait object that the application neither
-	 * waits on nor reads while idle (only the agent works) */
+	 * waits on nor reads while idle (only the agent works); -m poll: an
+	 * application that busy-reads its CQ (no wait object) */
 	struct fi_cq_attr cq_attr = {
 		.size = (size_t) (2 * s->o->conns + 64),
 		.format = FI_CQ_FORMAT_DATA,
-		.wait_obj = s->o->mode == MODE_NONE ? FI_WAIT_NONE :
-						      FI_WAIT_UNSPEC,
+		.wait_obj = s->o->mode == MODE_NONE || s->o->mode == MODE_POLL ?
+			    FI_WAIT_NONE : FI_WAIT_UNSPEC,
 	};
 	int ret = pm_check(fi_fabric(s->res.info->fabric_attr, &s->res.fabric,
 				     NULL), "fi_fabric");

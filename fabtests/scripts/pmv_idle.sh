@@ -10,12 +10,14 @@
 # fails is reported with its reason (the error lines of its logs) and
 # the next one runs.
 #
-# Usage: pmv_idle.sh [-t SECONDS] [-m none|sread|unspec] [-n "N..."] [-p PORT]
-#                    [-o LOG_DIR] BUILD_DIR
+# Usage: pmv_idle.sh [-t SECONDS] [-m none|sread|unspec|poll] [-n "N..."]
+#                    [-P PROV] [-p PORT] [-o LOG_DIR] BUILD_DIR
 #   -t  idle period of each run (3)
 #   -m  what the target application does while idle (none: never reads
 #       its CQ; unspec: the same with an FI_WAIT_UNSPEC CQ; sread: waits
-#       in fi_cq_sread)
+#       in fi_cq_sread; poll: reads its CQ with fi_cq_read all along, and
+#       the table adds what one read of the idle CQ cost, in ns)
+#   -P  provider, both sides (pmemverbs; tcp: the core's own figures)
 #   -n  connection counts ("16 64 256 1024")
 #   -p  first port (a random one in 20000-39999; one more per run)
 #   -o  where the logs go (a temporary directory, kept when a run fails)
@@ -33,14 +35,16 @@ usage() {
 
 SECONDS_IDLE=3
 MODE=none
+PROV=pmemverbs
 COUNTS="16 64 256 1024"
 port=$((20000 + RANDOM % 20000))
 LOGS=
-while getopts "t:m:n:p:o:h" opt; do
+while getopts "t:m:n:P:p:o:h" opt; do
 	case $opt in
 	t) SECONDS_IDLE=$OPTARG ;;
 	m) MODE=$OPTARG ;;
 	n) COUNTS=$OPTARG ;;
+	P) PROV=$OPTARG ;;
 	p) port=$OPTARG ;;
 	o) LOGS=$OPTARG ;;
 	*) usage ;;
@@ -102,13 +106,13 @@ reason() {
 
 # One target/initiator pair with N connections; prints a table row.
 run_pair() {
-	local n=$1 log=$LOGS/n$1 ts=0 is=0 tcpu icpu lat
+	local n=$1 log=$LOGS/n$1 ts=0 is=0 tcpu icpu lat ns=
 	port=$((port + 1))
-	"${pin_target[@]}" timeout -k 5 "$RUN_TIMEOUT" "$BIN" -B "$port" \
-		-n "$n" -t "$SECONDS_IDLE" -m "$MODE" \
+	"${pin_target[@]}" timeout -k 5 "$RUN_TIMEOUT" "$BIN" -p "$PROV" \
+		-B "$port" -n "$n" -t "$SECONDS_IDLE" -m "$MODE" \
 		>"$log.target.out" 2>"$log.target.err" &
 	target_pid=$!
-	"${pin_initiator[@]}" timeout -k 5 "$RUN_TIMEOUT" "$BIN" \
+	"${pin_initiator[@]}" timeout -k 5 "$RUN_TIMEOUT" "$BIN" -p "$PROV" \
 		-s 127.0.0.1 -B "$port" -n "$n" -t "$SECONDS_IDLE" \
 		>"$log.initiator.out" 2>"$log.initiator.err" || is=$?
 	wait "$target_pid" || ts=$?
@@ -116,8 +120,9 @@ run_pair() {
 	tcpu=$(field "$log.target.out" IDLE cpu_pct)
 	icpu=$(field "$log.initiator.out" IDLE cpu_pct)
 	lat=$(field "$log.initiator.out" after-idle first_commit_us)
-	printf '%6s %12s %15s %22s\n' "$n" "${tcpu:--}" "${icpu:--}" \
-		"${lat:--}"
+	[ "$MODE" != poll ] || ns=$(field "$log.target.out" POLL ns_per_read)
+	printf '%6s %12s %15s %22s%s\n' "$n" "${tcpu:--}" "${icpu:--}" \
+		"${lat:--}" "${ns:+ $(printf '%12s' "$ns")}"
 	if [ "$ts" -ne 0 ] || [ "$is" -ne 0 ]; then
 		[ "$is" -eq 0 ] ||
 			echo "  N=$n failed: $(reason initiator "$is" "$log.initiator")"
@@ -127,10 +132,11 @@ run_pair() {
 	fi
 }
 
-echo "fi_pmem_idle: $BIN, plugin $FI_PROVIDER_PATH, idle ${SECONDS_IDLE} s," \
-	"target mode $MODE, open files hard limit $(ulimit -Hn)"
-printf '%6s %12s %15s %22s\n' N "target cpu %" "initiator cpu %" \
-	"first commit after us"
+echo "fi_pmem_idle: $BIN, provider $PROV, plugin $FI_PROVIDER_PATH," \
+	"idle ${SECONDS_IDLE} s, target mode $MODE," \
+	"open files hard limit $(ulimit -Hn)"
+printf '%6s %12s %15s %22s%s\n' N "target cpu %" "initiator cpu %" \
+	"first commit after us" "$([ "$MODE" != poll ] || echo ' ns per read')"
 failed=0
 for n in $COUNTS; do
 	run_pair "$n" || failed=1

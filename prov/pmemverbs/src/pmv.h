@@ -228,6 +228,12 @@ struct pmv_domain {
 	struct pmv_ep *gate_owner[PMV_GATES]; /* claimed by compare-exchange */
 	uint16_t gate_last_id[PMV_GATES];     /* its owner's */
 	unsigned gate_next;                   /* where the next claim looks */
+	/* gates that confirmed requests nobody looked at since: one bit per
+	 * gate, set by pmv_gate_confirm, taken by pmv_serve_gates */
+	uint64_t gate_ready[PMV_GATES / 64];
+	struct pmv_ep *gate_server[PMV_GATES]; /* served on its events */
+	int gate_serving;                      /* pmv_serve_gates running */
+	uint64_t gate_swept_ms;   /* when every gate was last marked (atomic) */
 };
 
 struct pmv_cq;
@@ -236,36 +242,8 @@ struct pmv_cntr;
 struct pmv_ini;
 struct pmv_tgt;
 
-/*
- * Progress a CQ, counter or EQ runs when the application reads or waits on
- * it (pmv_hooks.c): the commit engine's acks and deferred operations, and
- * inline serving of commit requests.
- */
-struct pmv_hook {
-	void (*progress)(void *arg);
-	/* run instead of progress before the thread sleeps in the core (a
-	 * counter or EQ wait, which request bytes do not end); NULL: progress */
-	void (*before_wait)(void *arg);
-	bool (*busy)(void *arg);   /* work in flight that memory may end */
-	void *arg;
-	struct pmv_ep *ep;         /* the endpoint served, or NULL */
-	struct pmv_hook *next;
-	int runs;                  /* reads running it (under the list's
-				    * lock): its removal waits for none */
-	bool listed;               /* on its list (under the list's lock) */
-};
+#include "pmv_hooks.h"
 
-struct pmv_hooks {
-	pthread_mutex_t lock;      /* the links only: hooks run without it */
-	struct pmv_hook *head;     /* read without the lock when empty */
-};
-
-/* pmv_hooks.c */
-/* When this thread's hook last found a request (pmv_us_now): waits spin on */
-extern __thread uint64_t pmv_served_here_us;
-bool pmv_wait_spins(uint64_t woke_us);
-void pmv_hooks_add(struct pmv_hooks *hooks, struct pmv_hook *hook);
-void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook);
 /* pmv_cq_wait.c: the fds a CQ's core wait object is made of (poll.h). */
 struct pollfd;
 struct pmv_cq;
@@ -507,6 +485,13 @@ extern __thread const struct pmv_cq *pmv_cq_waited_here;
 
 /* pmv_gate.c */
 bool pmv_gate_passed(const struct pmv_ep *ep, uint64_t seq);
+void pmv_gate_serve_on(struct pmv_ep *ep);
+void pmv_gate_serve_off(struct pmv_ep *ep);
+uint64_t pmv_gate_take_marks(struct pmv_domain *dom, unsigned word);
+void pmv_gate_put_marks(struct pmv_domain *dom, unsigned word, uint64_t bits);
+void pmv_gate_sweep(struct pmv_domain *dom);
+struct pmv_ep *pmv_gate_server(struct pmv_domain *dom, unsigned idx);
+void pmv_gate_server_done(struct pmv_domain *dom);
 /* pmv_cq_wait.c */
 void pmv_cq_progress_core(struct pmv_cq *cq);
 /* pmv_mr_index.c: regions by key and by descriptor; domain lock held */

@@ -70,6 +70,9 @@ static int pmv_cm_accept(struct fid_ep *ep_fid, const void *param,
 		return -FI_ENOMEM;
 	ret = fi_accept(ep->core, data, len);
 	free(data);
+	/* its gate opened with the header: it joined its agent before */
+	if (!ret && ep->gated && pmv_tgt_in_agent(ep))
+		pmv_serve_attach(ep);
 	return ret;
 }
 

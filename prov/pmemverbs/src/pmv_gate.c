@@ -17,6 +17,8 @@
  * requests), bits 0-31 the newest seq confirmed.  Read and updated
  * atomically, without a lock: a CQ read never touches an endpoint.
  */
+#include <sched.h>
+
 #include "pmv_objects.h"
 
 #define PMV_GATE_OPEN (1ull << 48)
@@ -100,18 +102,121 @@ void pmv_gate_close(struct pmv_ep *ep)
 	ep->gated = false;
 }
 
-/* Records that gate id's request seq32 (and those before it) landed whole. */
+/* Marks gate idx as having confirmed requests (pmv_serve_gates looks). */
+static void pmv_gate_mark(struct pmv_domain *dom, unsigned idx)
+{
+	uint64_t bit = 1ull << (idx % 64);
+	uint64_t *word = &dom->gate_ready[idx / 64];
+
+	if (!(__atomic_load_n(word, __ATOMIC_RELAXED) & bit))
+		(void) __atomic_fetch_or(word, bit, __ATOMIC_RELEASE);
+}
+
+/*
+ * Records that gate id's request seq32 (and those before it) landed whole,
+ * and marks the gate for pmv_serve_gates.
+ */
 void pmv_gate_confirm(struct pmv_domain *dom, uint16_t id, uint32_t seq32)
 {
 	uint64_t *word = &dom->gate[id % PMV_GATES];
 	uint64_t w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
 
-	while (pmv_gate_is(w, id) && !pmv_seq32_reached((uint32_t) w, seq32))
+	while (pmv_gate_is(w, id) && !pmv_seq32_reached((uint32_t) w, seq32)) {
 		if (__atomic_compare_exchange_n(word, &w,
 						pmv_gate_word(id, seq32), false,
 						__ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE))
+						__ATOMIC_ACQUIRE)) {
+			pmv_gate_mark(dom, id % PMV_GATES);
 			break;
+		}
+	}
+}
+
+/*
+ * From now on ep's requests are served when its gate confirms them
+ * (pmv_serve_gates); the gate is marked once, for what came before.
+ */
+void pmv_gate_serve_on(struct pmv_ep *ep)
+{
+	unsigned idx = ep->gate_id % PMV_GATES;
+
+	__atomic_store_n(&ep->domain->gate_server[idx], ep, __ATOMIC_SEQ_CST);
+	pmv_gate_mark(ep->domain, idx);
+}
+
+/*
+ * Stops serving ep on its gate's events; returns once no pmv_serve_gates
+ * that may have found it runs (each counts itself in gate_serving before
+ * it looks, so one that starts later finds none).
+ */
+void pmv_gate_serve_off(struct pmv_ep *ep)
+{
+	struct pmv_domain *dom = ep->domain;
+	unsigned idx = ep->gate_id % PMV_GATES;
+
+	if (__atomic_load_n(&dom->gate_server[idx], __ATOMIC_ACQUIRE) != ep)
+		return;
+	__atomic_store_n(&dom->gate_server[idx], NULL, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&dom->gate_serving, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
+
+/* Takes the marks of one word of gates (gates word * 64 to + 63). */
+uint64_t pmv_gate_take_marks(struct pmv_domain *dom, unsigned word)
+{
+	if (!__atomic_load_n(&dom->gate_ready[word], __ATOMIC_RELAXED))
+		return 0;
+	return __atomic_exchange_n(&dom->gate_ready[word], 0, __ATOMIC_ACQ_REL);
+}
+
+/*
+ * How often the gates of every served endpoint are marked, events or not
+ * (ms): bytes written into a gated inbox without remote CQ data (a peer
+ * that is not pmemverbs, a hostile one) are looked at that late at most.
+ */
+#define PMV_GATE_SWEEP_MS 10
+
+/* Marks every served gate once per PMV_GATE_SWEEP_MS (one thread does). */
+void pmv_gate_sweep(struct pmv_domain *dom)
+{
+	uint64_t now = pmv_ms_now();
+	uint64_t last = __atomic_load_n(&dom->gate_swept_ms, __ATOMIC_RELAXED);
+
+	if (now < last + PMV_GATE_SWEEP_MS ||
+	    !__atomic_compare_exchange_n(&dom->gate_swept_ms, &last, now, false,
+					 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return;
+	for (unsigned i = 0; i < PMV_GATES; i++)
+		if (__atomic_load_n(&dom->gate_server[i], __ATOMIC_RELAXED))
+			pmv_gate_mark(dom, i);
+}
+
+/* Marks gates again (their endpoints still have requests to serve). */
+void pmv_gate_put_marks(struct pmv_domain *dom, unsigned word, uint64_t bits)
+{
+	if (bits)
+		(void) __atomic_fetch_or(&dom->gate_ready[word], bits,
+					 __ATOMIC_RELEASE);
+}
+
+/*
+ * The endpoint served on gate idx's events, counted in gate_serving until
+ * pmv_gate_server_done (its close waits for that); NULL if none.
+ */
+struct pmv_ep *pmv_gate_server(struct pmv_domain *dom, unsigned idx)
+{
+	struct pmv_ep *ep;
+
+	__atomic_add_fetch(&dom->gate_serving, 1, __ATOMIC_SEQ_CST);
+	ep = __atomic_load_n(&dom->gate_server[idx], __ATOMIC_SEQ_CST);
+	if (!ep)
+		__atomic_sub_fetch(&dom->gate_serving, 1, __ATOMIC_RELEASE);
+	return ep;
+}
+
+void pmv_gate_server_done(struct pmv_domain *dom)
+{
+	__atomic_sub_fetch(&dom->gate_serving, 1, __ATOMIC_RELEASE);
 }
 
 /* True if ep's gated request seq was confirmed (its write completed). */

@@ -8,6 +8,7 @@
  */
 #include <sched.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "pmv_objects.h"
 
@@ -31,8 +32,8 @@ bool pmv_wait_spins(uint64_t woke_us)
 
 void pmv_hooks_init(struct pmv_hooks *hooks)
 {
+	*hooks = (struct pmv_hooks) { .head = NULL };
 	pthread_mutex_init(&hooks->lock, NULL);
-	hooks->head = NULL;
 }
 
 void pmv_hooks_fini(struct pmv_hooks *hooks)
@@ -57,13 +58,64 @@ int pmv_hooks_close_wrapper(struct fid *core_fid, const char *what,
 	return 0;
 }
 
+/* Pushes hook on the list head points to; the list's lock held. */
+static void pmv_hooks_push(struct pmv_hook **head, struct pmv_hook *hook)
+{
+	hook->next = *head;
+	hook->listed = true;
+	__atomic_store_n(head, hook, __ATOMIC_RELEASE);
+}
+
+/* Counts an endpoint served through hooks and notes its domain; locked. */
+static void pmv_hooks_count_ep(struct pmv_hooks *hooks,
+			       const struct pmv_hook *hook)
+{
+	if (!hook->ep)
+		return;
+	if (!hooks->dom)
+		hooks->dom = hook->ep->domain;
+	else if (hooks->dom != hook->ep->domain)
+		hooks->multi_dom = true;
+	__atomic_add_fetch(&hooks->serving, 1, __ATOMIC_RELAXED);
+}
+
 void pmv_hooks_add(struct pmv_hooks *hooks, struct pmv_hook *hook)
 {
 	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
-	hook->next = hooks->head;
-	hook->listed = true;
-	__atomic_store_n(&hooks->head, hook, __ATOMIC_RELEASE);
+	hook->evented = false;
+	pmv_hooks_count_ep(hooks, hook);
+	pmv_hooks_push(&hooks->head, hook);
 	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
+}
+
+/*
+ * Adds hook (a gated endpoint's) to the events list, which reads do not
+ * run: its requests are served when its gate confirms them.  The list's
+ * gates hook, which serves the domain's confirmed gates (serve_gates) on
+ * every read, goes on the read list with the first such endpoint.  False
+ * (nothing done): the list serves endpoints of another domain too, whose
+ * gates that hook does not serve; add hook to the read list then.
+ */
+bool pmv_hooks_add_evented(struct pmv_hooks *hooks, struct pmv_hook *hook,
+			   void (*serve_gates)(void *dom))
+{
+	bool ok;
+
+	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
+	ok = !hooks->dom || hooks->dom == hook->ep->domain;
+	if (ok) {
+		hook->evented = true;
+		pmv_hooks_count_ep(hooks, hook);
+		pmv_hooks_push(&hooks->ev_head, hook);
+	}
+	if (ok && !hooks->gates.listed) {
+		/* runs kept: a read may still hold it from its last time */
+		hooks->gates.progress = serve_gates;
+		hooks->gates.arg = hooks->dom;
+		pmv_hooks_push(&hooks->head, &hooks->gates);
+	}
+	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
+	return ok;
 }
 
 /* Runs left of hook, read under the list's lock (a remover polls it). */
@@ -77,77 +129,207 @@ static int pmv_hook_runs(struct pmv_hooks *hooks, struct pmv_hook *hook)
 	return runs;
 }
 
-/*
- * Takes hook off the list; returns once no read is running it (reads run
- * hooks without the list's lock, each hook held by its runs count).  Never
- * called from a hook.
- */
-void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook)
+/* Unlinks hook from the list head points to, if there; locked. */
+static void pmv_hooks_unlink(struct pmv_hook **head, struct pmv_hook *hook)
 {
 	struct pmv_hook **pp;
 
-	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
-	for (pp = &hooks->head; *pp; pp = &(*pp)->next) {
+	for (pp = head; *pp; pp = &(*pp)->next) {
 		if (*pp == hook) {
 			__atomic_store_n(pp, hook->next, __ATOMIC_RELEASE);
 			break;
 		}
 	}
 	hook->listed = false;
+}
+
+/*
+ * Takes hook off its list; returns once no read is running it (reads run
+ * hooks without the list's lock, each hook held by its runs count).  The
+ * last evented hook takes the gates hook off too.  Never called from a
+ * hook.
+ */
+void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook)
+{
+	struct pmv_hook *gates = &hooks->gates;
+	bool gates_off = false;
+
+	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
+	if (hook->listed && hook->ep &&
+	    !__atomic_sub_fetch(&hooks->serving, 1, __ATOMIC_RELAXED)) {
+		hooks->dom = NULL; /* it may close now */
+		hooks->multi_dom = false;
+	}
+	pmv_hooks_unlink(hook->evented ? &hooks->ev_head : &hooks->head, hook);
+	if (hook->evented && !hooks->ev_head && gates->listed) {
+		pmv_hooks_unlink(&hooks->head, gates);
+		gates_off = true;
+	}
 	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
-	while (pmv_hook_runs(hooks, hook))
+	while (pmv_hook_runs(hooks, hook) ||
+	       (gates_off && pmv_hook_runs(hooks, gates)))
 		sched_yield();
 }
 
+/* Hooks one step of a walk takes: two lock rounds per batch, not per hook. */
+#define PMV_HOOKS_BATCH 32
+
 /*
- * The hook to run after h (NULL: the first), held for the run; h, if not
- * NULL, is let go.  A hook taken off the list while it ran has no next
- * one to trust: the walk starts again from the head (running a hook twice
- * is harmless; removals are rare).
+ * The next batch of hooks to run after last (NULL: from the head), each
+ * held by its runs count; last, if not NULL, is let go.  A hook taken off
+ * the list while it ran has no next one to trust: the walk starts again
+ * from the head (running a hook twice is harmless; removals are rare).
  */
-static struct pmv_hook *pmv_hooks_next(struct pmv_hooks *hooks,
-				       struct pmv_hook *h)
+static unsigned pmv_hooks_grab(struct pmv_hooks *hooks, struct pmv_hook *last,
+			       struct pmv_hook **got)
 {
-	struct pmv_hook *next;
+	struct pmv_hook *h;
+	unsigned n = 0;
 
 	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
-	next = h && h->listed ? h->next : hooks->head;
-	if (h)
-		h->runs--;
-	if (next)
-		next->runs++;
+	h = last && last->listed ? last->next : hooks->head;
+	if (last)
+		last->runs--;
+	for (; h && n < PMV_HOOKS_BATCH; h = h->next) {
+		h->runs++;
+		got[n++] = h;
+	}
 	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
-	return next;
+	return n;
+}
+
+/* Lets go of got[0 .. n - 2]; the last one stays held for the next grab. */
+static void pmv_hooks_let_go(struct pmv_hooks *hooks, struct pmv_hook **got,
+			     unsigned n)
+{
+	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
+	for (unsigned i = 0; i + 1 < n; i++)
+		got[i]->runs--;
+	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
+}
+
+enum pmv_hooks_call { PMV_HOOKS_PROGRESS, PMV_HOOKS_BEFORE_WAIT,
+		      PMV_HOOKS_BUSY };
+
+/* Calls one hook as call says; true if it reports work in flight (busy). */
+static bool pmv_hook_call(struct pmv_hook *h, enum pmv_hooks_call call)
+{
+	if (call == PMV_HOOKS_BUSY)
+		return h->busy && h->busy(h->arg);
+	if (call == PMV_HOOKS_BEFORE_WAIT && h->before_wait)
+		h->before_wait(h->arg);
+	else
+		h->progress(h->arg);
+	return false;
 }
 
 /*
- * Runs every hook's progress, or before a wait its before_wait if set,
- * with no lock held: a hook serves requests (persists, posts acks) and
- * progresses the commit engine (posts), and other reads of the same
- * object must not wait behind it.
+ * Calls every hook of the read list, with no lock held: a hook serves
+ * requests (persists, posts acks) and progresses the commit engine
+ * (posts), and other reads of the same object must not wait behind it.
+ * True if a hook reported work in flight (PMV_HOOKS_BUSY: the walk stops).
  */
-static void pmv_hooks_each(struct pmv_hooks *hooks, bool before_wait)
+static bool pmv_hooks_each(struct pmv_hooks *hooks, enum pmv_hooks_call call)
 {
-	struct pmv_hook *h = NULL;
+	struct pmv_hook *got[PMV_HOOKS_BATCH], *last = NULL;
+	bool busy = false;
+	unsigned n;
 
 	if (!__atomic_load_n(&hooks->head, __ATOMIC_ACQUIRE))
-		return; /* a plain object: no lock on its reads */
-	while ((h = pmv_hooks_next(hooks, h))) {
-		if (before_wait && h->before_wait)
-			h->before_wait(h->arg);
-		else
-			h->progress(h->arg);
+		return false; /* a plain object: no lock on its reads */
+	while ((n = pmv_hooks_grab(hooks, last, got))) {
+		for (unsigned i = 0; i < n && !busy; i++)
+			busy = pmv_hook_call(got[i], call);
+		pmv_hooks_let_go(hooks, got, n);
+		last = got[n - 1];
+		if (busy)
+			break;
 	}
+	/* grab let last go when it found nothing after it */
+	if (busy && last) {
+		pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
+		last->runs--;
+		pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
+	}
+	return busy;
+}
+
+/* Notes a read by the application of an object serving endpoints. */
+static void pmv_hooks_note_read(struct pmv_hooks *hooks)
+{
+	uint64_t now = pmv_ms_now();
+	uint64_t last = __atomic_load_n(&hooks->app_ms, __ATOMIC_RELAXED);
+
+	if (last == now)
+		return;
+	__atomic_store_n(&hooks->app_prev_ms, last, __ATOMIC_RELAXED);
+	__atomic_store_n(&hooks->app_ms, now, __ATOMIC_RELAXED);
+}
+
+/*
+ * True while the application's reads of this object serve its endpoints:
+ * it read it within PMV_SERVE_DEFER_MS, and the read before that within
+ * PMV_SERVE_DEFER_MS of it (it polls).  One read now and then (a target
+ * that reads its CQ every 200 ms) leaves them to the agent.
+ */
+bool pmv_hooks_app_reads(struct pmv_hooks *hooks, uint64_t now_ms)
+{
+	uint64_t last = __atomic_load_n(&hooks->app_ms, __ATOMIC_RELAXED);
+	uint64_t prev = __atomic_load_n(&hooks->app_prev_ms, __ATOMIC_RELAXED);
+
+	return last && now_ms - last < PMV_SERVE_DEFER_MS && prev &&
+	       last - prev < PMV_SERVE_DEFER_MS;
 }
 
 void pmv_hooks_run(struct pmv_hooks *hooks)
 {
-	pmv_hooks_each(hooks, false);
+	if (__atomic_load_n(&hooks->serving, __ATOMIC_RELAXED))
+		pmv_hooks_note_read(hooks);
+	(void) pmv_hooks_each(hooks, PMV_HOOKS_PROGRESS);
 }
 
+/* Wakes the agent of dom (it may nap because the application served). */
+static void pmv_hooks_wake_agent(struct pmv_domain *dom)
+{
+	uint64_t one = 1;
+	int fd = __atomic_load_n(&dom->agent_wake_fd, __ATOMIC_RELAXED);
+
+	if (fd >= 0)
+		(void) !write(fd, &one, sizeof(one));
+}
+
+/*
+ * Wakes the agents of the domains whose endpoints hooks serves, under the
+ * list's lock (an endpoint, and so its domain, cannot go meanwhile); an
+ * eventfd write never blocks.
+ */
+static void pmv_hooks_wake_agents(struct pmv_hooks *hooks)
+{
+	struct pmv_hook *lists[2], *h;
+
+	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
+	if (hooks->dom && !hooks->multi_dom)
+		pmv_hooks_wake_agent(hooks->dom);
+	lists[0] = hooks->multi_dom ? hooks->head : NULL;
+	lists[1] = hooks->multi_dom ? hooks->ev_head : NULL;
+	for (int i = 0; i < 2; i++)
+		for (h = lists[i]; h; h = h->next)
+			if (h->ep)
+				pmv_hooks_wake_agent(h->ep->domain);
+	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
+}
+
+/*
+ * Before the application sleeps in a counter or EQ wait, which a request's
+ * bytes do not end: serves what is there, and hands the endpoints back to
+ * the agent (an agent napping because the application served them is
+ * woken).
+ */
 void pmv_hooks_run_before_wait(struct pmv_hooks *hooks)
 {
-	pmv_hooks_each(hooks, true);
+	(void) pmv_hooks_each(hooks, PMV_HOOKS_BEFORE_WAIT);
+	if (__atomic_exchange_n(&hooks->app_ms, 0, __ATOMIC_RELAXED))
+		pmv_hooks_wake_agents(hooks);
 }
 
 /*
@@ -157,14 +339,7 @@ void pmv_hooks_run_before_wait(struct pmv_hooks *hooks)
  */
 bool pmv_hooks_busy(struct pmv_hooks *hooks)
 {
-	struct pmv_hook *h = NULL;
-	bool busy = false;
-
-	if (!__atomic_load_n(&hooks->head, __ATOMIC_ACQUIRE))
-		return false;
-	while ((h = pmv_hooks_next(hooks, h)))
-		busy = busy || (h->busy && h->busy(h->arg));
-	return busy;
+	return pmv_hooks_each(hooks, PMV_HOOKS_BUSY);
 }
 
 /*
@@ -177,12 +352,16 @@ unsigned pmv_hooks_hold_eps(struct pmv_hooks *hooks, struct pmv_ep **eps,
 	struct pmv_hook *h;
 	unsigned n = 0;
 
-	if (!__atomic_load_n(&hooks->head, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&hooks->serving, __ATOMIC_ACQUIRE))
 		return 0;
 	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
 	for (h = hooks->head; h && n < max; h = h->next) {
 		if (!h->ep)
 			continue;
+		pmv_tgt_hold(h->ep);
+		eps[n++] = h->ep;
+	}
+	for (h = hooks->ev_head; h && n < max; h = h->next) {
 		pmv_tgt_hold(h->ep);
 		eps[n++] = h->ep;
 	}

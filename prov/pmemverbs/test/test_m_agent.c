@@ -222,3 +222,29 @@ Test(m_agent, inject_commits_and_full_iovs_keep_two_writes)
 	cr_assert_eq(g_nposts, 4, "an injected commit's request is its own "
 		     "write");
 }
+
+/*
+ * Toward a gated peer a request sent on its own (an injected commit's)
+ * carries remote CQ data too, naming the gate and its seq, and is not
+ * marked gated (write-after-write ordering places it after its data): the
+ * target learns of every request from its receive CQ (pmv_serve_gates)
+ * and its reads look into no inbox without one.
+ */
+Test(m_agent, toward_a_gated_peer_a_request_sent_alone_carries_remote_cq_data)
+{
+	uint64_t buf[32];
+
+	join_requests();
+	cr_assert_eq(commit(g_ep, 128, 64, FI_INJECT, NULL), 0);
+	cr_assert_eq(g_nposts, 2, "an injected commit's request is its own "
+		     "write");
+	cr_assert_eq(g_posts[0].flags & FI_REMOTE_CQ_DATA, 0,
+		     "the data write carries remote CQ data");
+	cr_assert(g_posts[1].flags & FI_REMOTE_CQ_DATA,
+		  "the request carries no remote CQ data");
+	cr_assert_eq(g_posts[1].data, (uint64_t) PMV_GATE_MAGIC << 48 |
+		     (uint64_t) GATE_ID << 32 | 1, "remote CQ data 0x%llx",
+		     (unsigned long long) g_posts[1].data);
+	cr_assert_not(request_of(&g_posts[1], 1, buf)->flags & PMV_REQ_GATED,
+		      "a request sent after its data is marked gated");
+}

@@ -138,7 +138,7 @@ Test(serve_wait, polling_a_counter_serves_and_acks_a_request,
 	put_req(1, KEY, BASE + 64, 64, 0);
 	cr_assert_eq(fi_cntr_read(g_cntr), 7);
 	cr_assert_eq(ack_status(1), 0, "fi_cntr_read did not serve the request");
-	cr_assert_neq(t_ep.tgt->hook_ms, 0,
+	cr_assert_neq(t_ep.cntr[1]->hooks.app_ms, 0,
 		      "the agent would not leave a served endpoint alone");
 	put_req(2, KEY, BASE, 64, 0);
 	cr_assert_eq(fi_cntr_readerr(g_cntr), 7);
@@ -155,17 +155,17 @@ Test(serve_wait, polling_a_counter_serves_and_acks_a_request,
 Test(serve_wait, one_read_now_and_then_leaves_the_endpoint_to_the_agent,
      .init = setup_bound, .fini = teardown_bound)
 {
-	struct pmv_tgt *tgt = t_ep.tgt;
+	struct pmv_hooks *reads = &t_ep.cntr[1]->hooks;
 
-	tgt->hook_prev_ms = 0;
-	tgt->hook_ms = pmv_ms_now() - 200; /* its previous read */
+	reads->app_prev_ms = 0;
+	reads->app_ms = pmv_ms_now() - 200; /* its previous read */
 	(void) fi_cntr_read(g_cntr);
 	cr_assert_not(pmv_serve_by_app(&t_ep, pmv_ms_now()),
 		      "one read after 200 ms made the agent leave the endpoint");
-	tgt->hook_prev_ms = 1000;
-	tgt->hook_ms = 1200;
+	reads->app_prev_ms = 1000;
+	reads->app_ms = 1200;
 	cr_assert_not(pmv_serve_by_app(&t_ep, 1201));
-	tgt->hook_prev_ms = 1199;
+	reads->app_prev_ms = 1199;
 	cr_assert(pmv_serve_by_app(&t_ep, 1201),
 		  "an application that polls was not left to serve");
 	cr_assert_not(pmv_serve_by_app(&t_ep, 1200 + PMV_SERVE_DEFER_MS),
@@ -201,7 +201,7 @@ Test(serve_wait, a_counter_or_eq_wait_serves_then_hands_the_endpoint_to_the_agen
 	cr_assert_eq(fi_cntr_wait(g_cntr, 8, 10), -FI_ETIMEDOUT);
 	cr_assert_eq(g_waits, 1);
 	cr_assert_eq(ack_status(1), 0, "fi_cntr_wait did not serve first");
-	cr_assert_eq(t_ep.tgt->hook_ms, 0,
+	cr_assert_eq(t_ep.cntr[1]->hooks.app_ms, 0,
 		     "the agent would leave the endpoint to a sleeping thread");
 	cr_assert_eq(agent_wakes(), 1, "the napping agent was not woken");
 	(void) fi_eq_read(g_eq, &event, buf, sizeof(buf), 0);
@@ -209,7 +209,7 @@ Test(serve_wait, a_counter_or_eq_wait_serves_then_hands_the_endpoint_to_the_agen
 	cr_assert_eq(fi_eq_sread(g_eq, &event, buf, sizeof(buf), 10, 0),
 		     -FI_EAGAIN);
 	cr_assert_eq(ack_status(2), 0, "fi_eq_sread did not serve first");
-	cr_assert_eq(t_ep.tgt->hook_ms, 0);
+	cr_assert_eq(t_ep.eq->hooks.app_ms, 0);
 	cr_assert_eq(agent_wakes(), 1);
 }
 
@@ -249,7 +249,7 @@ static int g_handed;          /* of them, found the endpoint the agent's */
 
 /* fi_trywait of the fake tcp fabric: a request's bytes come during the
  * wait (placed by this "progress"); notes whether the agent would take the
- * endpoint (its hook_ms cleared) while the wait serves it. */
+ * endpoint (the counter's app_ms cleared) while the wait serves it. */
 static int fake_trywait(struct fid_fabric *fabric, struct fid **fids,
 			int count)
 {
@@ -258,7 +258,8 @@ static int fake_trywait(struct fid_fabric *fabric, struct fid **fids,
 		put_req(2, KEY, BASE, 64, 0);
 	/* handed: the wait cleared the mark of the application's serving
 	 * (not its age: a loaded machine may stall this thread 2 ms) */
-	if (g_trywaits > 1 && !__atomic_load_n(&t_ep.tgt->hook_ms, __ATOMIC_RELAXED))
+	if (g_trywaits > 1 &&
+	    !__atomic_load_n(&t_ep.cntr[1]->hooks.app_ms, __ATOMIC_RELAXED))
 		g_handed++;
 	return FI_SUCCESS;
 }

@@ -80,11 +80,19 @@ static bool pmv_ini_busy(void *arg)
 	       __atomic_load_n(&ini->tail, __ATOMIC_RELAXED);
 }
 
-/* The tx CQ's progress hook of a pmem endpoint. */
+/*
+ * The tx CQ's progress hook of a pmem endpoint.  With no commit in the
+ * ring it has nothing to do (no ack to wait for, no peer to watch, no op
+ * deferred) and takes no lock: every read of a CQ shared by 1024 idle
+ * connections took 1024 engine locks.  A commit posted meanwhile is
+ * progressed by the next read.
+ */
 static void pmv_ini_progress(void *arg)
 {
 	struct pmv_ini *ini = arg;
 
+	if (!pmv_ini_busy(ini))
+		return;
 	pmv_lock(&ini->lock, PMV_LOCK_INI);
 	pmv_ini_progress_locked(ini);
 	pmv_unlock(&ini->lock, PMV_LOCK_INI);

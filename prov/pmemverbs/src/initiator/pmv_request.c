@@ -118,6 +118,22 @@ static struct fi_rma_iov pmv_req_slot(const struct pmv_ini *ini, size_t len)
 }
 
 /*
+ * Toward a gated peer a request sent on its own carries remote CQ data
+ * too, naming the gate and its seq (it is not gated: write-after-write
+ * ordering already places it after its data): the peer then learns of
+ * every request from its receive CQ (pmv_serve_gates), and looks into no
+ * inbox on its reads.  The flag to post msg with.
+ */
+static uint64_t pmv_req_gate_data(const struct pmv_ini *ini,
+				  struct fi_msg_rma *msg)
+{
+	if (!ini->ep->peer.gated)
+		return 0;
+	msg->data = pmv_gate_data(ini->ep->peer.gate_id, ini->next_req);
+	return FI_REMOTE_CQ_DATA;
+}
+
+/*
  * Sends commit c's request as the next request seq (see pmv_req_build).
  * fence_back > 0 asks the agent to refuse it if one of the fence_back
  * requests before it, to the same key, failed.  0, or the core's error
@@ -142,7 +158,8 @@ int pmv_req_send(struct pmv_ini *ini, struct pmv_commit *c,
 		iov.iov_len = pmv_req_build(ini, c, inl, fence_back, buf,
 					    sizeof(buf), taken, &ntaken, 0);
 		rma = pmv_req_slot(ini, iov.iov_len);
-		ret = pmv_ini_post_op(ini, c, PMV_IOP_REQ, &msg, FI_INJECT,
+		ret = pmv_ini_post_op(ini, c, PMV_IOP_REQ, &msg,
+				      FI_INJECT | pmv_req_gate_data(ini, &msg),
 				      false);
 		if (ret)
 			pmv_req_untake(ini, c, taken, ntaken);

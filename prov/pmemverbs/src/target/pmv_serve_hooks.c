@@ -5,27 +5,24 @@
  * Each connected FI_RMA_PMEM endpoint hooks its CQs, EQ and counters: a
  * read of any serves the endpoint's waiting requests inline (a target that
  * busy-polls needs no other thread), and a wait on them hands the
- * endpoint back to the agent first.
+ * endpoint back to the agent first.  A gated endpoint's receive CQ serves
+ * it only when its gate confirmed a request (pmv_serve_gates): its reads
+ * do not look into every inbox.
  */
 #include <unistd.h>
 
 #include "target/pmv_target.h"
 
 /*
- * The hook an endpoint's CQ runs when the application reads it: a target
+ * The hook an endpoint's CQ runs when the application reads it (an
+ * endpoint without a gate: its inbox is looked at on every read): a target
  * that busy-polls serves its requests itself, with no other thread to be
  * scheduled on its core.
  */
 static void pmv_serve_hook(void *arg)
 {
 	struct pmv_ep *ep = arg;
-	uint64_t now = pmv_ms_now();
-	uint64_t last = __atomic_load_n(&ep->tgt->hook_ms, __ATOMIC_RELAXED);
 
-	if (last != now) {
-		__atomic_store_n(&ep->tgt->hook_prev_ms, last, __ATOMIC_RELAXED);
-		__atomic_store_n(&ep->tgt->hook_ms, now, __ATOMIC_RELAXED);
-	}
 	if (pmv_serve_pending(ep)) {
 		pmv_served_here_us = pmv_us_now();
 		(void) pmv_serve_try(ep->domain, ep);
@@ -33,9 +30,57 @@ static void pmv_serve_hook(void *arg)
 }
 
 /*
- * True while the application's CQ reads serve ep (its hook ran within
- * PMV_SERVE_DEFER_MS, and the time before that within PMV_SERVE_DEFER_MS
- * of it: the application polls): the agent then leaves ep alone, so that
+ * Serves the endpoint of gate idx if it has requests (its gate confirmed
+ * one); true if it still has some (another thread serves it, a request
+ * is not whole yet, an ack waits for room): the gate is marked again.
+ */
+static bool pmv_serve_gate_one(struct pmv_domain *dom, unsigned idx)
+{
+	struct pmv_ep *ep = pmv_gate_server(dom, idx);
+	bool left = false;
+
+	if (!ep)
+		return false;
+	if (pmv_serve_pending(ep)) {
+		pmv_served_here_us = pmv_us_now();
+		(void) pmv_serve_try(dom, ep);
+		left = pmv_serve_pending(ep);
+	}
+	pmv_gate_server_done(dom);
+	return left;
+}
+
+/*
+ * The hook every read of a CQ where gated endpoints receive runs
+ * (pmv_hooks_add_evented): serves the endpoints of its domain whose gates
+ * confirmed requests since the last look, and only those.  A gated
+ * endpoint's every request comes with remote CQ data (the initiator adds
+ * it to requests sent on their own too), so a read need not look into
+ * each endpoint's inbox: with 1024 idle connections on one CQ that look
+ * cost more than the tcp core's own progress.  Every PMV_GATE_SWEEP_MS
+ * all are looked at once (pmv_gate_sweep), for bytes that came without.
+ */
+static void pmv_serve_gates(void *arg)
+{
+	struct pmv_domain *dom = arg;
+	uint64_t bits, again;
+	unsigned b;
+
+	pmv_gate_sweep(dom);
+	for (unsigned w = 0; w < PMV_GATES / 64; w++) {
+		bits = pmv_gate_take_marks(dom, w);
+		for (again = 0; bits; bits &= bits - 1) {
+			b = (unsigned) __builtin_ctzll(bits);
+			if (pmv_serve_gate_one(dom, w * 64 + b))
+				again |= 1ull << b;
+		}
+		pmv_gate_put_marks(dom, w, again);
+	}
+}
+
+/*
+ * True while the application's reads of one of ep's CQs, EQ or counters
+ * serve ep (pmv_hooks_app_reads): the agent then leaves ep alone, so that
  * it never holds ep while preempted by a busy application on a shared
  * core.  One read now and then (a target that reads its CQ every 200 ms)
  * leaves ep to the agent: napping after such a read, the agent made one
@@ -43,28 +88,24 @@ static void pmv_serve_hook(void *arg)
  */
 bool pmv_serve_by_app(struct pmv_ep *ep, uint64_t now_ms)
 {
-	uint64_t last = __atomic_load_n(&ep->tgt->hook_ms, __ATOMIC_RELAXED);
-	uint64_t prev = __atomic_load_n(&ep->tgt->hook_prev_ms,
-					__ATOMIC_RELAXED);
+	struct pmv_hooks *on;
 
-	return last && now_ms - last < PMV_SERVE_DEFER_MS && prev &&
-	       last - prev < PMV_SERVE_DEFER_MS;
+	for (int i = 0; i < PMV_SERVE_OBJS; i++) {
+		on = __atomic_load_n(&ep->tgt->serve_on[i], __ATOMIC_ACQUIRE);
+		if (on && pmv_hooks_app_reads(on, now_ms))
+			return true;
+	}
+	return false;
 }
 
-/*
- * Before the application sleeps in a counter or EQ wait, which a request's
- * bytes do not end: serves what is there, and hands ep back to the agent
- * (an agent napping because the application served ep is woken).
- */
+/* Before the application sleeps in a counter or EQ wait: serves what is
+ * there (the list then hands ep to the agent, pmv_hooks_run_before_wait). */
 static void pmv_serve_before_wait(void *arg)
 {
 	struct pmv_ep *ep = arg;
-	uint64_t one = 1;
 
 	if (pmv_serve_pending(ep))
 		(void) pmv_serve_try(ep->domain, ep);
-	if (__atomic_exchange_n(&ep->tgt->hook_ms, 0, __ATOMIC_RELAXED))
-		(void) !write(ep->domain->agent_wake_fd, &one, sizeof(one));
 }
 
 /* The lists whose reads serve ep: its CQs, EQ and counters, each once. */
@@ -83,10 +124,28 @@ static void pmv_serve_lists(const struct pmv_ep *ep,
 }
 
 /*
+ * True if reads of ep's object i serve it on its gate's events only: its
+ * receive CQ, whose reads take the completions that confirm its requests.
+ * The reads of its other objects (a transmit CQ of its own, its EQ and
+ * counters) drive the core's progress, which places requests, without
+ * taking those completions: they look into its inbox, as for an endpoint
+ * without a gate, and a request they find has its completion read then
+ * (pmv_serve_gate_shut).  (Served on events there too, a commit to a
+ * target waiting in fi_cntr_wait waited one more pass of the wait: 1.37
+ * read round trips against 1.25, PAGE 64 B.)
+ */
+static bool pmv_serve_evented(const struct pmv_ep *ep, int i)
+{
+	return ep->gated && i == PMV_SERVE_RX_CQ;
+}
+
+/*
  * Lets the application's reads of ep's CQs, EQ and counters serve ep, and
- * its waits on them hand it to the agent first.  A CQ read also tells the
- * agent that the application progresses ep (an initiator reads only its
- * transmit CQ), so the agent stays off the core's locks.
+ * its waits on them hand it to the agent first: through its receive CQ a
+ * gated endpoint when its gate confirms a request (pmv_serve_gates), any
+ * other on every read.  A CQ read also tells the agent that the
+ * application progresses ep (an initiator reads only its transmit CQ), so
+ * the agent stays off the core's locks.
  */
 void pmv_serve_attach(struct pmv_ep *ep)
 {
@@ -95,19 +154,29 @@ void pmv_serve_attach(struct pmv_ep *ep)
 
 	pmv_serve_lists(ep, want);
 	for (int i = 0; i < PMV_SERVE_OBJS; i++) {
-		if (tgt->serve_on[i] == want[i])
+		/* kept, unless its gate opened since (fi_accept: after the
+		 * endpoint joined its agent): its receive CQ's hook becomes
+		 * evented */
+		if (tgt->serve_on[i] == want[i] &&
+		    (!want[i] || !pmv_serve_evented(ep, i) ||
+		     tgt->serve_hook[i].evented))
 			continue;
 		if (tgt->serve_on[i])
 			pmv_hooks_remove(tgt->serve_on[i], &tgt->serve_hook[i]);
-		tgt->serve_on[i] = want[i];
+		__atomic_store_n(&tgt->serve_on[i], want[i], __ATOMIC_RELEASE);
 		if (!want[i])
 			continue;
 		tgt->serve_hook[i] = (struct pmv_hook) {
 			.progress = pmv_serve_hook,
 			.before_wait = pmv_serve_before_wait, .arg = ep,
 			.ep = ep };
-		pmv_hooks_add(want[i], &tgt->serve_hook[i]);
+		if (!pmv_serve_evented(ep, i) ||
+		    !pmv_hooks_add_evented(want[i], &tgt->serve_hook[i],
+					   pmv_serve_gates))
+			pmv_hooks_add(want[i], &tgt->serve_hook[i]);
 	}
+	if (ep->gated)
+		pmv_gate_serve_on(ep);
 }
 
 /* Takes the hooks off; returns once no read is running them. */
@@ -115,9 +184,11 @@ void pmv_serve_detach(struct pmv_ep *ep)
 {
 	struct pmv_tgt *tgt = ep->tgt;
 
+	if (ep->gated)
+		pmv_gate_serve_off(ep);
 	for (int i = 0; i < PMV_SERVE_OBJS; i++) {
 		if (tgt->serve_on[i])
 			pmv_hooks_remove(tgt->serve_on[i], &tgt->serve_hook[i]);
-		tgt->serve_on[i] = NULL;
+		__atomic_store_n(&tgt->serve_on[i], NULL, __ATOMIC_RELEASE);
 	}
 }

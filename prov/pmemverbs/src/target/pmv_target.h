@@ -47,8 +47,6 @@ struct pmv_tgt {
 	struct pmv_hook serve_hook[PMV_SERVE_OBJS]; /* inline serving, run
 				    * by reads of its CQs, EQ and counters */
 	struct pmv_hooks *serve_on[PMV_SERVE_OBJS]; /* lists running them */
-	uint64_t hook_ms;          /* last time serve_hook ran (atomic) */
-	uint64_t hook_prev_ms;     /* the time it ran before that (atomic) */
 };
 
 /* pmv_profile.c */
@@ -81,8 +79,6 @@ bool pmv_oracle_skip_extent(void);
 int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep);
 bool pmv_serve_pending(struct pmv_ep *ep);
 int pmv_serve_try(struct pmv_domain *dom, struct pmv_ep *ep);
-/* The application read ep's CQ this recently (ms): it serves ep itself. */
-#define PMV_SERVE_DEFER_MS 2
 bool pmv_serve_by_app(struct pmv_ep *ep, uint64_t now_ms);
 void pmv_serve_detach(struct pmv_ep *ep);
 

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * pmemverbs: hook lists (pmv_hooks.c), what a CQ, counter or EQ runs when
+ * the application reads or waits on it.  Included by pmv.h.
+ */
+#ifndef PMV_HOOKS_H
+#define PMV_HOOKS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct pmv_ep;
+struct pmv_domain;
+
+/*
+ * Progress a CQ, counter or EQ runs when the application reads or waits on
+ * it (pmv_hooks.c): the commit engine's acks and deferred operations, and
+ * inline serving of commit requests.
+ */
+struct pmv_hook {
+	void (*progress)(void *arg);
+	/* run instead of progress before the thread sleeps in the core (a
+	 * counter or EQ wait, which request bytes do not end); NULL: progress */
+	void (*before_wait)(void *arg);
+	bool (*busy)(void *arg);   /* work in flight that memory may end */
+	void *arg;
+	struct pmv_ep *ep;         /* the endpoint served, or NULL */
+	struct pmv_hook *next;
+	int runs;                  /* reads running it (under the list's
+				    * lock): its removal waits for none */
+	bool listed;               /* on its list (under the list's lock) */
+	bool evented;              /* on the events list: reads do not run it
+				    * (a gated endpoint, served when its gate
+				    * confirms a request: pmv_serve_gates) */
+};
+
+struct pmv_hooks {
+	pthread_mutex_t lock;      /* the links only: hooks run without it */
+	struct pmv_hook *head;     /* run by every read; read without the
+				    * lock when empty */
+	struct pmv_hook *ev_head;  /* endpoints served on events */
+	struct pmv_hook gates;     /* on the read list while ev_head is not
+				    * empty: serves dom's confirmed gates */
+	struct pmv_domain *dom;    /* the domain of the endpoints served
+				    * (the first one's; NULL: none yet) */
+	bool multi_dom;            /* endpoints of other domains too */
+	int serving;               /* endpoints served through it (atomic) */
+	uint64_t app_ms;           /* when the application last read it
+				    * (pmv_ms_now; 0: it waits, or never) */
+	uint64_t app_prev_ms;      /* the read before that (atomic both) */
+};
+
+/* The application read ep's CQ this recently (ms): it serves ep itself. */
+#define PMV_SERVE_DEFER_MS 2
+
+/* pmv_hooks.c */
+/* When this thread's hook last found a request (pmv_us_now): waits spin on */
+extern __thread uint64_t pmv_served_here_us;
+bool pmv_wait_spins(uint64_t woke_us);
+void pmv_hooks_add(struct pmv_hooks *hooks, struct pmv_hook *hook);
+void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook);
+bool pmv_hooks_add_evented(struct pmv_hooks *hooks, struct pmv_hook *hook,
+			   void (*serve_gates)(void *dom));
+bool pmv_hooks_app_reads(struct pmv_hooks *hooks, uint64_t now_ms);
+
+#endif /* PMV_HOOKS_H */

@@ -32,9 +32,12 @@ struct pmv_commit *pmv_ini_commit_new(struct pmv_ini *ini,
 				      const struct fi_msg_rma *msg,
 				      uint64_t flags)
 {
-	uint64_t cseq = ini->tail++;
+	uint64_t cseq = ini->tail;
 	struct pmv_commit *c = &ini->ring[cseq % PMV_RING];
 	size_t i;
+
+	/* stored atomically: pmv_ini_busy reads head and tail unlocked */
+	__atomic_store_n(&ini->tail, cseq + 1, __ATOMIC_RELAXED);
 
 	memset(c, 0, offsetof(struct pmv_commit, ext));
 	c->state = PMV_C_POSTED;
@@ -61,7 +64,7 @@ static void pmv_ini_retire(struct pmv_ini *ini)
 		if (c->state != PMV_C_DONE)
 			return;
 		c->state = PMV_C_FREE;
-		ini->head++;
+		__atomic_store_n(&ini->head, ini->head + 1, __ATOMIC_RELAXED);
 	}
 }
 
@@ -83,7 +86,7 @@ void pmv_ini_commit_drop(struct pmv_ini *ini, struct pmv_commit *c)
 	pmv_ini_release_room(c);
 	if (!c->iops && !c->req_seq && c->cseq + 1 == ini->tail) {
 		c->state = PMV_C_FREE;
-		ini->tail--;
+		__atomic_store_n(&ini->tail, ini->tail - 1, __ATOMIC_RELAXED);
 		return;
 	}
 	c->internal = true;

@@ -5,8 +5,11 @@
 # in a chroot made with debootstrap from the Debian mirror this machine's
 # apt uses.  The root is cached outside the repository (rebuilt when its
 # stamp, the suite, mirror and package list, differs), the source tree is
-# copied in, /proc, /sys, /dev, /dev/pts and /dev/shm are mounted and
-# unmounted on every exit path; test/debian13/in_root.sh then builds with
+# copied in, and test/debian13/chroot_ns.sh mounts /proc, /sys, /dev,
+# /dev/pts and /dev/shm in a mount namespace of the pass's own (unshare -m),
+# so that no exit, not even a kill, leaves them mounted on the host; mounts
+# that an older, killed pass left under the root are taken down first.
+# test/debian13/in_root.sh then builds with
 # -Werror and runs the unit tests, fi_info, the demo, the durability suite
 # (oracle; MSG, and RDM with PMV_SUITE=rdm), hostile, threads, the crash
 # loop, fi_pingpong, the integration tests, upstream fabtests 2.1 and
@@ -57,7 +60,6 @@ IN_SRC=/work/pmemverbs        # the copy of the tree, inside the root
 IN_BUILD=/work/pmemverbs-build
 IN_EXT=/work/shared/ext       # what of ../shared/ext the root needs
 EXT_FILES=(fabtests-2.1.0.tar.gz sos-1.5.3-with-tests.tar.gz)
-MOUNTED=()
 START=$SECONDS
 
 fail() {
@@ -96,7 +98,7 @@ make_root() {
 	log=$(mktemp)
 	local inc
 	inc=$(IFS=,; echo "${PKGS[*]}")
-	if ! nice debootstrap --variant=minbase --include="$inc" "$SUITE" \
+	if ! nice unshare -m --propagation private debootstrap --variant=minbase --include="$inc" "$SUITE" \
 	     "$CACHE.tmp" "$(mirror)" >"$log" 2>&1; then
 		tail -n 5 "$log"
 		rm -rf "$CACHE.tmp" "$log"
@@ -109,24 +111,23 @@ make_root() {
 	echo "debian13: root made in $((SECONDS - t0)) s"
 }
 
-# Mounts what the tests need inside the root; umount_all undoes it.
-mount_all() {
-	local m
-	mount -t proc proc "$CACHE/proc" && MOUNTED+=("$CACHE/proc") || return 1
-	mount -t sysfs sysfs "$CACHE/sys" && MOUNTED+=("$CACHE/sys") || return 1
-	for m in /dev /dev/pts /dev/shm; do
-		mkdir -p "$CACHE$m"
-		mount --bind "$m" "$CACHE$m" && MOUNTED+=("$CACHE$m") || return 1
-	done
+# Takes down mounts under the root (or its half-made .tmp) that a pass
+# killed before its cleanup ran left on the host, as passes did before they
+# mounted in a namespace of their own: mounting over them fails, and
+# make_root's rm -rf would walk into them.  Run with the root's lock held.
+umount_leftovers() {
+	local t
+	findmnt -rn -o TARGET |
+		awk -v a="$CACHE/" -v b="$CACHE.tmp/" 'index($0, a) == 1 || index($0, b) == 1' |
+		sort -r | while read -r t; do
+			echo "debian13: unmounting $t, left by a pass that was killed"
+			umount -l "$t" || return 1
+		done
 }
 
-# Unmounts in reverse order and removes the copy of the tree (trap EXIT).
+# Removes the copy of the tree from the root (trap EXIT).
+# shellcheck disable=SC2317 # invoked by the trap
 cleanup() {
-	local i
-	for ((i = ${#MOUNTED[@]} - 1; i >= 0; i--)); do
-		umount "${MOUNTED[i]}" 2>/dev/null || umount -l "${MOUNTED[i]}"
-	done
-	MOUNTED=()
 	rm -rf "${CACHE:?}$IN_SRC" "${CACHE:?}$IN_BUILD" "${CACHE:?}$IN_BUILD.log" \
 	       "${CACHE:?}$IN_EXT"
 }
@@ -159,24 +160,26 @@ fi
 mkdir -p "$(dirname "$CACHE")" && exec 9>"$CACHE.lock" ||
 	fail "cannot create $CACHE.lock"
 flock -w 3600 9 || fail "another Debian 13 pass held the root's lock for an hour"
+umount_leftovers || fail "could not unmount what a killed pass left mounted under $CACHE"
 make_root
 trap cleanup EXIT
 copy_tree || fail "could not copy the tree into $CACHE$IN_SRC"
-mount_all || fail "could not mount /proc, /sys, /dev, /dev/pts or /dev/shm in $CACHE"
 t0=$SECONDS
-out=$(chroot "$CACHE" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+out=$(unshare -m --propagation private "$ROOT/test/debian13/chroot_ns.sh" "$CACHE" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
       HOME=/root LANG=C.UTF-8 TMPDIR=/tmp \
       PMV_DEBIAN13_CRASH_CYCLES="${PMV_DEBIAN13_CRASH_CYCLES:-48}" \
       PMV_BENCH_PARTS="${PMV_BENCH_PARTS:-}" \
       PMV_DEBIAN13_SOS_ALL="${PMV_DEBIAN13_SOS_ALL:-0}" \
       bash "$IN_SRC/test/debian13/in_root.sh" "$IN_SRC" "$IN_BUILD" "$PORT_BASE" \
       $MODE 2>&1)
+rc=$?
 printf '%s\n' "$out" | sed '$d'
 if [[ -n $BENCH_OUT && -d $CACHE$IN_BUILD/results ]]; then
 	mkdir -p "$BENCH_OUT" && cp -r "$CACHE$IN_BUILD/results/." "$BENCH_OUT/" &&
 		echo "debian13: benchmark results in $BENCH_OUT"
 fi
 last=$(printf '%s\n' "$out" | tail -n 1)
+[[ $rc -eq 125 ]] && fail "could not mount /proc, /sys, /dev, /dev/pts or /dev/shm in $CACHE ($last)"
 echo "debian13: build and tests in the root $((SECONDS - t0)) s, whole pass $((SECONDS - START)) s"
 if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
 	echo "$last"

@@ -7,7 +7,7 @@
  *   target:    fi_pmem_idle [-p PROV] [-B PORT] [-n CONNS] [-t SECONDS]
  *                           [-m none|sread|unspec|poll] [-f FILE]
  *   initiator: fi_pmem_idle [-p PROV] -s SERVER_ADDR [-B PORT] [-n CONNS]
- *                           [-t SECONDS]
+ *                           [-t SECONDS] [-k COMMITS]
  *
  * The target maps a file (/dev/shm/fi_pmem_idle.PID unless -f is given),
  * registers it once (FI_RMA_PMEM on pmemverbs) and accepts CONNS
@@ -21,6 +21,8 @@
  *   initiator -> target  IDLE    both sides now idle for SECONDS
  *   target -> initiator  AWAKE   the target's idle period is over
  *   initiator            one commit on every connection (the first timed)
+ *   initiator            with -k, COMMITS commits on the first connection,
+ *                        one after the other, each timed
  *   initiator -> target  DONE    both close everything
  *
  * While idle the initiator sleeps; the target sleeps too (-m none: its
@@ -37,6 +39,10 @@
  * and the initiator also
  *
  *   after-idle first commit latency: conns=N first_commit_us=X
+ *
+ * and with -k, the commits of one busy connection among N idle ones:
+ *
+ *   BUSY conns=N commits=K p50_us=X p99_us=Y
  *
  * Every wait is bounded.  Exit status: 0 on success, 1 on a failure, 2 on
  * a usage error.

@@ -28,6 +28,7 @@
 #define DEFAULT_SECONDS 3
 #define MAX_CONNS 16384
 #define MAX_SECONDS 3600
+#define MAX_BUSY_COMMITS 1000000
 #define QUEUE_SIZE 16          /* tx_attr->size and rx_attr->size */
 #define REGION_LEN (1UL << 20)
 #define COMMIT_LEN 64
@@ -50,6 +51,7 @@ struct options {
 	const char *file;
 	long conns;
 	long seconds;
+	long busy_commits; /* -k: commits timed on connection 0 at the end */
 	enum idle_mode mode;
 };
 

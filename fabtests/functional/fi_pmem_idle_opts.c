@@ -12,7 +12,7 @@ static void usage(void)
 		"usage: fi_pmem_idle [-p PROV] [-B PORT] [-n CONNS] "
 		"[-t SECONDS] [-m none|sread|unspec|poll] [-f FILE]\n"
 		"       fi_pmem_idle [-p PROV] -s SERVER_ADDR [-B PORT] "
-		"[-n CONNS] [-t SECONDS]\n");
+		"[-n CONNS] [-t SECONDS] [-k COMMITS]\n");
 	exit(PM_EXIT_USAGE);
 }
 
@@ -35,7 +35,7 @@ void parse(int argc, char **argv, struct options *o)
 {
 	int c;
 
-	while ((c = getopt(argc, argv, "p:s:B:n:t:m:f:h")) != -1) {
+	while ((c = getopt(argc, argv, "p:s:B:n:t:m:f:k:h")) != -1) {
 		switch (c) {
 		case 'p': o->prov = optarg; break;
 		case 's': o->server = optarg; break;
@@ -51,6 +51,11 @@ void parse(int argc, char **argv, struct options *o)
 			break;
 		case 'm':
 			if (!parse_mode(optarg, &o->mode))
+				usage();
+			break;
+		case 'k':
+			if (!pm_parse_long(optarg, 1, MAX_BUSY_COMMITS,
+					   &o->busy_commits))
 				usage();
 			break;
 		default: usage();

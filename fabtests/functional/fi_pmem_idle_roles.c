@@ -252,6 +252,38 @@ static int commit_after_idle(struct side *s)
 	return 0;
 }
 
+/*
+ * With -k: commits on connection 0 one after the other, the others idle,
+ * each timed from its post to its completion; prints their p50 and p99
+ * (what one busy connection among N idle ones costs).
+ */
+static int time_busy_connection(struct side *s)
+{
+	long n = s->o->busy_commits;
+	int64_t *ns = malloc((size_t) n * sizeof(*ns)), start;
+	struct pm_stats st;
+	int ret = 0;
+
+	if (!ns)
+		return pm_check(-FI_ENOMEM, "allocating the commits' times");
+	for (long k = 0; k < n && !ret; k++) {
+		start = pm_now_ns();
+		ret = post_commit(s, 0, k);
+		if (!ret)
+			ret = wait_op(s, &s->ops[0], start + PM_OP_TIMEOUT_NS,
+				      true, "a commit on the busy connection");
+		ns[k] = pm_now_ns() - start;
+	}
+	if (!ret) {
+		pm_summarize(ns, n, &st);
+		printf("BUSY conns=%ld commits=%ld p50_us=%.1f p99_us=%.1f\n",
+		       s->o->conns, n, st.p50_us, st.p99_us);
+		fflush(stdout);
+	}
+	free(ns);
+	return ret;
+}
+
 int initiator_session(struct side *s)
 {
 	int ret = connect_all(s);
@@ -280,6 +312,8 @@ int initiator_session(struct side *s)
 				"waiting for AWAKE", NULL);
 	if (!ret)
 		ret = commit_after_idle(s);
+	if (!ret && s->o->busy_commits)
+		ret = time_busy_connection(s);
 	if (!ret)
 		ret = send_type(s, MSG_DONE, "sending DONE");
 	if (!ret)

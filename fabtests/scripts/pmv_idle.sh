@@ -11,7 +11,7 @@
 # the next one runs.
 #
 # Usage: pmv_idle.sh [-t SECONDS] [-m none|sread|unspec|poll] [-n "N..."]
-#                    [-P PROV] [-p PORT] [-o LOG_DIR] BUILD_DIR
+#                    [-k COMMITS] [-P PROV] [-p PORT] [-o LOG_DIR] BUILD_DIR
 #   -t  idle period of each run (3)
 #   -m  what the target application does while idle (none: never reads
 #       its CQ; unspec: the same with an FI_WAIT_UNSPEC CQ; sread: waits
@@ -19,6 +19,8 @@
 #       the table adds what one read of the idle CQ cost, in ns)
 #   -P  provider, both sides (pmemverbs; tcp: the core's own figures)
 #   -n  connection counts ("16 64 256 1024")
+#   -k  then COMMITS commits on one connection while the others stay idle,
+#       one after the other: the table adds their p50 and p99 (us)
 #   -p  first port (a random one in 20000-39999; one more per run)
 #   -o  where the logs go (a temporary directory, kept when a run fails)
 # Env:  PMV_IDLE_BIN: the fi_pmem_idle binary
@@ -37,13 +39,15 @@ SECONDS_IDLE=3
 MODE=none
 PROV=pmemverbs
 COUNTS="16 64 256 1024"
+BUSY=
 port=$((20000 + RANDOM % 20000))
 LOGS=
-while getopts "t:m:n:P:p:o:h" opt; do
+while getopts "t:m:n:k:P:p:o:h" opt; do
 	case $opt in
 	t) SECONDS_IDLE=$OPTARG ;;
 	m) MODE=$OPTARG ;;
 	n) COUNTS=$OPTARG ;;
+	k) BUSY=$OPTARG ;;
 	P) PROV=$OPTARG ;;
 	p) port=$OPTARG ;;
 	o) LOGS=$OPTARG ;;
@@ -106,7 +110,7 @@ reason() {
 
 # One target/initiator pair with N connections; prints a table row.
 run_pair() {
-	local n=$1 log=$LOGS/n$1 ts=0 is=0 tcpu icpu lat ns=
+	local n=$1 log=$LOGS/n$1 ts=0 is=0 tcpu icpu lat ns= busy=
 	port=$((port + 1))
 	"${pin_target[@]}" timeout -k 5 "$RUN_TIMEOUT" "$BIN" -p "$PROV" \
 		-B "$port" -n "$n" -t "$SECONDS_IDLE" -m "$MODE" \
@@ -114,6 +118,7 @@ run_pair() {
 	target_pid=$!
 	"${pin_initiator[@]}" timeout -k 5 "$RUN_TIMEOUT" "$BIN" -p "$PROV" \
 		-s 127.0.0.1 -B "$port" -n "$n" -t "$SECONDS_IDLE" \
+		${BUSY:+-k "$BUSY"} \
 		>"$log.initiator.out" 2>"$log.initiator.err" || is=$?
 	wait "$target_pid" || ts=$?
 	target_pid=
@@ -121,8 +126,11 @@ run_pair() {
 	icpu=$(field "$log.initiator.out" IDLE cpu_pct)
 	lat=$(field "$log.initiator.out" after-idle first_commit_us)
 	[ "$MODE" != poll ] || ns=$(field "$log.target.out" POLL ns_per_read)
-	printf '%6s %12s %15s %22s%s\n' "$n" "${tcpu:--}" "${icpu:--}" \
-		"${lat:--}" "${ns:+ $(printf '%12s' "$ns")}"
+	[ -z "$BUSY" ] || busy=$(printf ' %12s %12s' \
+		"$(field "$log.initiator.out" BUSY p50_us)" \
+		"$(field "$log.initiator.out" BUSY p99_us)")
+	printf '%6s %12s %15s %22s%s%s\n' "$n" "${tcpu:--}" "${icpu:--}" \
+		"${lat:--}" "${ns:+ $(printf '%12s' "$ns")}" "$busy"
 	if [ "$ts" -ne 0 ] || [ "$is" -ne 0 ]; then
 		[ "$is" -eq 0 ] ||
 			echo "  N=$n failed: $(reason initiator "$is" "$log.initiator")"
@@ -135,8 +143,9 @@ run_pair() {
 echo "fi_pmem_idle: $BIN, provider $PROV, plugin $FI_PROVIDER_PATH," \
 	"idle ${SECONDS_IDLE} s, target mode $MODE," \
 	"open files hard limit $(ulimit -Hn)"
-printf '%6s %12s %15s %22s%s\n' N "target cpu %" "initiator cpu %" \
-	"first commit after us" "$([ "$MODE" != poll ] || echo ' ns per read')"
+printf '%6s %12s %15s %22s%s%s\n' N "target cpu %" "initiator cpu %" \
+	"first commit after us" "$([ "$MODE" != poll ] || echo ' ns per read')" \
+	"$([ -z "$BUSY" ] || printf ' %12s %12s' 'busy p50 us' 'busy p99 us')"
 failed=0
 for n in $COUNTS; do
 	run_pair "$n" || failed=1

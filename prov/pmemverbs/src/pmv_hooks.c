@@ -84,7 +84,27 @@ void pmv_hooks_add(struct pmv_hooks *hooks, struct pmv_hook *hook)
 	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
 	hook->evented = false;
 	pmv_hooks_count_ep(hooks, hook);
-	pmv_hooks_push(&hooks->head, hook);
+	if (hook->park_idle && !hook->busy(hook->arg))
+		hook->parked = true;
+	else
+		pmv_hooks_push(&hooks->head, hook);
+	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
+}
+
+/*
+ * Puts a parked hook back on the read list: its busy() has just turned
+ * true (the engine's first commit in an empty ring), and the caller holds
+ * what keeps it true (the engine's lock).  A walk parks a hook under this
+ * list's lock after finding it idle (pmv_hook_let_go), so either that
+ * walk saw it busy or this call sees it parked.
+ */
+void pmv_hooks_wake(struct pmv_hooks *hooks, struct pmv_hook *hook)
+{
+	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
+	if (hook->parked) {
+		hook->parked = false;
+		pmv_hooks_push(&hooks->head, hook);
+	}
 	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
 }
 
@@ -155,6 +175,7 @@ void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook)
 	bool gates_off = false;
 
 	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
+	hook->parked = false;
 	if (hook->listed && hook->ep &&
 	    !__atomic_sub_fetch(&hooks->serving, 1, __ATOMIC_RELAXED)) {
 		hooks->dom = NULL; /* it may close now */
@@ -175,6 +196,19 @@ void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook)
 #define PMV_HOOKS_BATCH 32
 
 /*
+ * Lets go of h, which this walk ran, and parks it if it parks while idle
+ * and is idle now; the list's lock held (pmv_hooks_wake takes it too).
+ */
+static void pmv_hook_let_go(struct pmv_hooks *hooks, struct pmv_hook *h)
+{
+	h->runs--;
+	if (h->park_idle && h->listed && !h->busy(h->arg)) {
+		pmv_hooks_unlink(&hooks->head, h);
+		h->parked = true;
+	}
+}
+
+/*
  * The next batch of hooks to run after last (NULL: from the head), each
  * held by its runs count; last, if not NULL, is let go.  A hook taken off
  * the list while it ran has no next one to trust: the walk starts again
@@ -189,7 +223,7 @@ static unsigned pmv_hooks_grab(struct pmv_hooks *hooks, struct pmv_hook *last,
 	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
 	h = last && last->listed ? last->next : hooks->head;
 	if (last)
-		last->runs--;
+		pmv_hook_let_go(hooks, last);
 	for (; h && n < PMV_HOOKS_BATCH; h = h->next) {
 		h->runs++;
 		got[n++] = h;
@@ -204,7 +238,7 @@ static void pmv_hooks_let_go(struct pmv_hooks *hooks, struct pmv_hook **got,
 {
 	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
 	for (unsigned i = 0; i + 1 < n; i++)
-		got[i]->runs--;
+		pmv_hook_let_go(hooks, got[i]);
 	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
 }
 
@@ -248,7 +282,7 @@ static bool pmv_hooks_each(struct pmv_hooks *hooks, enum pmv_hooks_call call)
 	/* grab let last go when it found nothing after it */
 	if (busy && last) {
 		pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
-		last->runs--;
+		pmv_hook_let_go(hooks, last);
 		pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
 	}
 	return busy;

@@ -33,6 +33,11 @@ struct pmv_hook {
 	bool evented;              /* on the events list: reads do not run it
 				    * (a gated endpoint, served when its gate
 				    * confirms a request: pmv_serve_gates) */
+	bool park_idle;            /* off the read list while busy() is false
+				    * (the commit engine with an empty ring):
+				    * reads of a CQ with 1024 idle engines
+				    * walk none of them */
+	bool parked;               /* so, until pmv_hooks_wake (locked) */
 };
 
 struct pmv_hooks {
@@ -60,6 +65,7 @@ extern __thread uint64_t pmv_served_here_us;
 bool pmv_wait_spins(uint64_t woke_us);
 void pmv_hooks_add(struct pmv_hooks *hooks, struct pmv_hook *hook);
 void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook);
+void pmv_hooks_wake(struct pmv_hooks *hooks, struct pmv_hook *hook);
 bool pmv_hooks_add_evented(struct pmv_hooks *hooks, struct pmv_hook *hook,
 			   void (*serve_gates)(void *dom));
 bool pmv_hooks_app_reads(struct pmv_hooks *hooks, uint64_t now_ms);

@@ -249,14 +249,20 @@ void reads_bring(uint64_t gen)
 }
 
 /* Writes the ack of request seq into ep's inbox, as the agent would. */
-void ack(struct pmv_ep *ep, uint64_t seq, int status, uint8_t profile,
-	 uint32_t gen)
+void ack_lands(struct pmv_ep *ep, uint64_t seq, int status, uint8_t profile,
+	       uint32_t gen)
 {
 	struct pmv_ack a = { .seq = seq, .status = status, .profile = profile,
 			     .mr_gen = gen };
 
 	pmv_ack_encode(&a);
 	memcpy(pmv_inbox_ack(&ep->inbox, seq), &a, sizeof(a));
+}
+
+void ack(struct pmv_ep *ep, uint64_t seq, int status, uint8_t profile,
+	 uint32_t gen)
+{
+	ack_lands(ep, seq, status, profile, gen);
 	ep->hook.progress(ep->hook.arg);
 }
 

@@ -70,9 +70,12 @@ void fail_core_call(unsigned nth, int err);
 void complete_post(unsigned i, int err);
 /* Every read-flush read lands the target's generation gen. */
 void reads_bring(uint64_t gen);
-/* Writes the ack of request seq into ep's inbox, as the agent would. */
+/* Writes the ack of request seq into ep's inbox, as the agent would, and
+ * runs ep's engine (ack_lands: the write alone). */
 void ack(struct pmv_ep *ep, uint64_t seq, int status, uint8_t profile,
 	 uint32_t gen);
+void ack_lands(struct pmv_ep *ep, uint64_t seq, int status, uint8_t profile,
+	       uint32_t gen);
 /* One ack for requests first .. first + covers - 1, as for a batch. */
 void ack_covering(struct pmv_ep *ep, uint64_t first, uint16_t covers,
 		  int status);

@@ -3,7 +3,8 @@
  * Unit tests: the initiator's engine (initiator/pmv_engine.c) over the
  * fake core: its watch over a silent or dead peer (the probe and the
  * time-out, on a clock the tests move), its allocations failing in turn
- * (the fault points), and the readiness fi_trywait asks it for.
+ * (the fault points), the readiness fi_trywait asks it for, and its hook
+ * parked off its CQ's read list while it is idle.
  */
 #include <pthread.h>
 #include <time.h>
@@ -274,4 +275,51 @@ Test(engine, an_idle_engine_is_progressed_without_its_lock)
 	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
 	cr_assert(g_ep->hook.busy(g_ep->hook.arg), "a commit in flight, "
 		  "and the engine is not busy");
+}
+
+/* True if hook is on the list every read of hooks' object runs. */
+static bool on_read_list(const struct pmv_hooks *hooks,
+			 const struct pmv_hook *hook)
+{
+	for (const struct pmv_hook *h = hooks->head; h; h = h->next)
+		if (h == hook)
+			return true;
+	return false;
+}
+
+/*
+ * An idle engine's hook is off its CQ's read list: a read of a CQ that
+ * 1024 idle endpoints share walked 1024 hooks (on libfabric 2.1, whose
+ * tcp core's progress does not grow with its connections, a commit took
+ * 9 times the core's own).  The first commit in an empty ring puts the
+ * hook back; a read runs it and completes the commit once its ack lands;
+ * the read that finds it idle again takes it off.
+ */
+Test(engine, an_idle_engines_hook_is_off_its_cqs_read_list)
+{
+	struct pmv_ep *idle[8];
+	struct fi_cq_err_entry e;
+	bool err;
+	int ctx;
+
+	for (int i = 0; i < 8; i++)
+		idle[i] = open_ep();
+	cr_assert_null(g_cq->hooks.head, "reads walk idle engines");
+	pmv_params.method = FI_PMEM_METHOD_AGENT;
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
+	cr_assert(on_read_list(&g_cq->hooks, &g_ep->hook),
+		  "a commit did not put its engine on the read list");
+	for (int i = 0; i < 8; i++)
+		cr_assert_not(on_read_list(&g_cq->hooks, &idle[i]->hook));
+	complete_post(g_nposts - 2, 0);
+	complete_post(g_nposts - 1, 0);
+	ack_lands(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 0);
+	cr_assert_not(pop(&e, &err), "completed before its ack was read");
+	pmv_hooks_run(&g_cq->hooks);
+	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx,
+		  "a read did not run the busy engine");
+	cr_assert_not(on_read_list(&g_cq->hooks, &g_ep->hook),
+		      "an idle engine stayed on the read list");
+	for (int i = 0; i < 8; i++)
+		close_ep(idle[i]);
 }

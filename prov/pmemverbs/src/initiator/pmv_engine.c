@@ -114,6 +114,7 @@ int pmv_ini_open(struct pmv_ep *ep)
 	ep->hook.progress = pmv_ini_progress;
 	ep->hook.busy = pmv_ini_busy;
 	ep->hook.arg = ini;
+	ep->hook.park_idle = true;
 	return 0;
 }
 

@@ -27,6 +27,20 @@ bool pmv_ini_ring_full(const struct pmv_ini *ini)
 	return ini->tail - ini->head >= PMV_RING;
 }
 
+/*
+ * The engine's first commit in an empty ring (lock held): its transmit
+ * CQ's reads run its hook again (an idle engine's hook is parked off
+ * their list, pmv_hooks.c, and no read walks it).
+ */
+static void pmv_ini_wake(struct pmv_ini *ini)
+{
+	struct pmv_cq *cq = ini->ep ?
+		__atomic_load_n(&ini->ep->tx_cq, __ATOMIC_ACQUIRE) : NULL;
+
+	if (cq)
+		pmv_hooks_wake(&cq->hooks, &ini->ep->hook);
+}
+
 /* Takes the next ring slot for a commit of msg (lock held, room checked). */
 struct pmv_commit *pmv_ini_commit_new(struct pmv_ini *ini,
 				      const struct fi_msg_rma *msg,
@@ -38,6 +52,8 @@ struct pmv_commit *pmv_ini_commit_new(struct pmv_ini *ini,
 
 	/* stored atomically: pmv_ini_busy reads head and tail unlocked */
 	__atomic_store_n(&ini->tail, cseq + 1, __ATOMIC_RELAXED);
+	if (cseq == ini->head)
+		pmv_ini_wake(ini); /* the engine was idle, its hook parked */
 
 	memset(c, 0, offsetof(struct pmv_commit, ext));
 	c->state = PMV_C_POSTED;

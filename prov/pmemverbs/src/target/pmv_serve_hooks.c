@@ -14,6 +14,20 @@
 #include "target/pmv_target.h"
 
 /*
+ * Serves ep if its inbox holds requests, noting that the application's
+ * own read served it; true if some are left (another thread serves ep, a
+ * request is not whole yet, an ack waits for room).
+ */
+static bool pmv_serve_if_pending(struct pmv_ep *ep)
+{
+	if (!pmv_serve_pending(ep))
+		return false;
+	pmv_served_here_us = pmv_us_now();
+	(void) pmv_serve_try(ep->domain, ep);
+	return pmv_serve_pending(ep);
+}
+
+/*
  * The hook an endpoint's CQ runs when the application reads it (an
  * endpoint without a gate: its inbox is looked at on every read): a target
  * that busy-polls serves its requests itself, with no other thread to be
@@ -21,31 +35,21 @@
  */
 static void pmv_serve_hook(void *arg)
 {
-	struct pmv_ep *ep = arg;
-
-	if (pmv_serve_pending(ep)) {
-		pmv_served_here_us = pmv_us_now();
-		(void) pmv_serve_try(ep->domain, ep);
-	}
+	(void) pmv_serve_if_pending(arg);
 }
 
 /*
  * Serves the endpoint of gate idx if it has requests (its gate confirmed
- * one); true if it still has some (another thread serves it, a request
- * is not whole yet, an ack waits for room): the gate is marked again.
+ * one); true if it still has some: the gate is marked again.
  */
 static bool pmv_serve_gate_one(struct pmv_domain *dom, unsigned idx)
 {
 	struct pmv_ep *ep = pmv_gate_server(dom, idx);
-	bool left = false;
+	bool left;
 
 	if (!ep)
 		return false;
-	if (pmv_serve_pending(ep)) {
-		pmv_served_here_us = pmv_us_now();
-		(void) pmv_serve_try(dom, ep);
-		left = pmv_serve_pending(ep);
-	}
+	left = pmv_serve_if_pending(ep);
 	pmv_gate_server_done(dom);
 	return left;
 }

@@ -110,7 +110,7 @@ reason() {
 
 # One target/initiator pair with N connections; prints a table row.
 run_pair() {
-	local n=$1 log=$LOGS/n$1 ts=0 is=0 tcpu icpu lat ns= busy=
+	local n=$1 log=$LOGS/n$1 ts=0 is=0 tcpu icpu lat ns= busy= p50 p99
 	port=$((port + 1))
 	"${pin_target[@]}" timeout -k 5 "$RUN_TIMEOUT" "$BIN" -p "$PROV" \
 		-B "$port" -n "$n" -t "$SECONDS_IDLE" -m "$MODE" \
@@ -126,9 +126,11 @@ run_pair() {
 	icpu=$(field "$log.initiator.out" IDLE cpu_pct)
 	lat=$(field "$log.initiator.out" after-idle first_commit_us)
 	[ "$MODE" != poll ] || ns=$(field "$log.target.out" POLL ns_per_read)
-	[ -z "$BUSY" ] || busy=$(printf ' %12s %12s' \
-		"$(field "$log.initiator.out" BUSY p50_us)" \
-		"$(field "$log.initiator.out" BUSY p99_us)")
+	if [ -n "$BUSY" ]; then
+		p50=$(field "$log.initiator.out" BUSY p50_us)
+		p99=$(field "$log.initiator.out" BUSY p99_us)
+		busy=$(printf ' %12s %12s' "${p50:--}" "${p99:--}")
+	fi
 	printf '%6s %12s %15s %22s%s%s\n' "$n" "${tcpu:--}" "${icpu:--}" \
 		"${lat:--}" "${ns:+ $(printf '%12s' "$ns")}" "$busy"
 	if [ "$ts" -ne 0 ] || [ "$is" -ne 0 ]; then

@@ -223,6 +223,9 @@ struct pmv_domain {
 	struct pmv_agent *agent;  /* started with the first pmem endpoint */
 	int agent_wake_fd;        /* the agent's eventfd (-1: no agent) */
 	bool agent_sleeping;      /* the agent sleeps on fds (atomic) */
+	uint64_t agent_eps_ver;   /* bumped when an endpoint joins or leaves
+				   * the agent or changes the lists whose
+				   * reads serve it (atomic) */
 	/* gates (pmv_gate.c): words read and set atomically, no lock */
 	uint64_t gate[PMV_GATES];
 	struct pmv_ep *gate_owner[PMV_GATES]; /* claimed by compare-exchange */
@@ -233,7 +236,9 @@ struct pmv_domain {
 	uint64_t gate_ready[PMV_GATES / 64];
 	struct pmv_ep *gate_server[PMV_GATES]; /* served on its events */
 	int gate_serving;                      /* pmv_serve_gates running */
-	uint64_t gate_swept_ms;   /* when every gate was last marked (atomic) */
+	uint64_t gate_swept_ms;   /* when a word of gates was last marked
+				   * (atomic) */
+	unsigned gate_swept_word; /* the word marked next, in turn (atomic) */
 };
 
 struct pmv_cq;

@@ -15,6 +15,7 @@
 
 #include "pmv_objects.h"
 #include "objects_fixture.h"
+#include "target/pmv_agent.h"
 #include "target/pmv_target.h"
 
 TestSuite(agent, .init = open_fixture, .fini = close_fixture);
@@ -270,5 +271,82 @@ Test(agent, a_close_waits_for_a_shared_cq_read_serving_the_endpoint,
 	cr_assert_eq(pthread_join(closer, NULL), 0);
 	cr_assert_eq(c.done, 1, "fi_close returned %d", c.done - 1);
 	cr_assert_eq(fi_close(&fid[1]->fid), 0);
+	cr_assert_eq(fi_close(&cq->fid), 0);
+}
+
+/* Endpoints sharing the CQ an application reads, in the test below. */
+#define SERVED_EPS 64
+
+/* The agent's passes that walked every endpoint so far. */
+static uint64_t agent_walks(struct pmv_domain *dom)
+{
+	return __atomic_load_n(&dom->agent->walks, __ATOMIC_RELAXED);
+}
+
+/* Reads cq (nothing to take: the application's progress idiom) every
+ * 0.2 ms for ms milliseconds. */
+static void read_cq_for(struct fid_cq *cq, long ms)
+{
+	struct fi_cq_entry entry;
+
+	for (long i = 0; i < ms * 5; i++) {
+		(void) fi_cq_read(cq, &entry, 1);
+		nanosleep(&(struct timespec) { .tv_nsec = 200000 }, NULL);
+	}
+}
+
+/*
+ * While the application reads the CQ of every endpoint (so serves them
+ * itself), the agent naps and, after one walk that saw it, looks only at
+ * that CQ, not at each endpoint (a walk of 1024 endpoints after a nap took
+ * about 1 ms of the application's core); once the application stops
+ * reading, or an endpoint joins, it walks them again (and serves them).
+ * Watched through the agent's count of walks.  Seen failing with the
+ * remembered lists left out: every pass walked, 9 walks in each 100 ms.
+ */
+Test(agent, an_agent_whose_application_serves_every_endpoint_walks_none,
+     .timeout = 60)
+{
+	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_CONTEXT,
+				   .wait_obj = FI_WAIT_NONE };
+	struct pmv_domain *dom = fixture_domain();
+	struct fid_ep *fid[SERVED_EPS + 1];
+	struct fid_cq *cq;
+	uint64_t before, after, least;
+	int i;
+
+	cr_assert_eq(fi_cq_open(fx.domain, &attr, &cq, NULL), 0);
+	for (i = 0; i <= SERVED_EPS; i++) {
+		open_pmem_ep(&fid[i]);
+		cr_assert_eq(fi_ep_bind(fid[i], &cq->fid,
+					FI_TRANSMIT | FI_RECV), 0);
+		if (i < SERVED_EPS)
+			cr_assert_eq(pmv_agent_add(dom, pmv_container_of(
+				fid[i], struct pmv_ep, ep_fid)), 0);
+	}
+	read_cq_for(cq, 100); /* the agent sees the application serve */
+	/* a window with at most one walk (napping 16 ms, it walked 6 or more
+	 * per window); a few, as the test thread may be descheduled past
+	 * PMV_SERVE_DEFER_MS, and the agent rightly takes the endpoints */
+	for (i = 0, least = UINT64_MAX; i < 5 && least > 1; i++) {
+		before = agent_walks(dom);
+		read_cq_for(cq, 100);
+		after = agent_walks(dom);
+		least = after - before < least ? after - before : least;
+	}
+	cr_assert_leq(least, 1, "the agent walked its %d endpoints %llu "
+		      "times in 100 ms while the application served them",
+		      SERVED_EPS, (unsigned long long) least);
+	cr_assert_eq(pmv_agent_add(dom, pmv_container_of(
+		fid[SERVED_EPS], struct pmv_ep, ep_fid)), 0);
+	read_cq_for(cq, 50);
+	cr_assert_gt(agent_walks(dom), after, "an endpoint joined and the "
+		     "agent did not look at it");
+	before = agent_walks(dom);
+	sleep_ms(100); /* the application stops reading */
+	cr_assert_gt(agent_walks(dom), before, "the application stopped "
+		     "reading and the agent did not take its endpoints back");
+	for (i = 0; i <= SERVED_EPS; i++)
+		cr_assert_eq(fi_close(&fid[i]->fid), 0);
 	cr_assert_eq(fi_close(&cq->fid), 0);
 }

@@ -160,16 +160,17 @@ Test(serve_wait, one_read_now_and_then_leaves_the_endpoint_to_the_agent,
 	reads->app_prev_ms = 0;
 	reads->app_ms = pmv_ms_now() - 200; /* its previous read */
 	(void) fi_cntr_read(g_cntr);
-	cr_assert_not(pmv_serve_by_app(&t_ep, pmv_ms_now()),
-		      "one read after 200 ms made the agent leave the endpoint");
+	cr_assert_null(pmv_serve_app_list(&t_ep, pmv_ms_now()),
+		       "one read after 200 ms made the agent leave the "
+		       "endpoint");
 	reads->app_prev_ms = 1000;
 	reads->app_ms = 1200;
-	cr_assert_not(pmv_serve_by_app(&t_ep, 1201));
+	cr_assert_null(pmv_serve_app_list(&t_ep, 1201));
 	reads->app_prev_ms = 1199;
-	cr_assert(pmv_serve_by_app(&t_ep, 1201),
-		  "an application that polls was not left to serve");
-	cr_assert_not(pmv_serve_by_app(&t_ep, 1200 + PMV_SERVE_DEFER_MS),
-		      "the application serves past PMV_SERVE_DEFER_MS");
+	cr_assert_not_null(pmv_serve_app_list(&t_ep, 1201),
+			   "an application that polls was not left to serve");
+	cr_assert_null(pmv_serve_app_list(&t_ep, 1200 + PMV_SERVE_DEFER_MS),
+		       "the application serves past PMV_SERVE_DEFER_MS");
 }
 
 Test(serve_wait, polling_an_eq_serves_and_acks_a_request,

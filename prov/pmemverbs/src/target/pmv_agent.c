@@ -12,7 +12,6 @@
  * unloads the plugin's code.
  */
 #include <errno.h>
-#include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,19 +92,23 @@ static void pmv_agent_count_wake(struct pmv_agent *agent, int served)
 static int pmv_agent_pass(struct pmv_domain *dom)
 {
 	struct pmv_agent *agent = dom->agent;
-	uint64_t now = pmv_ms_now();
-	size_t n, i, left_to_app = 0;
+	uint64_t now = pmv_ms_now(), ver;
+	size_t n, i, left_to_app;
 	int served = 0;
 
+	if (pmv_agent_app_still_serves(dom, now)) {
+		pmv_agent_count_wake(agent, 0);
+		return -1;
+	}
 	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
+	ver = __atomic_load_n(&dom->agent_eps_ver, __ATOMIC_SEQ_CST);
 	n = pmv_agent_hold_eps(agent);
 	pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
-	for (i = 0; i < n; i++)
-		left_to_app += pmv_serve_by_app(agent->snap[i], now);
+	left_to_app = pmv_agent_left_to_app(agent, n, now, ver);
 	if (left_to_app < n)
 		pmv_agent_progress(agent, n);
 	for (i = 0; i < n; i++)
-		if (!pmv_serve_by_app(agent->snap[i], now))
+		if (!pmv_serve_app_list(agent->snap[i], now))
 			served += pmv_serve_try(dom, agent->snap[i]);
 	pmv_agent_drop_eps(agent, n);
 	pmv_agent_count_wake(agent, served);
@@ -164,31 +167,6 @@ static bool pmv_agent_rest(struct pmv_domain *dom, long *nap, bool *retried)
 	}
 	*nap = 0;
 	return rest == PMV_REST_WOKEN && !dom->agent->app_waits;
-}
-
-/* Longest sleep of an agent whose application serves every endpoint. */
-#define PMV_AGENT_APP_NAP_MAX_MS 16
-
-/*
- * While the application serves every endpoint itself (it read their CQs
- * within the last PMV_SERVE_DEFER_MS), the agent only looks, now and then,
- * whether that still holds: sleeps of 1 ms doubling to
- * PMV_AGENT_APP_NAP_MAX_MS, on its eventfd (an endpoint joined, or stop).
- * Each look takes the CPU from the application thread it shares a core
- * with: at one per millisecond, writes pipelined with a commit per MiB ran
- * 12-15% slower, and a busy-polling target's commit p99 was 22-30 us
- * instead of 9-14.  An application that stops reading is served by the
- * agent at most that sleep after PMV_SERVE_DEFER_MS.
- */
-static void pmv_agent_app_nap(struct pmv_agent *agent, long *app_nap)
-{
-	struct pollfd pfd = { .fd = agent->wake_fd, .events = POLLIN };
-	uint64_t v;
-
-	*app_nap = *app_nap ? (*app_nap < PMV_AGENT_APP_NAP_MAX_MS ?
-			       *app_nap * 2 : PMV_AGENT_APP_NAP_MAX_MS) : 1;
-	if (poll(&pfd, 1, (int) *app_nap) > 0)
-		(void) !read(agent->wake_fd, &v, sizeof(v)); /* non-blocking */
 }
 
 /*
@@ -303,6 +281,7 @@ static int pmv_agent_link(struct pmv_domain *dom, struct pmv_ep *ep)
 	dom->agent->eps = ep;
 	dom->agent->neps++;
 	tgt->in_agent = true;
+	pmv_agent_eps_changed(dom);
 	__atomic_store_n(ep->inbox.gen_word, dom->mr_gen, __ATOMIC_RELEASE);
 	pmv_agent_wake(dom->agent); /* watch its CQs too */
 	return 0;
@@ -359,6 +338,7 @@ void pmv_agent_remove(struct pmv_domain *dom, struct pmv_ep *ep)
 		}
 		tgt->in_agent = false;
 		dom->agent->neps--;
+		pmv_agent_eps_changed(dom);
 	}
 	pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
 	pmv_serve_detach(ep);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmemverbs: the agent thread's state, shared by its loop (pmv_agent.c)
- * and its sleep (pmv_agent_sleep.c), and its endpoint list to the profile
+ * pmemverbs: the agent thread's state, shared by its loop (pmv_agent.c),
+ * its sleep (pmv_agent_sleep.c) and its naps beside an application that
+ * serves (pmv_agent_app.c), and its endpoint list to the profile
  * pushes (pmv_publish.c); internal to those files.
  */
 #ifndef PMV_AGENT_H
@@ -25,6 +26,10 @@ struct pmv_agent_fds {
 	size_t n, cap;
 };
 
+/* Distinct lists the agent remembers as serving every endpoint; past
+ * them it walks the endpoints on each pass, as with none. */
+#define PMV_AGENT_WITNESSES 8
+
 struct pmv_agent {
 	pthread_t thread;
 	bool stop;
@@ -40,6 +45,14 @@ struct pmv_agent {
 	bool app_waits;         /* at its last sleep, an application thread
 				 * waited in a CQ of an endpoint (fi_cq_sread) */
 	/* the agent thread's alone: */
+	/* the lists through which the application served every endpoint at
+	 * the last pass that found so, one per endpoint at most
+	 * (pmv_agent_app_still_serves); n 0: none is known */
+	struct pmv_hooks *witness[PMV_AGENT_WITNESSES];
+	size_t nwitness;
+	uint64_t witness_ver;   /* dom->agent_eps_ver they were seen under */
+	uint64_t walks;         /* passes that looked at every endpoint
+				 * (statistics; tests read it, atomically) */
 	struct pmv_agent_cqs cqs;   /* a pass's or a sleep's CQs */
 	struct pmv_agent_fds fds;   /* a sleep's fds */
 	struct pmv_agent_cqs woken; /* CQs whose fds ended the last sleep */
@@ -54,6 +67,12 @@ enum pmv_agent_rest {
 	PMV_REST_CANNOT,  /* no fds to sleep on */
 	PMV_REST_PENDING, /* work was pending: did not sleep */
 };
+
+/* pmv_agent_app.c */
+bool pmv_agent_app_still_serves(struct pmv_domain *dom, uint64_t now);
+size_t pmv_agent_left_to_app(struct pmv_agent *agent, size_t n,
+			     uint64_t now, uint64_t ver);
+void pmv_agent_app_nap(struct pmv_agent *agent, long *app_nap);
 
 /* pmv_agent_sleep.c */
 bool pmv_agent_cqs_add(struct pmv_agent_cqs *set, struct pmv_cq *cq);

@@ -62,7 +62,8 @@ static bool pmv_serve_gate_one(struct pmv_domain *dom, unsigned idx)
  * it to requests sent on their own too), so a read need not look into
  * each endpoint's inbox: with 1024 idle connections on one CQ that look
  * cost more than the tcp core's own progress.  Every PMV_GATE_SWEEP_MS
- * all are looked at once (pmv_gate_sweep), for bytes that came without.
+ * the gates of one word are looked at (pmv_gate_sweep), the words in
+ * turn, for bytes that came without.
  */
 static void pmv_serve_gates(void *arg)
 {
@@ -83,23 +84,24 @@ static void pmv_serve_gates(void *arg)
 }
 
 /*
- * True while the application's reads of one of ep's CQs, EQ or counters
- * serve ep (pmv_hooks_app_reads): the agent then leaves ep alone, so that
- * it never holds ep while preempted by a busy application on a shared
- * core.  One read now and then (a target that reads its CQ every 200 ms)
- * leaves ep to the agent: napping after such a read, the agent made one
- * commit in a hundred wait up to 2 ms (a p99 of 34 read round trips).
+ * The list (one of ep's CQs, EQ or counters) whose application reads
+ * serve ep now (pmv_hooks_app_reads), NULL if none: while there is one
+ * the agent leaves ep alone, so that it never holds ep while preempted by
+ * a busy application on a shared core.  One read now and then (a target
+ * that reads its CQ every 200 ms) leaves ep to the agent: napping after
+ * such a read, the agent made one commit in a hundred wait up to 2 ms (a
+ * p99 of 34 read round trips).
  */
-bool pmv_serve_by_app(struct pmv_ep *ep, uint64_t now_ms)
+struct pmv_hooks *pmv_serve_app_list(struct pmv_ep *ep, uint64_t now_ms)
 {
 	struct pmv_hooks *on;
 
 	for (int i = 0; i < PMV_SERVE_OBJS; i++) {
 		on = __atomic_load_n(&ep->tgt->serve_on[i], __ATOMIC_ACQUIRE);
 		if (on && pmv_hooks_app_reads(on, now_ms))
-			return true;
+			return on;
 	}
-	return false;
+	return NULL;
 }
 
 /* Before the application sleeps in a counter or EQ wait: serves what is
@@ -181,6 +183,7 @@ void pmv_serve_attach(struct pmv_ep *ep)
 	}
 	if (ep->gated)
 		pmv_gate_serve_on(ep);
+	pmv_agent_eps_changed(ep->domain);
 }
 
 /* Takes the hooks off; returns once no read is running them. */
@@ -195,4 +198,5 @@ void pmv_serve_detach(struct pmv_ep *ep)
 			pmv_hooks_remove(tgt->serve_on[i], &tgt->serve_hook[i]);
 		__atomic_store_n(&tgt->serve_on[i], NULL, __ATOMIC_RELEASE);
 	}
+	pmv_agent_eps_changed(ep->domain);
 }

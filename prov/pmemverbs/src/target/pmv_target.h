@@ -79,7 +79,7 @@ bool pmv_oracle_skip_extent(void);
 int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep);
 bool pmv_serve_pending(struct pmv_ep *ep);
 int pmv_serve_try(struct pmv_domain *dom, struct pmv_ep *ep);
-bool pmv_serve_by_app(struct pmv_ep *ep, uint64_t now_ms);
+struct pmv_hooks *pmv_serve_app_list(struct pmv_ep *ep, uint64_t now_ms);
 void pmv_serve_detach(struct pmv_ep *ep);
 
 /* pmv_serve_commit.c: one request on its region (0 or a PMV_ERR_* code);
@@ -98,5 +98,14 @@ bool pmv_publish_wanted(const struct pmv_ep *ep);
 size_t pmv_publish_table(struct pmv_domain *dom, struct pmv_profiles *t);
 void pmv_publish_send(struct pmv_ep *ep, const struct pmv_profiles *t,
 		      size_t len);
+
+/* Something that decides who serves an endpoint changed: an endpoint
+ * joined or left the agent, or the lists whose reads serve it changed
+ * (after the change is stored).  The agent then walks its endpoints again
+ * instead of trusting what it remembered (pmv_agent_app_still_serves). */
+static inline void pmv_agent_eps_changed(struct pmv_domain *dom)
+{
+	__atomic_add_fetch(&dom->agent_eps_ver, 1, __ATOMIC_SEQ_CST);
+}
 
 #endif /* PMV_TARGET_H */

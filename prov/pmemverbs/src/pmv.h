@@ -234,6 +234,9 @@ struct pmv_domain {
 	/* gates that confirmed requests nobody looked at since: one bit per
 	 * gate, set by pmv_gate_confirm, taken by pmv_serve_gates */
 	uint64_t gate_ready[PMV_GATES / 64];
+	/* the words of gate_ready that may have a bit set (bit w: word w): a
+	 * read of a CQ with no gate marked looks at this word alone */
+	uint64_t gate_ready_words;
 	struct pmv_ep *gate_server[PMV_GATES]; /* served on its events */
 	int gate_serving;                      /* pmv_serve_gates running */
 	uint64_t gate_swept_ms;   /* when a word of gates was last marked
@@ -435,6 +438,8 @@ uint64_t pmv_ms_now(void);
 /* Microseconds on CLOCK_MONOTONIC (no test skew). */
 uint64_t pmv_us_now(void);
 extern uint64_t pmv_clock_skew_ms; /* unit tests only: time jumps forward */
+/* Reads of either clock by this thread so far (0 outside test builds). */
+unsigned long pmv_clock_reads(void);
 
 /*
  * True for a core error that means the connection itself is gone (the
@@ -492,9 +497,10 @@ extern __thread const struct pmv_cq *pmv_cq_waited_here;
 bool pmv_gate_passed(const struct pmv_ep *ep, uint64_t seq);
 void pmv_gate_serve_on(struct pmv_ep *ep);
 void pmv_gate_serve_off(struct pmv_ep *ep);
+uint64_t pmv_gate_take_marked_words(struct pmv_domain *dom);
 uint64_t pmv_gate_take_marks(struct pmv_domain *dom, unsigned word);
 void pmv_gate_put_marks(struct pmv_domain *dom, unsigned word, uint64_t bits);
-void pmv_gate_sweep(struct pmv_domain *dom);
+void pmv_gate_sweep(struct pmv_domain *dom, uint64_t now_ms);
 struct pmv_ep *pmv_gate_server(struct pmv_domain *dom, unsigned idx);
 void pmv_gate_server_done(struct pmv_domain *dom);
 /* pmv_cq_wait.c */

@@ -410,7 +410,8 @@ ssize_t pmv_cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
 	if (cq->aux_count && cq->aux[cq->aux_head].is_error) {
 		e = cq->aux[cq->aux_head].entry;
 		cq->aux_head = (cq->aux_head + 1) % cq->aux_cap;
-		cq->aux_count--;
+		__atomic_store_n(&cq->aux_count, cq->aux_count - 1,
+				 __ATOMIC_RELAXED);
 		ret = 1;
 	}
 	pmv_unlock(&cq->aux_lock, PMV_LOCK_CQ_AUX);

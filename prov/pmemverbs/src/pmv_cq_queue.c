@@ -143,6 +143,9 @@ ssize_t pmv_cq_pop_aux(struct pmv_cq *cq, void *buf, size_t count,
 	size_t size = pmv_cq_entry_size(cq->format), n = 0;
 	struct pmv_cq_aux *a;
 
+	/* nothing queued: no lock (pmv_cq_push stores the count last) */
+	if (!__atomic_load_n(&cq->aux_count, __ATOMIC_ACQUIRE))
+		return -FI_EAGAIN;
 	pmv_lock(&cq->aux_lock, PMV_LOCK_CQ_AUX);
 	while (n < count && cq->aux_count) {
 		a = &cq->aux[cq->aux_head];
@@ -152,7 +155,8 @@ ssize_t pmv_cq_pop_aux(struct pmv_cq *cq, void *buf, size_t count,
 		if (src_addr)
 			src_addr[n] = a->src_addr;
 		cq->aux_head = (cq->aux_head + 1) % cq->aux_cap;
-		cq->aux_count--;
+		__atomic_store_n(&cq->aux_count, cq->aux_count - 1,
+				 __ATOMIC_RELAXED);
 		n++;
 	}
 	if (!n && cq->aux_count)

@@ -136,10 +136,28 @@ void pmv_fault_reset(void)
 /* Unit tests move the engine's clock forward instead of waiting. */
 uint64_t pmv_clock_skew_ms;
 
+#ifdef PMV_FAULT_INJECTION
+static __thread unsigned long pmv_clock_reads_here;
+#define PMV_COUNT_CLOCK_READ() (pmv_clock_reads_here++)
+#else
+#define PMV_COUNT_CLOCK_READ() ((void) 0)
+#endif
+
+/* The clock reads this thread made so far (0 outside test builds). */
+unsigned long pmv_clock_reads(void)
+{
+#ifdef PMV_FAULT_INJECTION
+	return pmv_clock_reads_here;
+#else
+	return 0;
+#endif
+}
+
 uint64_t pmv_us_now(void)
 {
 	struct timespec ts;
 
+	PMV_COUNT_CLOCK_READ();
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
@@ -148,6 +166,7 @@ uint64_t pmv_ms_now(void)
 {
 	struct timespec ts;
 
+	PMV_COUNT_CLOCK_READ();
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
 	       __atomic_load_n(&pmv_clock_skew_ms, __ATOMIC_RELAXED);

@@ -102,14 +102,33 @@ void pmv_gate_close(struct pmv_ep *ep)
 	ep->gated = false;
 }
 
+_Static_assert(PMV_GATES / 64 <= 64, "one bit per word of gate marks");
+
+/*
+ * Notes that word w of gate_ready has marks, after they were set.  A taker
+ * clears this bit before it takes the word (pmv_serve_gates): a mark that
+ * finds the bit set was set before that take, which gets it.  Sequentially
+ * consistent, word and bit alike, for that "before".
+ */
+static void pmv_gate_note_word(struct pmv_domain *dom, unsigned w)
+{
+	uint64_t bit = 1ull << w;
+
+	if (!(__atomic_load_n(&dom->gate_ready_words, __ATOMIC_SEQ_CST) & bit))
+		(void) __atomic_fetch_or(&dom->gate_ready_words, bit,
+					 __ATOMIC_SEQ_CST);
+}
+
 /* Marks gate idx as having confirmed requests (pmv_serve_gates looks). */
 static void pmv_gate_mark(struct pmv_domain *dom, unsigned idx)
 {
 	uint64_t bit = 1ull << (idx % 64);
 	uint64_t *word = &dom->gate_ready[idx / 64];
 
-	if (!(__atomic_load_n(word, __ATOMIC_RELAXED) & bit))
-		(void) __atomic_fetch_or(word, bit, __ATOMIC_RELEASE);
+	if (__atomic_load_n(word, __ATOMIC_RELAXED) & bit)
+		return;
+	(void) __atomic_fetch_or(word, bit, __ATOMIC_SEQ_CST);
+	pmv_gate_note_word(dom, idx / 64);
 }
 
 /*
@@ -161,12 +180,21 @@ void pmv_gate_serve_off(struct pmv_ep *ep)
 		sched_yield();
 }
 
+/* Takes the bits of the words of gate marks that may have marks (bit w:
+ * word w; pmv_gate_take_marks then takes each). */
+uint64_t pmv_gate_take_marked_words(struct pmv_domain *dom)
+{
+	if (!__atomic_load_n(&dom->gate_ready_words, __ATOMIC_RELAXED))
+		return 0;
+	return __atomic_exchange_n(&dom->gate_ready_words, 0, __ATOMIC_SEQ_CST);
+}
+
 /* Takes the marks of one word of gates (gates word * 64 to + 63). */
 uint64_t pmv_gate_take_marks(struct pmv_domain *dom, unsigned word)
 {
 	if (!__atomic_load_n(&dom->gate_ready[word], __ATOMIC_RELAXED))
 		return 0;
-	return __atomic_exchange_n(&dom->gate_ready[word], 0, __ATOMIC_ACQ_REL);
+	return __atomic_exchange_n(&dom->gate_ready[word], 0, __ATOMIC_SEQ_CST);
 }
 
 /*
@@ -181,10 +209,9 @@ uint64_t pmv_gate_take_marks(struct pmv_domain *dom, unsigned word)
 #define PMV_GATE_SWEEP_MS 10
 
 /* Marks the served gates of the next word once per PMV_GATE_SWEEP_MS (one
- * thread does), the words in turn. */
-void pmv_gate_sweep(struct pmv_domain *dom)
+ * thread does), the words in turn; now: the caller's pmv_ms_now. */
+void pmv_gate_sweep(struct pmv_domain *dom, uint64_t now)
 {
-	uint64_t now = pmv_ms_now();
 	uint64_t last = __atomic_load_n(&dom->gate_swept_ms, __ATOMIC_RELAXED);
 	unsigned w, first;
 
@@ -203,9 +230,11 @@ void pmv_gate_sweep(struct pmv_domain *dom)
 /* Marks gates again (their endpoints still have requests to serve). */
 void pmv_gate_put_marks(struct pmv_domain *dom, unsigned word, uint64_t bits)
 {
-	if (bits)
-		(void) __atomic_fetch_or(&dom->gate_ready[word], bits,
-					 __ATOMIC_RELEASE);
+	if (!bits)
+		return;
+	(void) __atomic_fetch_or(&dom->gate_ready[word], bits,
+				 __ATOMIC_SEQ_CST);
+	pmv_gate_note_word(dom, word);
 }
 
 /*

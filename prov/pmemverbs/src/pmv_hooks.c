@@ -110,14 +110,15 @@ void pmv_hooks_wake(struct pmv_hooks *hooks, struct pmv_hook *hook)
 
 /*
  * Adds hook (a gated endpoint's) to the events list, which reads do not
- * run: its requests are served when its gate confirms them.  The list's
- * gates hook, which serves the domain's confirmed gates (serve_gates) on
- * every read, goes on the read list with the first such endpoint.  False
- * (nothing done): the list serves endpoints of another domain too, whose
- * gates that hook does not serve; add hook to the read list then.
+ * run: its requests are served when its gate confirms them.  With the
+ * first such endpoint every read starts to run serve_gates, which serves
+ * the domain's confirmed gates.  False (nothing done): the list serves
+ * endpoints of another domain too, whose gates serve_gates does not
+ * serve; add hook to the read list then.
  */
 bool pmv_hooks_add_evented(struct pmv_hooks *hooks, struct pmv_hook *hook,
-			   void (*serve_gates)(void *dom))
+			   void (*serve_gates)(struct pmv_domain *dom,
+					       uint64_t now_ms))
 {
 	bool ok;
 
@@ -128,14 +129,50 @@ bool pmv_hooks_add_evented(struct pmv_hooks *hooks, struct pmv_hook *hook,
 		pmv_hooks_count_ep(hooks, hook);
 		pmv_hooks_push(&hooks->ev_head, hook);
 	}
-	if (ok && !hooks->gates.listed) {
-		/* runs kept: a read may still hold it from its last time */
-		hooks->gates.progress = serve_gates;
-		hooks->gates.arg = hooks->dom;
-		pmv_hooks_push(&hooks->head, &hooks->gates);
+	if (ok && !hooks->gates_on) {
+		/* atomic: a read that saw gates_on before a removal may still
+		 * load them (the removal waits for it, not this) */
+		__atomic_store_n(&hooks->serve_gates, serve_gates,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&hooks->gates_dom, hooks->dom,
+				 __ATOMIC_RELAXED);
+		__atomic_store_n(&hooks->gates_on, true, __ATOMIC_SEQ_CST);
 	}
 	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
 	return ok;
+}
+
+/*
+ * Runs serve_gates if on, without the list's lock: a read of a CQ where
+ * 1024 idle gated endpoints receive takes no lock of the list (it took it
+ * three times, to hold, let go and look past a hook of its own).  Counted
+ * in gates_runs after seeing it on and before looking again, so that
+ * pmv_hooks_gates_off, which clears gates_on and then waits for no run,
+ * misses none.
+ */
+static void pmv_hooks_run_gates(struct pmv_hooks *hooks, uint64_t now_ms)
+{
+	if (!__atomic_load_n(&hooks->gates_on, __ATOMIC_ACQUIRE))
+		return;
+	__atomic_add_fetch(&hooks->gates_runs, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&hooks->gates_on, __ATOMIC_SEQ_CST))
+		__atomic_load_n(&hooks->serve_gates, __ATOMIC_RELAXED)(
+			__atomic_load_n(&hooks->gates_dom, __ATOMIC_RELAXED),
+			now_ms);
+	__atomic_sub_fetch(&hooks->gates_runs, 1, __ATOMIC_RELEASE);
+}
+
+/* Reads stop running serve_gates (the last evented endpoint left); the
+ * list's lock held.  The caller waits for pmv_hooks_gates_idle. */
+static void pmv_hooks_gates_off(struct pmv_hooks *hooks)
+{
+	__atomic_store_n(&hooks->gates_on, false, __ATOMIC_SEQ_CST);
+}
+
+/* True once no read runs serve_gates. */
+static bool pmv_hooks_gates_idle(struct pmv_hooks *hooks)
+{
+	return !__atomic_load_n(&hooks->gates_runs, __ATOMIC_SEQ_CST);
 }
 
 /* Runs left of hook, read under the list's lock (a remover polls it). */
@@ -166,12 +203,11 @@ static void pmv_hooks_unlink(struct pmv_hook **head, struct pmv_hook *hook)
 /*
  * Takes hook off its list; returns once no read is running it (reads run
  * hooks without the list's lock, each hook held by its runs count).  The
- * last evented hook takes the gates hook off too.  Never called from a
- * hook.
+ * last evented hook turns serve_gates off too, and waits for its runs.
+ * Never called from a hook.
  */
 void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook)
 {
-	struct pmv_hook *gates = &hooks->gates;
 	bool gates_off = false;
 
 	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
@@ -182,13 +218,13 @@ void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook)
 		hooks->multi_dom = false;
 	}
 	pmv_hooks_unlink(hook->evented ? &hooks->ev_head : &hooks->head, hook);
-	if (hook->evented && !hooks->ev_head && gates->listed) {
-		pmv_hooks_unlink(&hooks->head, gates);
+	if (hook->evented && !hooks->ev_head && hooks->gates_on) {
+		pmv_hooks_gates_off(hooks);
 		gates_off = true;
 	}
 	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
 	while (pmv_hook_runs(hooks, hook) ||
-	       (gates_off && pmv_hook_runs(hooks, gates)))
+	       (gates_off && !pmv_hooks_gates_idle(hooks)))
 		sched_yield();
 }
 
@@ -288,10 +324,10 @@ static bool pmv_hooks_each(struct pmv_hooks *hooks, enum pmv_hooks_call call)
 	return busy;
 }
 
-/* Notes a read by the application of an object serving endpoints. */
-static void pmv_hooks_note_read(struct pmv_hooks *hooks)
+/* Notes a read by the application, at now (ms), of an object serving
+ * endpoints. */
+static void pmv_hooks_note_read(struct pmv_hooks *hooks, uint64_t now)
 {
-	uint64_t now = pmv_ms_now();
 	uint64_t last = __atomic_load_n(&hooks->app_ms, __ATOMIC_RELAXED);
 
 	if (last == now)
@@ -315,10 +351,19 @@ bool pmv_hooks_app_reads(struct pmv_hooks *hooks, uint64_t now_ms)
 	       last - prev < PMV_SERVE_DEFER_MS;
 }
 
+/*
+ * What a read of the object runs: notes it, serves the gates that confirmed
+ * requests (one clock read for both), then runs the read list.
+ */
 void pmv_hooks_run(struct pmv_hooks *hooks)
 {
-	if (__atomic_load_n(&hooks->serving, __ATOMIC_RELAXED))
-		pmv_hooks_note_read(hooks);
+	uint64_t now;
+
+	if (__atomic_load_n(&hooks->serving, __ATOMIC_RELAXED)) {
+		now = pmv_ms_now();
+		pmv_hooks_note_read(hooks, now);
+		pmv_hooks_run_gates(hooks, now);
+	}
 	(void) pmv_hooks_each(hooks, PMV_HOOKS_PROGRESS);
 }
 
@@ -361,6 +406,7 @@ static void pmv_hooks_wake_agents(struct pmv_hooks *hooks)
  */
 void pmv_hooks_run_before_wait(struct pmv_hooks *hooks)
 {
+	pmv_hooks_run_gates(hooks, pmv_ms_now());
 	(void) pmv_hooks_each(hooks, PMV_HOOKS_BEFORE_WAIT);
 	if (__atomic_exchange_n(&hooks->app_ms, 0, __ATOMIC_RELAXED))
 		pmv_hooks_wake_agents(hooks);

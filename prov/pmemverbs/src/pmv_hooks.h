@@ -45,8 +45,14 @@ struct pmv_hooks {
 	struct pmv_hook *head;     /* run by every read; read without the
 				    * lock when empty */
 	struct pmv_hook *ev_head;  /* endpoints served on events */
-	struct pmv_hook gates;     /* on the read list while ev_head is not
-				    * empty: serves dom's confirmed gates */
+	/* while ev_head is not empty, every read runs serve_gates(gates_dom,
+	 * the read's ms) outside the list and its lock (pmv_hooks_run_gates):
+	 * it serves the domain's confirmed gates */
+	void (*serve_gates)(struct pmv_domain *dom, uint64_t now_ms);
+	struct pmv_domain *gates_dom;
+	bool gates_on;             /* so (atomic; set under the lock) */
+	int gates_runs;            /* reads running it (atomic): its removal
+				    * waits for none */
 	struct pmv_domain *dom;    /* the domain of the endpoints served
 				    * (the first one's; NULL: none yet) */
 	bool multi_dom;            /* endpoints of other domains too */
@@ -67,7 +73,8 @@ void pmv_hooks_add(struct pmv_hooks *hooks, struct pmv_hook *hook);
 void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook);
 void pmv_hooks_wake(struct pmv_hooks *hooks, struct pmv_hook *hook);
 bool pmv_hooks_add_evented(struct pmv_hooks *hooks, struct pmv_hook *hook,
-			   void (*serve_gates)(void *dom));
+			   void (*serve_gates)(struct pmv_domain *dom,
+					       uint64_t now_ms));
 bool pmv_hooks_app_reads(struct pmv_hooks *hooks, uint64_t now_ms);
 
 #endif /* PMV_HOOKS_H */

@@ -65,6 +65,7 @@ static __thread struct {
 	int held[PMV_LOCK_CLASSES];
 	const char *file[PMV_LOCK_CLASSES];
 	int line[PMV_LOCK_CLASSES];
+	unsigned long taken;
 } pmv_held;
 
 void (*pmv_lock_breach_hook)(const char *msg);
@@ -108,6 +109,7 @@ void pmv_lock_note(enum pmv_lock_class c, int delta, const char *file,
 		abort();
 	}
 	if (delta > 0) {
+		pmv_held.taken++;
 		pmv_held.file[c] = file;
 		pmv_held.line[c] = line;
 	}
@@ -131,9 +133,19 @@ unsigned pmv_locks_held(void)
 		n += (unsigned) pmv_held.held[c];
 	return n;
 }
+
+unsigned long pmv_locks_taken(void)
+{
+	return pmv_held.taken;
+}
 #else
 /* Not a test build: the helpers are the pthread calls (pmv_lock.h). */
 unsigned pmv_locks_held(void)
+{
+	return 0;
+}
+
+unsigned long pmv_locks_taken(void)
 {
 	return 0;
 }

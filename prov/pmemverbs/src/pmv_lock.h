@@ -52,6 +52,8 @@ enum pmv_call_class {
 
 /* How many pmemverbs locks this thread holds (0 outside test builds). */
 unsigned pmv_locks_held(void);
+/* How many this thread has taken so far (0 outside test builds). */
+unsigned long pmv_locks_taken(void);
 
 #ifdef PMV_FAULT_INJECTION
 /* Unit tests only: takes a breach's message instead of aborting. */

@@ -63,16 +63,18 @@ static bool pmv_serve_gate_one(struct pmv_domain *dom, unsigned idx)
  * each endpoint's inbox: with 1024 idle connections on one CQ that look
  * cost more than the tcp core's own progress.  Every PMV_GATE_SWEEP_MS
  * the gates of one word are looked at (pmv_gate_sweep), the words in
- * turn, for bytes that came without.
+ * turn, for bytes that came without.  A read with no gate marked looks
+ * at one word (gate_ready_words), with the clock its list read for it.
  */
-static void pmv_serve_gates(void *arg)
+static void pmv_serve_gates(struct pmv_domain *dom, uint64_t now_ms)
 {
-	struct pmv_domain *dom = arg;
-	uint64_t bits, again;
-	unsigned b;
+	uint64_t words, bits, again;
+	unsigned w, b;
 
-	pmv_gate_sweep(dom);
-	for (unsigned w = 0; w < PMV_GATES / 64; w++) {
+	pmv_gate_sweep(dom, now_ms);
+	for (words = pmv_gate_take_marked_words(dom); words;
+	     words &= words - 1) {
+		w = (unsigned) __builtin_ctzll(words);
 		bits = pmv_gate_take_marks(dom, w);
 		for (again = 0; bits; bits &= bits - 1) {
 			b = (unsigned) __builtin_ctzll(bits);

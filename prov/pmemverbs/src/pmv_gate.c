@@ -104,6 +104,23 @@ void pmv_gate_close(struct pmv_ep *ep)
 
 _Static_assert(PMV_GATES / 64 <= 64, "one bit per word of gate marks");
 
+/* Sets bits in *w unless they all are; true if it did (one load if so). */
+static bool pmv_gate_bits_set(uint64_t *w, uint64_t bits)
+{
+	if ((__atomic_load_n(w, __ATOMIC_SEQ_CST) & bits) == bits)
+		return false;
+	(void) __atomic_fetch_or(w, bits, __ATOMIC_SEQ_CST);
+	return true;
+}
+
+/* Takes the bits of *w, leaving 0 (one load if there are none). */
+static uint64_t pmv_gate_bits_take(uint64_t *w)
+{
+	if (!__atomic_load_n(w, __ATOMIC_RELAXED))
+		return 0;
+	return __atomic_exchange_n(w, 0, __ATOMIC_SEQ_CST);
+}
+
 /*
  * Notes that word w of gate_ready has marks, after they were set.  A taker
  * clears this bit before it takes the word (pmv_serve_gates): a mark that
@@ -112,23 +129,14 @@ _Static_assert(PMV_GATES / 64 <= 64, "one bit per word of gate marks");
  */
 static void pmv_gate_note_word(struct pmv_domain *dom, unsigned w)
 {
-	uint64_t bit = 1ull << w;
-
-	if (!(__atomic_load_n(&dom->gate_ready_words, __ATOMIC_SEQ_CST) & bit))
-		(void) __atomic_fetch_or(&dom->gate_ready_words, bit,
-					 __ATOMIC_SEQ_CST);
+	(void) pmv_gate_bits_set(&dom->gate_ready_words, 1ull << w);
 }
 
 /* Marks gate idx as having confirmed requests (pmv_serve_gates looks). */
 static void pmv_gate_mark(struct pmv_domain *dom, unsigned idx)
 {
-	uint64_t bit = 1ull << (idx % 64);
-	uint64_t *word = &dom->gate_ready[idx / 64];
-
-	if (__atomic_load_n(word, __ATOMIC_RELAXED) & bit)
-		return;
-	(void) __atomic_fetch_or(word, bit, __ATOMIC_SEQ_CST);
-	pmv_gate_note_word(dom, idx / 64);
+	if (pmv_gate_bits_set(&dom->gate_ready[idx / 64], 1ull << (idx % 64)))
+		pmv_gate_note_word(dom, idx / 64);
 }
 
 /*
@@ -184,17 +192,13 @@ void pmv_gate_serve_off(struct pmv_ep *ep)
  * word w; pmv_gate_take_marks then takes each). */
 uint64_t pmv_gate_take_marked_words(struct pmv_domain *dom)
 {
-	if (!__atomic_load_n(&dom->gate_ready_words, __ATOMIC_RELAXED))
-		return 0;
-	return __atomic_exchange_n(&dom->gate_ready_words, 0, __ATOMIC_SEQ_CST);
+	return pmv_gate_bits_take(&dom->gate_ready_words);
 }
 
 /* Takes the marks of one word of gates (gates word * 64 to + 63). */
 uint64_t pmv_gate_take_marks(struct pmv_domain *dom, unsigned word)
 {
-	if (!__atomic_load_n(&dom->gate_ready[word], __ATOMIC_RELAXED))
-		return 0;
-	return __atomic_exchange_n(&dom->gate_ready[word], 0, __ATOMIC_SEQ_CST);
+	return pmv_gate_bits_take(&dom->gate_ready[word]);
 }
 
 /*

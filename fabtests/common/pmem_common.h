@@ -71,6 +71,9 @@ extern bool pm_core_pmem;
 /* A target waits for "done" on a FI_RECV counter (fi_cntr_wait, or
  * fi_cntr_read with pm_busy_poll) instead of its receive CQ. */
 extern bool pm_wait_on_cntr;
+/* Reads of a CQ one every this many ms (0: as pm_busy_poll says): a target
+ * that does not progress, served by pmemverbs's agent alone. */
+extern int pm_read_gap_ms;
 
 /* A status line on stderr (stdout carries only results). */
 void pm_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

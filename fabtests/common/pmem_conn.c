@@ -53,26 +53,41 @@ int pm_report_eq_error(struct fid_eq *eq, const char *what, int quiet_err)
 
 bool pm_busy_poll;
 bool pm_wait_on_cntr;
+int pm_read_gap_ms;
+
+/* The ms left before deadline, rounded up, within 0 .. most (never a
+ * negative timeout: that would wait forever). */
+static int pm_ms_before(int64_t deadline, int most)
+{
+	int64_t left = (deadline - pm_now_ns()) / PM_NS_PER_MS + 1;
+
+	return left < 0 ? 0 : left < most ? (int) left : most;
+}
 
 int pm_read_one_before(struct fid_cq *cq, int64_t deadline, const char *what,
 		       struct fi_cq_data_entry *entry)
 {
-	int64_t left_ms;
+	bool read_again = false;
+	int left_ms;
 	ssize_t ret;
 
 	do {
-		if (pm_busy_poll) {
+		if (pm_busy_poll || pm_read_gap_ms) {
 			ret = fi_cq_read(cq, entry, 1);
+			/* a read after every gap, the deadline looked at after
+			 * it: what came before the deadline is seen */
+			read_again = ret == -FI_EAGAIN && pm_read_gap_ms &&
+				     !pm_past(deadline);
+			if (read_again)
+				pm_sleep_ms(pm_ms_before(deadline, pm_read_gap_ms));
 			continue;
 		}
-		/* never a negative timeout: that would wait forever */
-		left_ms = (deadline - pm_now_ns()) / PM_NS_PER_MS + 1;
-		left_ms = left_ms < 0 ? 0 : left_ms < PM_POLL_INTERVAL_MS ?
-			  left_ms : PM_POLL_INTERVAL_MS;
+		left_ms = pm_ms_before(deadline, PM_POLL_INTERVAL_MS);
 		ret = pm_wait_in_sread() ?
-		      fi_cq_sread(cq, entry, 1, NULL, (int) left_ms) :
-		      pm_wait_read(cq, entry, (int) left_ms);
-	} while ((ret == -FI_EAGAIN || ret == -FI_EINTR) && !pm_past(deadline));
+		      fi_cq_sread(cq, entry, 1, NULL, left_ms) :
+		      pm_wait_read(cq, entry, left_ms);
+	} while ((ret == -FI_EAGAIN || ret == -FI_EINTR) &&
+		 (read_again || !pm_past(deadline)));
 	if (ret == -FI_EAGAIN || ret == -FI_EINTR)
 		return -FI_ETIMEDOUT;
 	if (ret == -FI_EAVAIL)

@@ -148,11 +148,13 @@ static int open_domain(struct side *s)
 	 * while it has work); -m sread: one that waits in fi_cq_sread;
 	 * -m unspec: a CQ with a wait object that the application neither
 	 * waits on nor reads while idle (only the agent works); -m poll: an
-	 * application that busy-reads its CQ (no wait object) */
+	 * application that busy-reads its CQ (no wait object); -m sleep: as
+	 * none, then one read every SLEEP_READ_GAP_MS (only the agent works) */
 	struct fi_cq_attr cq_attr = {
 		.size = (size_t) (2 * s->o->conns + 64),
 		.format = FI_CQ_FORMAT_DATA,
-		.wait_obj = s->o->mode == MODE_NONE || s->o->mode == MODE_POLL ?
+		.wait_obj = s->o->mode == MODE_NONE || s->o->mode == MODE_POLL ||
+			    s->o->mode == MODE_SLEEP ?
 			    FI_WAIT_NONE : FI_WAIT_UNSPEC,
 	};
 	int ret = pm_check(fi_fabric(s->res.info->fabric_attr, &s->res.fabric,

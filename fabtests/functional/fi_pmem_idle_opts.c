@@ -10,7 +10,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: fi_pmem_idle [-p PROV] [-B PORT] [-n CONNS] "
-		"[-t SECONDS] [-m none|sread|unspec|poll] [-f FILE]\n"
+		"[-t SECONDS] [-m none|sread|unspec|poll|sleep] [-f FILE]\n"
 		"       fi_pmem_idle [-p PROV] -s SERVER_ADDR [-B PORT] "
 		"[-n CONNS] [-t SECONDS] [-k COMMITS]\n");
 	exit(PM_EXIT_USAGE);
@@ -26,6 +26,8 @@ static bool parse_mode(const char *text, enum idle_mode *mode)
 		*mode = MODE_UNSPEC;
 	else if (!strcmp(text, "poll"))
 		*mode = MODE_POLL;
+	else if (!strcmp(text, "sleep"))
+		*mode = MODE_SLEEP;
 	else
 		return false;
 	return true;

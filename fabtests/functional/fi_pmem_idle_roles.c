@@ -120,6 +120,8 @@ int target_session(struct side *s)
 		ret = idle(s, "target");
 	if (!ret)
 		ret = send_type(s, MSG_AWAKE, "sending AWAKE");
+	if (s->o->mode == MODE_SLEEP) /* the agent serves the commits */
+		pm_read_gap_ms = SLEEP_READ_GAP_MS;
 	if (!ret)
 		ret = recv_ctrl(s, 1, MSG_DONE, PHASE_TIMEOUT_NS,
 				"waiting for DONE", NULL);

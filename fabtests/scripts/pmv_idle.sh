@@ -10,13 +10,15 @@
 # fails is reported with its reason (the error lines of its logs) and
 # the next one runs.
 #
-# Usage: pmv_idle.sh [-t SECONDS] [-m none|sread|unspec|poll] [-n "N..."]
+# Usage: pmv_idle.sh [-t SECONDS] [-m none|sread|unspec|poll|sleep] [-n "N..."]
 #                    [-k COMMITS] [-P PROV] [-p PORT] [-o LOG_DIR] BUILD_DIR
 #   -t  idle period of each run (3)
 #   -m  what the target application does while idle (none: never reads
 #       its CQ; unspec: the same with an FI_WAIT_UNSPEC CQ; sread: waits
 #       in fi_cq_sread; poll: reads its CQ with fi_cq_read all along, and
-#       the table adds what one read of the idle CQ cost, in ns)
+#       the table adds what one read of the idle CQ cost, in ns; sleep:
+#       as none, then one read every 50 ms through the -k commits, which
+#       the agent alone serves)
 #   -P  provider, both sides (pmemverbs; tcp: the core's own figures)
 #   -n  connection counts ("16 64 256 1024")
 #   -k  then COMMITS commits on one connection while the others stay idle,

@@ -497,6 +497,7 @@ extern __thread const struct pmv_cq *pmv_cq_waited_here;
 bool pmv_gate_passed(const struct pmv_ep *ep, uint64_t seq);
 void pmv_gate_serve_on(struct pmv_ep *ep);
 void pmv_gate_serve_off(struct pmv_ep *ep);
+bool pmv_gate_serves(const struct pmv_ep *ep);
 uint64_t pmv_gate_take_marked_words(struct pmv_domain *dom);
 uint64_t pmv_gate_take_marks(struct pmv_domain *dom, unsigned word);
 void pmv_gate_put_marks(struct pmv_domain *dom, unsigned word, uint64_t bits);

@@ -54,8 +54,10 @@ static bool pmv_gate_claim(struct pmv_domain *dom, unsigned idx,
 	dom->gate_last_id[idx] = id;
 	__atomic_store_n(&dom->gate[idx], pmv_gate_word(id, 0),
 			 __ATOMIC_RELEASE);
-	ep->gate_id = id;
-	ep->gated = true;
+	/* atomic: the agent's plan reads them while fi_accept gives the gate
+	 * to an endpoint that joined it (pmv_gate_serves) */
+	__atomic_store_n(&ep->gate_id, id, __ATOMIC_RELAXED);
+	__atomic_store_n(&ep->gated, true, __ATOMIC_RELEASE);
 	return true;
 }
 
@@ -99,7 +101,7 @@ void pmv_gate_close(struct pmv_ep *ep)
 	__atomic_store_n(&dom->gate_owner[idx], NULL, __ATOMIC_RELEASE);
 	if (ep->rx_cq)
 		__atomic_fetch_sub(&ep->rx_cq->gated_refs, 1, __ATOMIC_RELEASE);
-	ep->gated = false;
+	__atomic_store_n(&ep->gated, false, __ATOMIC_RELEASE);
 }
 
 _Static_assert(PMV_GATES / 64 <= 64, "one bit per word of gate marks");
@@ -186,6 +188,18 @@ void pmv_gate_serve_off(struct pmv_ep *ep)
 	__atomic_store_n(&dom->gate_server[idx], NULL, __ATOMIC_SEQ_CST);
 	while (__atomic_load_n(&dom->gate_serving, __ATOMIC_SEQ_CST))
 		sched_yield();
+}
+
+/* True while ep is served on its gate's events (pmv_gate_serve_on); any
+ * thread, while ep is open. */
+bool pmv_gate_serves(const struct pmv_ep *ep)
+{
+	return __atomic_load_n(&ep->gated, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&ep->domain->gate_server[
+				       __atomic_load_n(&ep->gate_id,
+						       __ATOMIC_RELAXED) %
+				       PMV_GATES],
+			       __ATOMIC_ACQUIRE) == ep;
 }
 
 /* Takes the bits of the words of gate marks that may have marks (bit w:

@@ -86,8 +86,10 @@ static void pmv_agent_count_wake(struct pmv_agent *agent, int served)
 /*
  * One pass: drive the core's progress, then serve every endpoint that no
  * other thread is serving and whose application does not serve it itself;
- * no domain lock is held while serving (persist may take long).  Returns
- * the requests served, or -1 if the application serves every endpoint.
+ * no domain lock is held while serving (persist may take long).  By the
+ * plan (pmv_agent_plan.c) while it holds: the gated endpoints through
+ * their gates' marks, without a look at each.  Returns the requests
+ * served, or -1 if the application serves every endpoint.
  */
 static int pmv_agent_pass(struct pmv_domain *dom)
 {
@@ -100,6 +102,13 @@ static int pmv_agent_pass(struct pmv_domain *dom)
 		pmv_agent_count_wake(agent, 0);
 		return -1;
 	}
+	__atomic_add_fetch(&agent->passes, 1, __ATOMIC_RELAXED);
+	served = pmv_agent_plan_pass(dom, now);
+	if (served >= 0) {
+		pmv_agent_count_wake(agent, served);
+		return served;
+	}
+	served = 0;
 	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
 	ver = __atomic_load_n(&dom->agent_eps_ver, __ATOMIC_SEQ_CST);
 	n = pmv_agent_hold_eps(agent);
@@ -110,6 +119,8 @@ static int pmv_agent_pass(struct pmv_domain *dom)
 	for (i = 0; i < n; i++)
 		if (!pmv_serve_app_list(agent->snap[i], now))
 			served += pmv_serve_try(dom, agent->snap[i]);
+	if (!agent->plan.made || agent->plan.ver != ver)
+		pmv_agent_plan_make(agent, n, ver);
 	pmv_agent_drop_eps(agent, n);
 	pmv_agent_count_wake(agent, served);
 	return n && left_to_app == n ? -1 : served;
@@ -409,6 +420,7 @@ static void pmv_agent_halt(struct pmv_agent *agent)
 	dom->agent_wake_fd = -1;
 	close(agent->wake_fd);
 	pmv_agent_sleep_free(agent);
+	pmv_agent_plan_free(&agent->plan);
 	free(agent->snap);
 	free(agent->snap_new);
 	free(agent);

@@ -12,6 +12,11 @@
 
 #include "pmv.h"
 
+/* CQs (and lists) listed distinct up to this many; past it one may be
+ * listed twice (progressed or slept on twice, which is harmless), so that
+ * building the list stays linear in the endpoints. */
+#define PMV_AGENT_DEDUPE 64
+
 /* A growable list of core CQs; distinct while short (pmv_agent_cqs_add). */
 struct pmv_agent_cqs {
 	struct pmv_cq **cq;
@@ -24,6 +29,23 @@ struct pmv_agent_fds {
 	struct pollfd *fd;
 	struct pmv_cq **cq;
 	size_t n, cap;
+};
+
+/*
+ * What a pass needs once the endpoints served on their gates' events are
+ * left out (pmv_agent_plan.c): made by a pass that held every endpoint,
+ * kept while dom->agent_eps_ver stays the same; the agent thread's alone.
+ */
+struct pmv_agent_plan {
+	bool made;
+	uint64_t ver;              /* dom->agent_eps_ver it was made under */
+	struct pmv_ep **ep;        /* ep[0 .. nwalk): endpoints looked at;
+				    * ep[0 .. nhold): endpoints held, which
+				    * keeps every list and CQ below open */
+	size_t nwalk, nhold, ep_cap;
+	struct pmv_hooks **list;   /* the lists whose reads serve them all */
+	size_t nlists, list_cap;
+	struct pmv_agent_cqs cqs;  /* their CQs, progressed by a pass */
 };
 
 /* Distinct lists the agent remembers as serving every endpoint; past
@@ -51,11 +73,15 @@ struct pmv_agent {
 	struct pmv_hooks *witness[PMV_AGENT_WITNESSES];
 	size_t nwitness;
 	uint64_t witness_ver;   /* dom->agent_eps_ver they were seen under */
-	uint64_t walks;         /* passes that looked at every endpoint
-				 * (statistics; tests read it, atomically) */
+	uint64_t passes;        /* passes (statistics, as walks) */
+	uint64_t walks;         /* passes that looked at endpoints one by
+				 * one: every one, or by the plan those
+				 * without a gate (statistics; tests read
+				 * it, atomically) */
 	struct pmv_agent_cqs cqs;   /* a pass's or a sleep's CQs */
 	struct pmv_agent_fds fds;   /* a sleep's fds */
 	struct pmv_agent_cqs woken; /* CQs whose fds ended the last sleep */
+	struct pmv_agent_plan plan; /* passes that look at no gated endpoint */
 	bool woken_only;            /* the next pass progresses only those */
 	unsigned idle_wakes;        /* fd wakes in a row that served nothing */
 	long stale_ms;              /* sleep bound while fds stay readable */
@@ -73,6 +99,11 @@ bool pmv_agent_app_still_serves(struct pmv_domain *dom, uint64_t now);
 size_t pmv_agent_left_to_app(struct pmv_agent *agent, size_t n,
 			     uint64_t now, uint64_t ver);
 void pmv_agent_app_nap(struct pmv_agent *agent, long *app_nap);
+
+/* pmv_agent_plan.c */
+void pmv_agent_plan_make(struct pmv_agent *agent, size_t n, uint64_t ver);
+int pmv_agent_plan_pass(struct pmv_domain *dom, uint64_t now);
+void pmv_agent_plan_free(struct pmv_agent_plan *plan);
 
 /* pmv_agent_sleep.c */
 bool pmv_agent_cqs_add(struct pmv_agent_cqs *set, struct pmv_cq *cq);

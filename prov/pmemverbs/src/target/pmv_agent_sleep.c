@@ -17,11 +17,6 @@
 #include "target/pmv_agent.h"
 #include "target/pmv_target.h"
 
-/* CQs listed distinct up to this many; past it a CQ may be listed twice
- * (progressed or slept on twice, which is harmless), so that building the
- * list stays linear in the endpoints. */
-#define PMV_AGENT_DEDUPE 64
-
 /* Fd wakes in a row that served nothing before the agent looks for fds
  * that stay readable. */
 #define PMV_AGENT_IDLE_WAKES 8

@@ -14,16 +14,17 @@
 #include "target/pmv_target.h"
 
 /*
- * Serves ep if its inbox holds requests, noting that the application's
- * own read served it; true if some are left (another thread serves ep, a
- * request is not whole yet, an ack waits for room).
+ * Serves ep if its inbox holds requests, noting that this thread's read
+ * served it; adds the requests served to *served.  True if some are left
+ * (another thread serves ep, a request is not whole yet, an ack waits for
+ * room).
  */
-static bool pmv_serve_if_pending(struct pmv_ep *ep)
+static bool pmv_serve_if_pending(struct pmv_ep *ep, int *served)
 {
 	if (!pmv_serve_pending(ep))
 		return false;
 	pmv_served_here_us = pmv_us_now();
-	(void) pmv_serve_try(ep->domain, ep);
+	*served += pmv_serve_try(ep->domain, ep);
 	return pmv_serve_pending(ep);
 }
 
@@ -35,21 +36,25 @@ static bool pmv_serve_if_pending(struct pmv_ep *ep)
  */
 static void pmv_serve_hook(void *arg)
 {
-	(void) pmv_serve_if_pending(arg);
+	int served = 0;
+
+	(void) pmv_serve_if_pending(arg, &served);
 }
 
 /*
  * Serves the endpoint of gate idx if it has requests (its gate confirmed
- * one); true if it still has some: the gate is marked again.
+ * one), adding them to *served; true if it still has some: the gate is
+ * marked again.
  */
-static bool pmv_serve_gate_one(struct pmv_domain *dom, unsigned idx)
+static bool pmv_serve_gate_one(struct pmv_domain *dom, unsigned idx,
+			       int *served)
 {
 	struct pmv_ep *ep = pmv_gate_server(dom, idx);
 	bool left;
 
 	if (!ep)
 		return false;
-	left = pmv_serve_if_pending(ep);
+	left = pmv_serve_if_pending(ep, served);
 	pmv_gate_server_done(dom);
 	return left;
 }
@@ -65,11 +70,14 @@ static bool pmv_serve_gate_one(struct pmv_domain *dom, unsigned idx)
  * the gates of one word are looked at (pmv_gate_sweep), the words in
  * turn, for bytes that came without.  A read with no gate marked looks
  * at one word (gate_ready_words), with the clock its list read for it.
+ * The agent's pass serves them the same way (pmv_agent_plan.c).  Returns
+ * the requests served.
  */
-static void pmv_serve_gates(struct pmv_domain *dom, uint64_t now_ms)
+int pmv_serve_marked(struct pmv_domain *dom, uint64_t now_ms)
 {
 	uint64_t words, bits, again;
 	unsigned w, b;
+	int served = 0;
 
 	pmv_gate_sweep(dom, now_ms);
 	for (words = pmv_gate_take_marked_words(dom); words;
@@ -78,11 +86,19 @@ static void pmv_serve_gates(struct pmv_domain *dom, uint64_t now_ms)
 		bits = pmv_gate_take_marks(dom, w);
 		for (again = 0; bits; bits &= bits - 1) {
 			b = (unsigned) __builtin_ctzll(bits);
-			if (pmv_serve_gate_one(dom, w * 64 + b))
+			if (pmv_serve_gate_one(dom, w * 64 + b, &served))
 				again |= 1ull << b;
 		}
 		pmv_gate_put_marks(dom, w, again);
 	}
+	return served;
+}
+
+/* What every read of a CQ where gated endpoints receive runs
+ * (pmv_hooks_add_evented): pmv_serve_marked. */
+static void pmv_serve_gates(struct pmv_domain *dom, uint64_t now_ms)
+{
+	(void) pmv_serve_marked(dom, now_ms);
 }
 
 /*

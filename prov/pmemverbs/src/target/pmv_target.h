@@ -79,7 +79,10 @@ bool pmv_oracle_skip_extent(void);
 int pmv_serve_ep(struct pmv_domain *dom, struct pmv_ep *ep);
 bool pmv_serve_pending(struct pmv_ep *ep);
 int pmv_serve_try(struct pmv_domain *dom, struct pmv_ep *ep);
+
+/* pmv_serve_hooks.c */
 struct pmv_hooks *pmv_serve_app_list(struct pmv_ep *ep, uint64_t now_ms);
+int pmv_serve_marked(struct pmv_domain *dom, uint64_t now_ms);
 void pmv_serve_detach(struct pmv_ep *ep);
 
 /* pmv_serve_commit.c: one request on its region (0 or a PMV_ERR_* code);

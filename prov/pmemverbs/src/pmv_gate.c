@@ -194,11 +194,13 @@ void pmv_gate_serve_off(struct pmv_ep *ep)
  * thread, while ep is open. */
 bool pmv_gate_serves(const struct pmv_ep *ep)
 {
-	return __atomic_load_n(&ep->gated, __ATOMIC_ACQUIRE) &&
-	       __atomic_load_n(&ep->domain->gate_server[
-				       __atomic_load_n(&ep->gate_id,
-						       __ATOMIC_RELAXED) %
-				       PMV_GATES],
+	unsigned idx;
+
+	if (!__atomic_load_n(&ep->gated, __ATOMIC_ACQUIRE))
+		return false;
+	/* stored before gated (release): its value goes with gated's */
+	idx = __atomic_load_n(&ep->gate_id, __ATOMIC_RELAXED) % PMV_GATES;
+	return __atomic_load_n(&ep->domain->gate_server[idx],
 			       __ATOMIC_ACQUIRE) == ep;
 }
 

@@ -63,6 +63,9 @@ static int pmv_agent_plan_cq(struct pmv_agent_plan *plan, struct pmv_cq *cq)
  */
 static int pmv_agent_plan_note(struct pmv_agent_plan *plan, struct pmv_ep *ep)
 {
+	struct pmv_cq *cq[2] = {
+		__atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE),
+		__atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE) };
 	struct pmv_hooks *list;
 	int added = 0, r;
 
@@ -73,13 +76,13 @@ static int pmv_agent_plan_note(struct pmv_agent_plan *plan, struct pmv_ep *ep)
 			return -1;
 		added |= r;
 	}
-	r = pmv_agent_plan_cq(plan, __atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE));
-	if (r >= 0)
+	for (int i = 0; i < 2; i++) {
+		r = pmv_agent_plan_cq(plan, cq[i]);
+		if (r < 0)
+			return -1;
 		added |= r;
-	if (r >= 0)
-		r = pmv_agent_plan_cq(plan, __atomic_load_n(&ep->tx_cq,
-							    __ATOMIC_ACQUIRE));
-	return r < 0 ? -1 : added | r;
+	}
+	return added;
 }
 
 /* Appends ep to the plan's endpoints (room for all was made). */

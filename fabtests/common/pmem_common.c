@@ -70,11 +70,16 @@ bool pm_past(int64_t deadline)
 	return pm_now_ns() >= deadline;
 }
 
-void pm_sleep_ms(int ms)
+void pm_sleep_us(long us)
 {
-	struct timespec ts = { ms / 1000, (long) (ms % 1000) * PM_NS_PER_MS };
+	struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
 
 	nanosleep(&ts, NULL);
+}
+
+void pm_sleep_ms(int ms)
+{
+	pm_sleep_us((long) ms * 1000);
 }
 
 /* --------------------------------------------------------------- options */

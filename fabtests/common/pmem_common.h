@@ -87,6 +87,7 @@ int pm_check(ssize_t ret, const char *what);
 int64_t pm_now_ns(void);
 bool pm_past(int64_t deadline);
 void pm_sleep_ms(int ms);
+void pm_sleep_us(long us);
 
 /* ------------------------------------------------------------ options */
 

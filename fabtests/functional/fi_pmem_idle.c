@@ -5,9 +5,9 @@
  * after the idle period.
  *
  *   target:    fi_pmem_idle [-p PROV] [-B PORT] [-n CONNS] [-t SECONDS]
- *                           [-m none|sread|unspec|poll] [-f FILE]
+ *                           [-m none|sread|unspec|poll|sleep] [-f FILE]
  *   initiator: fi_pmem_idle [-p PROV] -s SERVER_ADDR [-B PORT] [-n CONNS]
- *                           [-t SECONDS] [-k COMMITS]
+ *                           [-t SECONDS] [-k COMMITS [-g US]]
  *
  * The target maps a file (/dev/shm/fi_pmem_idle.PID unless -f is given),
  * registers it once (FI_RMA_PMEM on pmemverbs) and accepts CONNS
@@ -40,9 +40,16 @@
  *
  *   after-idle first commit latency: conns=N first_commit_us=X
  *
- * and with -k, the commits of one busy connection among N idle ones:
+ * and with -k, the commits of one busy connection among N idle ones
+ * (with -g US, each after a gap of US microseconds, so that the target
+ * idles between them):
  *
  *   BUSY conns=N commits=K p50_us=X p99_us=Y
+ *
+ * and the target its process CPU from AWAKE to DONE (the commits after
+ * the idle period, -k ones included):
+ *
+ *   AWAKE role=target conns=N seconds=T cpu_pct=X
  *
  * Every wait is bounded.  Exit status: 0 on success, 1 on a failure, 2 on
  * a usage error.
@@ -61,7 +68,7 @@ static int64_t tv_ns(struct timeval tv)
 	return (int64_t) tv.tv_sec * PM_NS_PER_S + (int64_t) tv.tv_usec * 1000;
 }
 
-static void sample_cpu(struct cpu_sample *c)
+void sample_cpu(struct cpu_sample *c)
 {
 	struct rusage ru;
 
@@ -156,6 +163,21 @@ int idle(struct side *s, const char *role)
 	       s->o->conns, s->o->seconds, 100.0 * cpu / wall);
 	fflush(stdout);
 	return ret;
+}
+
+/* The target's process CPU from AWAKE (sampled into a) to DONE: what the
+ * commits after the idle period cost it, -k ones included. */
+void report_busy_cpu(const struct side *s, const struct cpu_sample *a)
+{
+	struct cpu_sample b;
+	double wall, cpu;
+
+	sample_cpu(&b);
+	wall = (double) (b.wall_ns - a->wall_ns) / 1e9;
+	cpu = (double) (b.user_ns - a->user_ns + b.sys_ns - a->sys_ns) / 1e9;
+	printf("AWAKE role=target conns=%ld seconds=%.3f cpu_pct=%.2f\n",
+	       s->o->conns, wall, 100.0 * cpu / wall);
+	fflush(stdout);
 }
 
 /* Sums pmemverbs's counters over every endpoint and prints them. */

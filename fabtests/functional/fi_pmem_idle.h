@@ -29,6 +29,7 @@
 #define MAX_CONNS 16384
 #define MAX_SECONDS 3600
 #define MAX_BUSY_COMMITS 1000000
+#define MAX_GAP_US 10000000
 #define QUEUE_SIZE 16          /* tx_attr->size and rx_attr->size */
 #define REGION_LEN (1UL << 20)
 #define COMMIT_LEN 64
@@ -55,6 +56,7 @@ struct options {
 	long conns;
 	long seconds;
 	long busy_commits; /* -k: commits timed on connection 0 at the end */
+	long gap_us;       /* -g: the initiator sleeps this long before each */
 	enum idle_mode mode;
 };
 
@@ -118,6 +120,8 @@ int send_type(struct side *s, enum msg_type type, const char *what);
 int recv_ctrl(struct side *s, int i, enum msg_type type,
 	      int64_t timeout_ns, const char *what, struct ctrl_msg *out);
 int idle(struct side *s, const char *role);
+void sample_cpu(struct cpu_sample *c);
+void report_busy_cpu(const struct side *s, const struct cpu_sample *a);
 void report_counters(struct side *s);
 int target_session(struct side *s);
 int initiator_session(struct side *s);

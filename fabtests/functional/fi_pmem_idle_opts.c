@@ -12,7 +12,7 @@ static void usage(void)
 		"usage: fi_pmem_idle [-p PROV] [-B PORT] [-n CONNS] "
 		"[-t SECONDS] [-m none|sread|unspec|poll|sleep] [-f FILE]\n"
 		"       fi_pmem_idle [-p PROV] -s SERVER_ADDR [-B PORT] "
-		"[-n CONNS] [-t SECONDS] [-k COMMITS]\n");
+		"[-n CONNS] [-t SECONDS] [-k COMMITS [-g US]]\n");
 	exit(PM_EXIT_USAGE);
 }
 
@@ -37,7 +37,7 @@ void parse(int argc, char **argv, struct options *o)
 {
 	int c;
 
-	while ((c = getopt(argc, argv, "p:s:B:n:t:m:f:k:h")) != -1) {
+	while ((c = getopt(argc, argv, "p:s:B:n:t:m:f:k:g:h")) != -1) {
 		switch (c) {
 		case 'p': o->prov = optarg; break;
 		case 's': o->server = optarg; break;
@@ -58,6 +58,10 @@ void parse(int argc, char **argv, struct options *o)
 		case 'k':
 			if (!pm_parse_long(optarg, 1, MAX_BUSY_COMMITS,
 					   &o->busy_commits))
+				usage();
+			break;
+		case 'g':
+			if (!pm_parse_long(optarg, 1, MAX_GAP_US, &o->gap_us))
 				usage();
 			break;
 		default: usage();

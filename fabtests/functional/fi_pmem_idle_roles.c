@@ -103,6 +103,7 @@ static int send_region(struct side *s)
 
 int target_session(struct side *s)
 {
+	struct cpu_sample awake;
 	int ret = register_region(s);
 
 	if (!ret)
@@ -118,6 +119,7 @@ int target_session(struct side *s)
 				"waiting for IDLE", NULL);
 	if (!ret)
 		ret = idle(s, "target");
+	sample_cpu(&awake);
 	if (!ret)
 		ret = send_type(s, MSG_AWAKE, "sending AWAKE");
 	if (s->o->mode == MODE_SLEEP) /* the agent serves the commits */
@@ -125,6 +127,8 @@ int target_session(struct side *s)
 	if (!ret)
 		ret = recv_ctrl(s, 1, MSG_DONE, PHASE_TIMEOUT_NS,
 				"waiting for DONE", NULL);
+	if (!ret)
+		report_busy_cpu(s, &awake);
 	if (!ret)
 		report_counters(s);
 	return ret;
@@ -256,8 +260,9 @@ static int commit_after_idle(struct side *s)
 
 /*
  * With -k: commits on connection 0 one after the other, the others idle,
- * each timed from its post to its completion; prints their p50 and p99
- * (what one busy connection among N idle ones costs).
+ * each timed from its post to its completion (with -g, after a gap);
+ * prints their p50 and p99 (what one busy connection among N idle ones
+ * costs).
  */
 static int time_busy_connection(struct side *s)
 {
@@ -269,6 +274,8 @@ static int time_busy_connection(struct side *s)
 	if (!ns)
 		return pm_check(-FI_ENOMEM, "allocating the commits' times");
 	for (long k = 0; k < n && !ret; k++) {
+		if (s->o->gap_us)
+			pm_sleep_us(s->o->gap_us);
 		start = pm_now_ns();
 		ret = post_commit(s, 0, k);
 		if (!ret)

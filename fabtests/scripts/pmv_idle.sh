@@ -11,7 +11,8 @@
 # the next one runs.
 #
 # Usage: pmv_idle.sh [-t SECONDS] [-m none|sread|unspec|poll|sleep] [-n "N..."]
-#                    [-k COMMITS] [-P PROV] [-p PORT] [-o LOG_DIR] BUILD_DIR
+#                    [-k COMMITS [-g US]] [-P PROV] [-p PORT] [-o LOG_DIR]
+#                    BUILD_DIR
 #   -t  idle period of each run (3)
 #   -m  what the target application does while idle (none: never reads
 #       its CQ; unspec: the same with an FI_WAIT_UNSPEC CQ; sread: waits
@@ -22,7 +23,11 @@
 #   -P  provider, both sides (pmemverbs; tcp: the core's own figures)
 #   -n  connection counts ("16 64 256 1024")
 #   -k  then COMMITS commits on one connection while the others stay idle,
-#       one after the other: the table adds their p50 and p99 (us)
+#       one after the other: the table adds their p50 and p99 (us) and the
+#       target's CPU from the end of the idle period to the last commit
+#       (percent of one core)
+#   -g  with -k, the initiator sleeps US microseconds before each commit
+#       (the target idles between them)
 #   -p  first port (a random one in 20000-39999; one more per run)
 #   -o  where the logs go (a temporary directory, kept when a run fails)
 # Env:  PMV_IDLE_BIN: the fi_pmem_idle binary
@@ -42,14 +47,16 @@ MODE=none
 PROV=pmemverbs
 COUNTS="16 64 256 1024"
 BUSY=
+GAP=
 port=$((20000 + RANDOM % 20000))
 LOGS=
-while getopts "t:m:n:k:P:p:o:h" opt; do
+while getopts "t:m:n:k:g:P:p:o:h" opt; do
 	case $opt in
 	t) SECONDS_IDLE=$OPTARG ;;
 	m) MODE=$OPTARG ;;
 	n) COUNTS=$OPTARG ;;
 	k) BUSY=$OPTARG ;;
+	g) GAP=$OPTARG ;;
 	P) PROV=$OPTARG ;;
 	p) port=$OPTARG ;;
 	o) LOGS=$OPTARG ;;
@@ -112,7 +119,7 @@ reason() {
 
 # One target/initiator pair with N connections; prints a table row.
 run_pair() {
-	local n=$1 log=$LOGS/n$1 ts=0 is=0 tcpu icpu lat ns= busy= p50 p99
+	local n=$1 log=$LOGS/n$1 ts=0 is=0 tcpu icpu lat ns='' busy='' p50 p99 bcpu
 	port=$((port + 1))
 	"${pin_target[@]}" timeout -k 5 "$RUN_TIMEOUT" "$BIN" -p "$PROV" \
 		-B "$port" -n "$n" -t "$SECONDS_IDLE" -m "$MODE" \
@@ -120,7 +127,7 @@ run_pair() {
 	target_pid=$!
 	"${pin_initiator[@]}" timeout -k 5 "$RUN_TIMEOUT" "$BIN" -p "$PROV" \
 		-s 127.0.0.1 -B "$port" -n "$n" -t "$SECONDS_IDLE" \
-		${BUSY:+-k "$BUSY"} \
+		${BUSY:+-k "$BUSY"} ${GAP:+-g "$GAP"} \
 		>"$log.initiator.out" 2>"$log.initiator.err" || is=$?
 	wait "$target_pid" || ts=$?
 	target_pid=
@@ -131,7 +138,9 @@ run_pair() {
 	if [ -n "$BUSY" ]; then
 		p50=$(field "$log.initiator.out" BUSY p50_us)
 		p99=$(field "$log.initiator.out" BUSY p99_us)
-		busy=$(printf ' %12s %12s' "${p50:--}" "${p99:--}")
+		bcpu=$(field "$log.target.out" AWAKE cpu_pct)
+		busy=$(printf ' %12s %12s %14s' "${p50:--}" "${p99:--}" \
+			"${bcpu:--}")
 	fi
 	printf '%6s %12s %15s %22s%s%s\n' "$n" "${tcpu:--}" "${icpu:--}" \
 		"${lat:--}" "${ns:+ $(printf '%12s' "$ns")}" "$busy"
@@ -149,7 +158,8 @@ echo "fi_pmem_idle: $BIN, provider $PROV, plugin $FI_PROVIDER_PATH," \
 	"open files hard limit $(ulimit -Hn)"
 printf '%6s %12s %15s %22s%s%s\n' N "target cpu %" "initiator cpu %" \
 	"first commit after us" "$([ "$MODE" != poll ] || echo ' ns per read')" \
-	"$([ -z "$BUSY" ] || printf ' %12s %12s' 'busy p50 us' 'busy p99 us')"
+	"$([ -z "$BUSY" ] || printf ' %12s %12s %14s' 'busy p50 us' \
+		'busy p99 us' 'busy target %')"
 failed=0
 for n in $COUNTS; do
 	run_pair "$n" || failed=1

@@ -62,6 +62,9 @@ int pmv_hooks_close_wrapper(struct fid *core_fid, const char *what,
 static void pmv_hooks_push(struct pmv_hook **head, struct pmv_hook *hook)
 {
 	hook->next = *head;
+	hook->pprev = head;
+	if (hook->next)
+		hook->next->pprev = &hook->next;
 	hook->listed = true;
 	__atomic_store_n(head, hook, __ATOMIC_RELEASE);
 }
@@ -186,16 +189,14 @@ static int pmv_hook_runs(struct pmv_hooks *hooks, struct pmv_hook *hook)
 	return runs;
 }
 
-/* Unlinks hook from the list head points to, if there; locked. */
-static void pmv_hooks_unlink(struct pmv_hook **head, struct pmv_hook *hook)
+/* Unlinks hook from its list, if on one, through its back link (a walk
+ * to find it made closing N endpoints cost N^2/2 steps); locked. */
+static void pmv_hooks_unlink(struct pmv_hook *hook)
 {
-	struct pmv_hook **pp;
-
-	for (pp = head; *pp; pp = &(*pp)->next) {
-		if (*pp == hook) {
-			__atomic_store_n(pp, hook->next, __ATOMIC_RELEASE);
-			break;
-		}
+	if (hook->listed) {
+		if (hook->next)
+			hook->next->pprev = hook->pprev;
+		__atomic_store_n(hook->pprev, hook->next, __ATOMIC_RELEASE);
 	}
 	hook->listed = false;
 }
@@ -217,7 +218,7 @@ void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook)
 		hooks->dom = NULL; /* it may close now */
 		hooks->multi_dom = false;
 	}
-	pmv_hooks_unlink(hook->evented ? &hooks->ev_head : &hooks->head, hook);
+	pmv_hooks_unlink(hook);
 	if (hook->evented && !hooks->ev_head && hooks->gates_on) {
 		pmv_hooks_gates_off(hooks);
 		gates_off = true;
@@ -235,11 +236,11 @@ void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook)
  * Lets go of h, which this walk ran, and parks it if it parks while idle
  * and is idle now; the list's lock held (pmv_hooks_wake takes it too).
  */
-static void pmv_hook_let_go(struct pmv_hooks *hooks, struct pmv_hook *h)
+static void pmv_hook_let_go(struct pmv_hook *h)
 {
 	h->runs--;
 	if (h->park_idle && h->listed && !h->busy(h->arg)) {
-		pmv_hooks_unlink(&hooks->head, h);
+		pmv_hooks_unlink(h);
 		h->parked = true;
 	}
 }
@@ -259,7 +260,7 @@ static unsigned pmv_hooks_grab(struct pmv_hooks *hooks, struct pmv_hook *last,
 	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
 	h = last && last->listed ? last->next : hooks->head;
 	if (last)
-		pmv_hook_let_go(hooks, last);
+		pmv_hook_let_go(last);
 	for (; h && n < PMV_HOOKS_BATCH; h = h->next) {
 		h->runs++;
 		got[n++] = h;
@@ -274,7 +275,7 @@ static void pmv_hooks_let_go(struct pmv_hooks *hooks, struct pmv_hook **got,
 {
 	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
 	for (unsigned i = 0; i + 1 < n; i++)
-		pmv_hook_let_go(hooks, got[i]);
+		pmv_hook_let_go(got[i]);
 	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
 }
 
@@ -318,7 +319,7 @@ static bool pmv_hooks_each(struct pmv_hooks *hooks, enum pmv_hooks_call call)
 	/* grab let last go when it found nothing after it */
 	if (busy && last) {
 		pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
-		pmv_hook_let_go(hooks, last);
+		pmv_hook_let_go(last);
 		pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
 	}
 	return busy;

@@ -227,6 +227,7 @@ static int pmv_agent_start(struct pmv_domain *dom)
 
 	if (!agent)
 		return -FI_ENOMEM;
+	LIST_INIT(&agent->eps);
 	agent->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (agent->wake_fd < 0) {
 		free(agent);
@@ -288,8 +289,7 @@ static int pmv_agent_link(struct pmv_domain *dom, struct pmv_ep *ep)
 		return ret;
 	tgt->agent_seq = 1;
 	tgt->agent_acked = 0;
-	tgt->agent_next = dom->agent->eps;
-	dom->agent->eps = ep;
+	LIST_INSERT_HEAD(&dom->agent->eps, ep, tgt->agent_link);
 	dom->agent->neps++;
 	tgt->in_agent = true;
 	pmv_agent_eps_changed(dom);
@@ -323,7 +323,7 @@ void pmv_domain_publish_gen(struct pmv_domain *dom)
 	__atomic_store_n(&dom->mr_gen, dom->mr_gen + 1, __ATOMIC_RELEASE);
 	if (!dom->agent)
 		return;
-	for (ep = dom->agent->eps; ep; ep = ep->tgt->agent_next)
+	LIST_FOREACH(ep, &dom->agent->eps, tgt->agent_link)
 		__atomic_store_n(ep->inbox.gen_word, dom->mr_gen,
 				 __ATOMIC_RELEASE);
 }
@@ -335,18 +335,12 @@ void pmv_domain_publish_gen(struct pmv_domain *dom)
 void pmv_agent_remove(struct pmv_domain *dom, struct pmv_ep *ep)
 {
 	struct pmv_tgt *tgt = ep->tgt;
-	struct pmv_ep **pp;
 
 	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
 	if (tgt->in_agent && !dom->agent) { /* stopped at unload */
 		tgt->in_agent = false;
 	} else if (tgt->in_agent) {
-		for (pp = &dom->agent->eps; *pp; pp = &(*pp)->tgt->agent_next) {
-			if (*pp == ep) {
-				*pp = tgt->agent_next;
-				break;
-			}
-		}
+		LIST_REMOVE(ep, tgt->agent_link);
 		tgt->in_agent = false;
 		dom->agent->neps--;
 		pmv_agent_eps_changed(dom);

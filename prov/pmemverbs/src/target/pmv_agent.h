@@ -9,6 +9,7 @@
 #define PMV_AGENT_H
 
 #include <poll.h>
+#include <sys/queue.h>
 
 #include "pmv.h"
 
@@ -55,7 +56,7 @@ struct pmv_agent_plan {
 struct pmv_agent {
 	pthread_t thread;
 	bool stop;
-	struct pmv_ep *eps; /* under domain->lock */
+	LIST_HEAD(, pmv_ep) eps; /* under domain->lock */
 	struct pmv_domain *domain;
 	struct pmv_agent *next; /* every running agent, for unloading */
 	int wake_fd;            /* eventfd: an endpoint joined, or stop */

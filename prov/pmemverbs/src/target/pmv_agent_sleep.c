@@ -112,8 +112,8 @@ size_t pmv_agent_hold_eps(struct pmv_agent *agent)
 		agent->snap_len = agent->snap_cap;
 		agent->snap_new = NULL;
 	}
-	for (struct pmv_ep *ep = agent->eps; ep && n < agent->snap_len;
-	     ep = ep->tgt->agent_next) {
+	for (struct pmv_ep *ep = LIST_FIRST(&agent->eps);
+	     ep && n < agent->snap_len; ep = LIST_NEXT(ep, tgt->agent_link)) {
 		pmv_tgt_hold(ep);
 		agent->snap[n++] = ep;
 	}

@@ -132,11 +132,11 @@ void pmv_publish_profiles(struct pmv_ep *ep)
 static size_t pmv_agent_hold_pushed(struct pmv_domain *dom, size_t from,
 				    struct pmv_ep **eps, bool *more)
 {
-	struct pmv_ep *ep = dom->agent ? dom->agent->eps : NULL;
+	struct pmv_ep *ep = dom->agent ? LIST_FIRST(&dom->agent->eps) : NULL;
 	size_t pos, n = 0;
 
 	for (pos = 0; ep && pos < from + PMV_PUSH_CHUNK;
-	     pos++, ep = ep->tgt->agent_next) {
+	     pos++, ep = LIST_NEXT(ep, tgt->agent_link)) {
 		if (pos < from || !pmv_publish_wanted(ep))
 			continue;
 		pmv_tgt_hold(ep);

@@ -8,6 +8,8 @@
 #ifndef PMV_TARGET_H
 #define PMV_TARGET_H
 
+#include <sys/queue.h>
+
 #include "pmv.h"
 
 /*
@@ -42,7 +44,8 @@ struct pmv_tgt {
 		int status;
 	} agent_hist[PMV_SLOTS];
 	bool in_agent;             /* on the agent's list (domain lock) */
-	struct pmv_ep *agent_next; /* domain agent list */
+	LIST_ENTRY(pmv_ep) agent_link; /* domain agent list: its close
+				    * unlinks it in O(1) */
 	unsigned push_failed;      /* pushes the core refused (push lock) */
 	struct pmv_hook serve_hook[PMV_SERVE_OBJS]; /* inline serving, run
 				    * by reads of its CQs, EQ and counters */

@@ -139,11 +139,23 @@ static int idle_poll(struct side *s, int64_t end)
 	return 0;
 }
 
+/* Wall seconds from a to b into *wall; the process's CPU over them, in
+ * percent of one core. */
+static double cpu_pct(const struct cpu_sample *a, const struct cpu_sample *b,
+		      double *wall)
+{
+	double cpu = (double) (b->user_ns - a->user_ns + b->sys_ns -
+			       a->sys_ns) / 1e9;
+
+	*wall = (double) (b->wall_ns - a->wall_ns) / 1e9;
+	return 100.0 * cpu / *wall;
+}
+
 /* Idles for the period, measuring this process's CPU time over it. */
 int idle(struct side *s, const char *role)
 {
 	struct cpu_sample a, b;
-	double wall, cpu;
+	double wall, pct;
 	int ret = 0;
 
 	sample_cpu(&a);
@@ -154,13 +166,12 @@ int idle(struct side *s, const char *role)
 	else
 		sleep_until(a.wall_ns + s->o->seconds * PM_NS_PER_S);
 	sample_cpu(&b);
-	wall = (double) (b.wall_ns - a.wall_ns) / 1e9;
-	cpu = (double) (b.user_ns - a.user_ns + b.sys_ns - a.sys_ns) / 1e9;
+	pct = cpu_pct(&a, &b, &wall);
 	pm_say("idle period: %.3f s, CPU %.3f s user + %.3f s system", wall,
 	       (double) (b.user_ns - a.user_ns) / 1e9,
 	       (double) (b.sys_ns - a.sys_ns) / 1e9);
 	printf("IDLE role=%s conns=%ld seconds=%ld cpu_pct=%.2f\n", role,
-	       s->o->conns, s->o->seconds, 100.0 * cpu / wall);
+	       s->o->conns, s->o->seconds, pct);
 	fflush(stdout);
 	return ret;
 }
@@ -170,13 +181,12 @@ int idle(struct side *s, const char *role)
 void report_busy_cpu(const struct side *s, const struct cpu_sample *a)
 {
 	struct cpu_sample b;
-	double wall, cpu;
+	double wall, pct;
 
 	sample_cpu(&b);
-	wall = (double) (b.wall_ns - a->wall_ns) / 1e9;
-	cpu = (double) (b.user_ns - a->user_ns + b.sys_ns - a->sys_ns) / 1e9;
+	pct = cpu_pct(a, &b, &wall);
 	printf("AWAKE role=target conns=%ld seconds=%.3f cpu_pct=%.2f\n",
-	       s->o->conns, wall, 100.0 * cpu / wall);
+	       s->o->conns, wall, pct);
 	fflush(stdout);
 }
 

@@ -27,7 +27,9 @@ struct pmv_hook {
 	void *arg;
 	struct pmv_ep *ep;         /* the endpoint served, or NULL */
 	struct pmv_hook *next;
-	struct pmv_hook **pprev;   /* what points to it: unlinked in O(1) */
+	struct pmv_hook **pprev;   /* what points to it: unlinked in O(1)
+				    * (by hand, not <sys/queue.h>: reads load
+				    * the head atomically, without the lock) */
 	int runs;                  /* reads running it (under the list's
 				    * lock): its removal waits for none */
 	bool listed;               /* on its list (under the list's lock) */

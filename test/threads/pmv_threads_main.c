@@ -96,7 +96,8 @@ static void parse_opts(int argc, char **argv)
 /*
  * At exit after die(): fabric objects closed before libfabric unloads.
  * Not on other exits: a library's signal handler that calls exit()
- * (libinfinipath's, on SIGTERM) must not close them under running threads.
+ * (libinfinipath's, on SIGTERM, in the initiator; the target catches
+ * SIGTERM itself) must not close them under running threads.
  */
 static void close_at_exit(void)
 {

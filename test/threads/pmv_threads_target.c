@@ -5,6 +5,8 @@
  */
 #include "pmv_threads.h"
 
+#include <signal.h>
+
 /* ================================================================== */
 /* Target                                                             */
 /* ================================================================== */
@@ -25,6 +27,31 @@ static struct {
 	struct fi_pmem_ep_counters seen[MAX_CONNS]; /* the last read */
 	unsigned counter_reads, counters_back;
 } g_t;
+
+/* Set by SIGTERM (the harness stops a target whose initiator failed). */
+static volatile sig_atomic_t g_sigterm;
+
+static void target_on_sigterm(int sig)
+{
+	(void)sig;
+	g_sigterm = 1;
+}
+
+/*
+ * SIGTERM ends the serving loop, not the process.  libinfinipath's own
+ * handler calls exit() from the signal, and `timeout` signals both its
+ * child and the child's group: two threads in exit() at once, which ends
+ * the process before the libraries' destructors (valgrind: their blocks
+ * lost).  After libfabric's set-up, so that no library installs its own.
+ */
+static void target_catch_sigterm(void)
+{
+	struct sigaction sa = { .sa_handler = target_on_sigterm };
+
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGTERM, &sa, NULL))
+		die("sigaction(SIGTERM) failed: %s", strerror(errno));
+}
 
 /* Creates the oracle log FI_PMEMVERBS_ORACLE names: empty, with magic. */
 static void oracle_create(const char *path)
@@ -162,6 +189,7 @@ static void target_listen(void)
 		oracle_create(oracle);
 	target_create_file();
 	net_open(FI_SOURCE);
+	target_catch_sigterm();
 	target_register();
 	g_t.cq = open_cq();
 	CHECK(fi_passive_ep(g_net.fabric, g_net.info, &g_t.pep, NULL));
@@ -213,6 +241,11 @@ static void target_serve(void)
 
 		busy |= target_read_cq();
 		target_read_counters();
+		if (g_sigterm) {
+			fprintf(stderr, "target: stopped by SIGTERM, %u of %u "
+				"connections ended\n", g_t.nshut, g_opt.conns);
+			break;
+		}
 		if (!before(life)) {
 			fprintf(stderr, "target: %u of %u connections ended "
 				"within %d ms\n", g_t.nshut, g_opt.conns,
@@ -288,6 +321,11 @@ int target_main(void)
 		die("the target needs -f FILE and -n CONNS");
 	target_listen();
 	target_serve();
+	if (g_sigterm) {
+		/* stopped: no verdicts; the status a shell gives a signal */
+		target_close();
+		return 128 + SIGTERM;
+	}
 	target_report();
 	target_close();
 	return g_failed ? EXIT_FAIL : EXIT_PASS;

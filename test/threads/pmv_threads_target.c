@@ -40,9 +40,10 @@ static void target_on_sigterm(int sig)
 /*
  * SIGTERM ends the serving loop, not the process.  libinfinipath's own
  * handler calls exit() from the signal, and `timeout` signals both its
- * child and the child's group: two threads in exit() at once, which ends
- * the process before the libraries' destructors (valgrind: their blocks
- * lost).  After libfabric's set-up, so that no library installs its own.
+ * child and the child's group: most likely two threads in exit() at once,
+ * which ended a target before the libraries' destructors (valgrind: their
+ * blocks lost).  After libfabric's set-up, so that no library installs
+ * its own.
  */
 static void target_catch_sigterm(void)
 {

@@ -9,7 +9,8 @@
 # SHMEM_OFI_PROVIDER=tcp (the reference) and once with
 # SHMEM_OFI_PROVIDER=pmemverbs.  Verdict per test: PASS if it passes
 # through pmemverbs, or fails the same way through tcp (the reason is
-# printed); FAIL if it fails only through pmemverbs.  A run that fails in
+# printed; a tcp run that passed is run again, see tcp_fails_too); FAIL if
+# it fails only through pmemverbs.  A run that fails in
 # a way that says nothing of the provider ($SPURIOUS below) is run again,
 # at most 3 runs in all.  The last line is "N passed, N failed".
 #
@@ -18,6 +19,8 @@
 #        launcher and the tcp core's listeners use PORT_BASE .. +499)
 # environment: PMV_SOS_CACHE    cache root (default /var/cache/pmemverbs)
 #              PMV_SOS_TIMEOUT  seconds per test (default 60)
+#              PMV_SOS_RECHECK_S  seconds of tcp runs again after a test
+#                               failed only through pmemverbs (default 240)
 #              PMV_SOS_TARBALL  the SOS archive (default ../shared/ext/...)
 #              PMV_SOS_TESTS    the tests to run (DIR/NAME ...; default
 #                               all of test/sos/tests.list)
@@ -34,6 +37,7 @@ BUILD=$(cd "$BUILD" && pwd)
 PORT_BASE=${2:-46000}
 TARBALL=${PMV_SOS_TARBALL:-$(pmv_ext_file sos-1.5.3-with-tests.tar.gz "$ROOT")}
 TIMEOUT=${PMV_SOS_TIMEOUT:-60}
+RECHECK_S=${PMV_SOS_RECHECK_S:-240}
 LOGS=${PMV_SOS_LOGS:-$BUILD/sos-logs}
 LIST=$ROOT/test/sos/tests.list
 SOS_CONFIGURE=(--with-ofi --enable-pmi-simple --enable-ofi-mr=basic
@@ -184,6 +188,38 @@ keep_log() {
 	mkdir -p "$LOGS" && cp "$3" "$f" && echo "  (its output through $2: $f)"
 }
 
+# The first error line of a run's output, from its error word on (no PE
+# prefix, libfabric's own lines left out); empty if none.
+error_words() {
+	grep -a -v '^libfabric:' "$1" |
+		grep -a -o -m 1 -E '(Error|ERROR|error|failed|FAILED).*' | cut -c1-160
+}
+
+# A test that failed through pmemverbs (output PFILE) but passed through
+# tcp: more runs through tcp (into TFILE), for at most $RECHECK_S seconds,
+# until one ends as the pmemverbs run did, with the same exit status and
+# the same error line (true).  unit/mt_lock_test loses an increment
+# through libfabric 1.17's tcp core itself now and then (2 of 80 runs
+# here; through pmemverbs 1 of 40): one tcp run that passed says nothing.
+# tcp_fails_too DIR/NAME OUTCOME PFILE TFILE
+tcp_fails_too() {
+	local runs=1 rc end=$((SECONDS + RECHECK_S)) words
+	words=$(error_words "$3")
+	[[ -n $words ]] || return 1
+	while ((SECONDS < end)); do
+		rc=0
+		runs=$((runs + 1))
+		run_one "$1" tcp "$4" || rc=$?
+		if [[ $rc -ne 0 && $(outcome $rc) == "$2" &&
+		      $(error_words "$4") == "$words" ]]; then
+			echo "note $1: through tcp $2 in run $runs, after $((runs - 1)) passed: $words"
+			return 0
+		fi
+	done
+	echo "note $1: through tcp passed or failed otherwise in $runs runs ($RECHECK_S s)"
+	return 1
+}
+
 # Runs one test through tcp and through pmemverbs and reports its verdict.
 check_test() {
 	local t=$1 tout pout trc=0 prc=0 tres pres
@@ -196,6 +232,10 @@ check_test() {
 	elif [[ $prc -eq 0 ]]; then
 		echo "note $t: through tcp $tres, through pmemverbs passed: $(last_words "$tout")"
 		keep_log "$t" tcp "$tout"
+	fi
+	if [[ $prc -ne 0 && $trc -eq 0 ]] &&
+	   tcp_fails_too "$t" "$pres" "$pout" "$tout"; then
+		trc=1 tres=$pres
 	fi
 	if [[ $prc -eq 0 ]]; then
 		report PASS "$t"

@@ -217,6 +217,7 @@ struct pmv_domain {
 				   * core registration is gone (under lock) */
 	pthread_mutex_t lock;     /* MR table and agent endpoint list */
 	pthread_mutex_t push_lock; /* profile pushes, one at a time */
+	uint64_t pushes;           /* domain pushes begun (push_lock) */
 	struct pmv_mr *mrs;       /* registered regions, for walks */
 	void *mr_by_key;          /* and indexed (pmv_mr_index.c) */
 	void *mr_by_desc;

@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 
 #include "pmv_objects.h"
+#include "target/pmv_agent.h"
 #include "target/pmv_target.h"
 
 #define SLOT 64 /* the tcp core's inject size */
@@ -187,4 +188,129 @@ Test(publish, a_refused_first_push_or_one_over_rdma_keeps_the_connection)
 	pmv_publish_profiles(&g_ep);
 	pmv_publish_profiles(&g_ep);
 	cr_assert_eq(g_shutdowns, 0);
+}
+
+/* More endpoints on the agent's list than two chunks of a push. */
+#define AGENT_EPS 70
+
+static struct pmv_agent g_agent;
+static struct pmv_ep g_eps[AGENT_EPS + 1];
+static struct fid_ep g_cores[AGENT_EPS + 1];
+static unsigned g_pushes[AGENT_EPS + 1];
+/* on endpoint g_change_at's push: g_change (below) runs, once */
+static int g_change_at = -1;
+static void (*g_change)(void);
+
+static ssize_t agent_inject_write(struct fid_ep *ep, const void *buf,
+				  size_t len, fi_addr_t dest, uint64_t addr,
+				  uint64_t key)
+{
+	size_t i = (size_t) (ep - g_cores);
+
+	(void) buf; (void) len; (void) dest; (void) key;
+	cr_assert_lt(i, AGENT_EPS + 1, "a push to an unknown endpoint");
+	if (addr != pmv_peer_profiles_addr(&g_ep_peer))
+		return 0; /* the rest of a table */
+	g_pushes[i]++;
+	if ((int) i == g_change_at) {
+		g_change_at = -1;
+		g_change();
+	}
+	return 0;
+}
+
+static struct fi_ops_rma g_agent_rma = { .size = sizeof(struct fi_ops_rma),
+					 .inject = agent_inject_write };
+
+/* g_eps[i] connected, on the agent's list (its head: the list runs from
+ * the last one linked) with its own fake core endpoint. */
+static void agent_link(size_t i)
+{
+	g_eps[i] = g_ep;
+	g_eps[i].tgt = NULL;
+	g_cores[i] = (struct fid_ep) { .rma = &g_agent_rma, .cm = &g_cm };
+	g_eps[i].core = &g_cores[i];
+	cr_assert_eq(pmv_tgt_open(&g_eps[i]), 0);
+	LIST_INSERT_HEAD(&g_agent.eps, &g_eps[i], tgt->agent_link);
+	g_eps[i].tgt->in_agent = true;
+}
+
+/* An endpoint leaves the agent as pmv_agent_remove unlinks it. */
+static void agent_unlink(size_t i)
+{
+	LIST_REMOVE(&g_eps[i], tgt->agent_link);
+	g_eps[i].tgt->in_agent = false;
+}
+
+static size_t g_leaves; /* the endpoint unlink_one unlinks */
+static void unlink_one(void) { agent_unlink(g_leaves); }
+static void link_new(void) { agent_link(AGENT_EPS); }
+
+static void agent_setup(void)
+{
+	setup();
+	memset(&g_agent, 0, sizeof(g_agent));
+	memset(g_pushes, 0, sizeof(g_pushes));
+	LIST_INIT(&g_agent.eps);
+	g_agent.domain = &g_dom;
+	g_dom.agent = &g_agent;
+	for (size_t i = 0; i < AGENT_EPS; i++)
+		agent_link(i);
+	add_region(0, FI_PMEM_PROFILE_PAGE, FI_REMOTE_WRITE, 1);
+}
+
+static void agent_teardown(void)
+{
+	for (size_t i = 0; i <= AGENT_EPS; i++)
+		pmv_tgt_close(&g_eps[i]);
+	g_dom.agent = NULL;
+	teardown();
+}
+
+/* Every endpoint on the list at the end was pushed once, but `except'. */
+static void assert_each_pushed_once(int except)
+{
+	for (size_t i = 0; i < AGENT_EPS; i++) {
+		if ((int) i == except)
+			continue;
+		cr_expect_eq(g_pushes[i], 1, "endpoint %zu of the agent's "
+			     "list was pushed %u times", i, g_pushes[i]);
+	}
+}
+
+/*
+ * A push goes to the endpoints PMV_PUSH_CHUNK at a time, without the
+ * domain lock between chunks.  Another endpoint's close meanwhile (here:
+ * one already pushed, in the first chunk) must not make the next chunk
+ * skip an endpoint that stays; one joining meanwhile must not make it
+ * push one twice.  Before, the next chunk started at a position counted
+ * from the list's head, which such a change shifts.
+ */
+TestSuite(publish_agent, .init = agent_setup, .fini = agent_teardown);
+
+Test(publish_agent, a_close_during_a_push_makes_it_skip_no_other_endpoint)
+{
+	g_change_at = 40; /* in the first chunk: 69 down to 38 */
+	g_change = unlink_one;
+	g_leaves = 60;
+	pmv_domain_publish_profiles(&g_dom);
+	assert_each_pushed_once(-1);
+}
+
+Test(publish_agent, a_join_during_a_push_makes_it_push_no_endpoint_twice)
+{
+	g_change_at = 40;
+	g_change = link_new;
+	pmv_domain_publish_profiles(&g_dom);
+	assert_each_pushed_once(-1);
+}
+
+/* The first chunk's last endpoint (38) closes before the second chunk. */
+Test(publish_agent, a_close_of_a_chunks_last_endpoint_makes_it_skip_no_other)
+{
+	g_change_at = 38;
+	g_change = unlink_one;
+	g_leaves = 38;
+	pmv_domain_publish_profiles(&g_dom);
+	assert_each_pushed_once(38);
 }

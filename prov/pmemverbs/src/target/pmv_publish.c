@@ -125,24 +125,42 @@ void pmv_publish_profiles(struct pmv_ep *ep)
 #define PMV_PUSH_CHUNK 32
 
 /*
- * Holds (pmv_tgt_hold: their close waits) the endpoints at positions
- * [from, from + PMV_PUSH_CHUNK) of the agent's list whose peers take
- * tables, into eps; *more: the list goes on.  dom->lock held.
+ * Where a push goes on in the agent's list: after last (the
+ * previous chunk's last endpoint, still held) while it is on the list,
+ * else at the head again (the endpoints it was held for are skipped).
+ * dom->lock held.
  */
-static size_t pmv_agent_hold_pushed(struct pmv_domain *dom, size_t from,
-				    struct pmv_ep **eps, bool *more)
+static struct pmv_ep *pmv_push_resume(struct pmv_domain *dom,
+				      struct pmv_ep *last)
 {
-	struct pmv_ep *ep = dom->agent ? LIST_FIRST(&dom->agent->eps) : NULL;
-	size_t pos, n = 0;
+	if (!dom->agent)
+		return NULL; /* stopped at unload */
+	if (last && last->tgt->in_agent)
+		return LIST_NEXT(last, tgt->agent_link);
+	return LIST_FIRST(&dom->agent->eps);
+}
 
-	for (pos = 0; ep && pos < from + PMV_PUSH_CHUNK;
-	     pos++, ep = LIST_NEXT(ep, tgt->agent_link)) {
-		if (pos < from || !pmv_publish_wanted(ep))
+/*
+ * Holds (pmv_tgt_hold: their close waits) into eps the next
+ * PMV_PUSH_CHUNK endpoints of the agent's list, from *last on, whose
+ * peers take tables and that push number `push' did not hold yet; *last:
+ * the last one held (its hold kept for pmv_push_resume), NULL at the
+ * list's end.  dom->lock held.
+ */
+static size_t pmv_agent_hold_pushed(struct pmv_domain *dom, uint64_t push,
+				    struct pmv_ep **last, struct pmv_ep **eps)
+{
+	struct pmv_ep *ep = pmv_push_resume(dom, *last);
+	size_t n = 0;
+
+	for (; ep && n < PMV_PUSH_CHUNK; ep = LIST_NEXT(ep, tgt->agent_link)) {
+		if (ep->tgt->pushed == push || !pmv_publish_wanted(ep))
 			continue;
+		ep->tgt->pushed = push;
 		pmv_tgt_hold(ep);
 		eps[n++] = ep;
 	}
-	*more = ep != NULL;
+	*last = ep && n ? eps[n - 1] : NULL;
 	return n;
 }
 
@@ -150,29 +168,36 @@ static size_t pmv_agent_hold_pushed(struct pmv_domain *dom, size_t from,
  * The domain's regions changed: every connected endpoint pushes the new
  * profile table to its peer, PMV_PUSH_CHUNK endpoints at a time, held and
  * with the table filled under the domain lock, written after it, under
- * push_lock only (so pushes to a peer stay in order).  No lock held.  An
- * endpoint linked or unlinked meanwhile may be pushed twice or not at
- * all: a table is a hint (pmv_publish.c), the next push brings it.
+ * push_lock only (so pushes to a peer stay in order).  No lock held.  A
+ * chunk goes on after the previous one's last endpoint (held until then),
+ * so the list is walked once, and an endpoint that stays on it is pushed
+ * once whatever joins or leaves meanwhile; one that joins may be missed:
+ * a table is a hint (pmv_publish.c), and its connection brings one.
  */
 void pmv_domain_publish_profiles(struct pmv_domain *dom)
 {
-	struct pmv_ep *eps[PMV_PUSH_CHUNK];
+	struct pmv_ep *eps[PMV_PUSH_CHUNK], *last = NULL, *held = NULL;
 	struct pmv_profiles t;
-	size_t from = 0, n, len = 0;
-	bool more = true;
+	size_t n, len = 0;
+	uint64_t push;
 
 	pmv_lock(&dom->push_lock, PMV_LOCK_PUSH);
-	for (; more; from += PMV_PUSH_CHUNK) {
+	push = ++dom->pushes;
+	do {
 		pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
-		n = pmv_agent_hold_pushed(dom, from, eps, &more);
+		n = pmv_agent_hold_pushed(dom, push, &last, eps);
 		if (n)
 			len = pmv_publish_table(dom, &t);
 		pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
+		if (held) /* the previous chunk's last, kept for resuming */
+			pmv_tgt_release(held);
 		for (size_t i = 0; i < n; i++) {
 			pmv_publish_send(eps[i], &t, len);
-			pmv_tgt_release(eps[i]);
+			if (eps[i] != last)
+				pmv_tgt_release(eps[i]);
 		}
-	}
+		held = last;
+	} while (last);
 	pmv_unlock(&dom->push_lock, PMV_LOCK_PUSH);
 }
 

@@ -47,6 +47,8 @@ struct pmv_tgt {
 	LIST_ENTRY(pmv_ep) agent_link; /* domain agent list: its close
 				    * unlinks it in O(1) */
 	unsigned push_failed;      /* pushes the core refused (push lock) */
+	uint64_t pushed;           /* the last domain push it was held for
+				    * (domain lock; pmv_publish.c) */
 	struct pmv_hook serve_hook[PMV_SERVE_OBJS]; /* inline serving, run
 				    * by reads of its CQs, EQ and counters */
 	struct pmv_hooks *serve_on[PMV_SERVE_OBJS]; /* lists running them */

@@ -220,8 +220,11 @@ int main(int argc, char **argv)
 	int ret;
 
 	parse(argc, argv, &o);
-	/* -m none: the CQ has no wait object; waits for own work poll it */
-	pm_busy_poll = o.mode == MODE_NONE || o.mode == MODE_POLL;
+	/* -m none, poll and sleep: the CQ has no wait object, so waits for
+	 * own work poll it (fi_cq(3): no fi_cq_sread on a FI_WAIT_NONE CQ;
+	 * libfabric 2.1's tcp core crashes in one) */
+	pm_busy_poll = o.mode == MODE_NONE || o.mode == MODE_POLL ||
+		       o.mode == MODE_SLEEP;
 	pm_role = o.server ? "[initiator]" : "[target]";
 	raise_fd_limit(o.conns);
 	ret = open_side(&s);

@@ -30,7 +30,7 @@
 #              PMV_DEBIAN13_MIRROR the mirror (default: apt's Debian URI here)
 #              PMV_DEBIAN13_CRASH_CYCLES crash loop cycles (default 48: 4 per stream)
 #              PMV_DEBIAN13_SOS_ALL 1: every SOS test of test/sos/tests.list
-#                                  (default: every third, about 4 minutes)
+#                                  (default: every sixth, about 2 minutes)
 #              PMV_BENCH_PARTS     with --bench, the parts to run among
 #                                  core_compare core_compare_rdm
 #                                  commit_modes (default: all)

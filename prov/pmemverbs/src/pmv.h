@@ -338,6 +338,8 @@ struct pmv_cq {
 	int core_waiters;           /* application threads in the core's sread */
 	int gated_refs;             /* gated endpoints receiving here (atomic) */
 	uint64_t gate_entries;      /* gated writes' completions taken (atomic) */
+	int taken_held;             /* threads running internal completions
+				       they took from the core (atomic) */
 	int wakeup;                 /* fi_cq_signal since the last sread (atomic) */
 	uint64_t bytes_us;          /* when bytes last woke its sread (atomic) */
 	bool drain_pending;         /* its sread's wake left fds to look at */

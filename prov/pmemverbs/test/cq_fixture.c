@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * The fake core CQ of the completion queue's unit tests (cq_fixture.h).
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cq_fixture.h"
+
+_Thread_local unsigned g_thread_yields;
+
+bool wait_for_flag(volatile int *flag)
+{
+	for (int i = 0; i < 5000 && !__atomic_load_n(flag, __ATOMIC_ACQUIRE);
+	     i++)
+		usleep(1000);
+	return __atomic_load_n(flag, __ATOMIC_ACQUIRE);
+}
+
+/* Counts the calling thread's yields (the provider's, linked into this
+ * program, resolve here), then yields. */
+int (sched_yield)(void) /* parenthesised: pmv_lock.h's check macro */
+{
+	g_thread_yields++;
+	return (int) syscall(SYS_sched_yield);
+}
+
+/* A fake core CQ: hands out staged entries and counts its reads. */
+struct fi_cq_entry g_core_entries[4];
+unsigned g_core_staged, g_core_reads;
+
+/* A staged core error entry: reads report -FI_EAVAIL until it is taken. */
+struct fi_cq_err_entry g_core_err;
+bool g_core_err_staged;
+
+static ssize_t fake_cq_read(struct fid_cq *cq, void *buf, size_t count)
+{
+	size_t n = g_core_staged < count ? g_core_staged : count;
+
+	(void) cq;
+	g_core_reads++;
+	if (g_core_err_staged)
+		return -FI_EAVAIL;
+	if (!n)
+		return -FI_EAGAIN;
+	memcpy(buf, g_core_entries, n * sizeof(g_core_entries[0]));
+	g_core_staged -= (unsigned) n;
+	memmove(g_core_entries, g_core_entries + n,
+		g_core_staged * sizeof(g_core_entries[0]));
+	return (ssize_t) n;
+}
+
+static ssize_t fake_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf,
+			       uint64_t flags)
+{
+	(void) cq; (void) flags;
+	if (!g_core_err_staged)
+		return -FI_EAGAIN;
+	*buf = g_core_err;
+	g_core_err_staged = false;
+	return 1;
+}
+
+static int fake_close(struct fid *fid)
+{
+	(void) fid;
+	return 0;
+}
+
+/* With g_fake_pollfd, the core CQ waits on a list of fds: first a pipe
+ * that stands for the core's signal (written by fi_cq_signal, drained only
+ * by a wait in the core: fake_wait), then g_udp[0] if open. */
+static bool g_fake_pollfd;
+int g_signal_pipe[2] = { -1, -1 };
+/* A UDP socket on 127.0.0.1 stands for a connection's socket (its bytes a
+ * commit request); [0] is in the core CQ's list, [1] sends. */
+int g_udp[2] = { -1, -1 };
+
+static int fake_control(struct fid *fid, int command, void *arg)
+{
+	struct fi_wait_pollfd *list = arg;
+
+	(void) fid;
+	if (!g_fake_pollfd)
+		return -FI_ENOSYS;
+	if (command == FI_GETWAITOBJ) {
+		*(enum fi_wait_obj *) arg = FI_WAIT_POLLFD;
+		return 0;
+	}
+	if (command != FI_GETWAIT || list->nfds < 2)
+		return -FI_ENOSYS;
+	list->nfds = g_udp[0] >= 0 ? 2 : 1;
+	list->fd[0] = (struct pollfd) { .fd = g_signal_pipe[0],
+					.events = POLLIN };
+	list->fd[1] = (struct pollfd) { .fd = g_udp[0], .events = POLLIN };
+	return 0;
+}
+
+static struct fi_ops g_fake_fi_ops = {
+	.size = sizeof(struct fi_ops), .close = fake_close,
+	.control = fake_control,
+};
+
+/* The core's blocking read: waits (bounded) until the test releases it. */
+volatile int g_in_core_sread, g_release_core_sread;
+
+static ssize_t fake_cq_sread(struct fid_cq *cq, void *buf, size_t count,
+			     const void *cond, int timeout)
+{
+	(void) cq; (void) buf; (void) count; (void) cond; (void) timeout;
+	__atomic_store_n(&g_in_core_sread, 1, __ATOMIC_RELEASE);
+	(void) wait_for_flag(&g_release_core_sread);
+	return -FI_EAGAIN;
+}
+
+static int fake_cq_signal(struct fid_cq *cq)
+{
+	(void) cq;
+	return write(g_signal_pipe[1], "s", 1) == 1 ? 0 : -FI_EIO;
+}
+
+static struct fi_ops_cq g_fake_cq_ops = {
+	.size = sizeof(struct fi_ops_cq), .read = fake_cq_read,
+	.readerr = fake_cq_readerr, .sread = fake_cq_sread, .signal = fake_cq_signal,
+};
+static struct fid_cq g_fake_core_cq = {
+	.fid = { .fclass = FI_CLASS_CQ, .ops = &g_fake_fi_ops },
+	.ops = &g_fake_cq_ops,
+};
+
+static int fake_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+			struct fid_cq **cq, void *context)
+{
+	(void) domain; (void) attr; (void) context;
+	*cq = &g_fake_core_cq;
+	return 0;
+}
+
+static struct fi_ops_domain g_fake_dom_ops = {
+	.size = sizeof(struct fi_ops_domain), .cq_open = fake_cq_open,
+};
+static struct fid_domain g_fake_core_dom = { .ops = &g_fake_dom_ops };
+
+/* The core fabric's fi_trywait: nothing to wait for (the pipe says when). */
+static int fake_trywait(struct fid_fabric *fabric, struct fid **fids,
+			int count)
+{
+	(void) fabric; (void) fids; (void) count;
+	return FI_SUCCESS;
+}
+
+unsigned g_waits;
+
+/* The core's fi_wait: drains its signal, waits for the socket (bounded). */
+static int fake_wait(struct fid_wait *wait, int timeout)
+{
+	struct pollfd pfd = { .fd = g_udp[0], .events = POLLIN };
+	char c;
+
+	(void) wait;
+	__atomic_add_fetch(&g_waits, 1, __ATOMIC_RELAXED);
+	(void) !read(g_signal_pipe[0], &c, 1);
+	if (g_udp[0] >= 0)
+		(void) poll(&pfd, 1, timeout < 0 || timeout > 1000 ? 1000 :
+				     timeout);
+	return 0;
+}
+
+static struct fi_ops_wait g_fake_wait_ops = {
+	.size = sizeof(struct fi_ops_wait), .wait = fake_wait,
+};
+static struct fid_wait g_fake_wait = {
+	.fid = { .fclass = FI_CLASS_WAIT, .ops = &g_fake_fi_ops },
+	.ops = &g_fake_wait_ops,
+};
+
+static int fake_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+			  struct fid_wait **waitset)
+{
+	(void) fabric; (void) attr;
+	*waitset = &g_fake_wait;
+	return 0;
+}
+
+static struct fi_ops_fabric g_fake_fabric_ops = {
+	.size = sizeof(struct fi_ops_fabric), .trywait = fake_trywait,
+	.wait_open = fake_wait_open,
+};
+static struct fid_fabric g_fake_core_fabric = { .ops = &g_fake_fabric_ops };
+static struct pmv_fabric g_fabric = { .core = &g_fake_core_fabric };
+
+/* As setup, with the engine's CQ opened by pmv_cq_open over the fake. */
+void setup_with_core_cq(void)
+{
+	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_CONTEXT,
+				   .wait_obj = FI_WAIT_UNSPEC };
+	struct fid_cq *cq;
+
+	teardown(); /* what the suite's init opened, if it ran */
+	setup_params();
+	g_dom.core = &g_fake_core_dom;
+	g_dom.fabric = g_fake_pollfd ? &g_fabric : NULL;
+	cr_assert_eq(pmv_cq_open(&g_dom.domain_fid, &attr, &cq, NULL), 0);
+	g_cq = pmv_container_of(cq, struct pmv_cq, cq_fid);
+	g_cq_opened = true;
+	g_core_staged = g_core_reads = 0;
+	g_ep = open_ep();
+}
+
+/* As setup_with_core_cq, over a tcp-like core CQ that waits on its fds. */
+void setup_with_pollfd_core_cq(void)
+{
+	g_fake_pollfd = true;
+	/* non-blocking: a core's fi_wait never blocks past its timeout */
+	cr_assert_eq(pipe2(g_signal_pipe, O_NONBLOCK), 0);
+	setup_with_core_cq();
+	cr_assert(g_cq->wait_pollfd);
+	pmv_cq_ref_pmem(g_cq, 1); /* a pmem endpoint's CQ: pmemverbs's sread */
+	g_release_core_sread = 1; /* the core's sread returns at once */
+}
+
+void teardown_pollfd_core_cq(void)
+{
+	pmv_cq_ref_pmem(g_cq, -1);
+	teardown();
+	g_fake_pollfd = false;
+	close(g_signal_pipe[0]);
+	close(g_signal_pipe[1]);
+}

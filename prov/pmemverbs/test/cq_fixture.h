@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * The completion queue's unit tests' fixture (cq_fixture.c): a fake core
+ * CQ under a CQ opened by pmv_cq_open, with staged entries and errors, a
+ * blocking read the test releases, and (optionally) a tcp-like list of
+ * wait fds: a pipe for the core's signal and a UDP socket standing for a
+ * connection.  It counts the core reads and waits, and the yields
+ * (sched_yield) of each thread.
+ */
+#ifndef PMV_CQ_FIXTURE_H
+#define PMV_CQ_FIXTURE_H
+
+#include "engine_fixture.h"
+
+/* Entries the fake core CQ hands out, and how often it was read. */
+extern struct fi_cq_entry g_core_entries[4];
+extern unsigned g_core_staged, g_core_reads;
+/* A staged core error entry: reads report -FI_EAVAIL until it is taken. */
+extern struct fi_cq_err_entry g_core_err;
+extern bool g_core_err_staged;
+/* The core's signal (a pipe) and a connection's socket ([0] is listed). */
+extern int g_signal_pipe[2];
+extern int g_udp[2];
+/* The core's sread: entered; returns (bounded) once released. */
+extern volatile int g_in_core_sread, g_release_core_sread;
+/* The core's fi_wait calls. */
+extern unsigned g_waits;
+/* sched_yield calls made by the calling thread. */
+extern _Thread_local unsigned g_thread_yields;
+
+/* Waits (5 s at most) until another thread sets *flag; true if it did. */
+bool wait_for_flag(volatile int *flag);
+
+/* As setup, with the engine's CQ opened by pmv_cq_open over the fake. */
+void setup_with_core_cq(void);
+/* The same over a tcp-like core CQ that waits on its fds; its teardown. */
+void setup_with_pollfd_core_cq(void);
+void teardown_pollfd_core_cq(void);
+
+#endif /* PMV_CQ_FIXTURE_H */

@@ -104,8 +104,10 @@ static const struct attack k_refused[] = {
 	  .key = KEY_TARGET_INBOX, FLUSH8 },
 	{ "key-unknown-send", EX_REFUSED, PMV_ERR_NO_KEY, .key = KEY_PLUS1,
 	  .inl = true, .inl_ext = { REL(ZB), 8 } },
-	{ "flag-unknown-0x8", EX_REFUSED, PMV_ERR_BAD_REQUEST, .flags = 0x8,
-	  FLUSH8 },
+	/* GATED, on a write that carried no completion: refused after the
+	 * target's gate wait (run_hostile.sh: 2 s), as flag-all-bits */
+	{ "flag-gated-no-completion", EX_REFUSED, PMV_ERR_BAD_REQUEST,
+	  .flags = PMV_REQ_GATED, FLUSH8 },
 	{ "flag-unknown-bit31", EX_REFUSED, PMV_ERR_BAD_REQUEST,
 	  .flags = 0x80000000u, FLUSH8 },
 	{ "flag-all-bits", EX_REFUSED, PMV_ERR_BAD_REQUEST,

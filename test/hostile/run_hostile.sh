@@ -117,9 +117,16 @@ judge_role() {
 }
 
 # Starts the target of a run in the background (TPID); its REGION in REGION.
+# A request flagged GATED whose write carried no completion (the hostile's
+# are plain writes) is refused after the target's gate wait, its
+# FI_PMEMVERBS_PEER_TIMEOUT_MS (10 s by default): 2 s here, so that the
+# hostile, which waits 5 s for an ack, sees those refusals (about 25 per
+# granularity, and 5 s each when unanswered), still 20 times the longest
+# wait for a gated write's completion seen on a loaded host.
 start_target() {
 	local gran=$1 port=$2 dir=$3
-	env PMEM2_FORCE_GRANULARITY="$gran" timeout "$PROC_TIMEOUT" "$BIN" \
+	env PMEM2_FORCE_GRANULARITY="$gran" FI_PMEMVERBS_PEER_TIMEOUT_MS=2000 \
+		timeout "$PROC_TIMEOUT" "$BIN" \
 		-r target -a 127.0.0.1 -P "$port" -f "$SHM/$gran.region" \
 		>"$dir/target.out" 2>"$dir/target.err" &
 	TPID=$!

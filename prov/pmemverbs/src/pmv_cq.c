@@ -364,8 +364,9 @@ static ssize_t pmv_cq_serve_gated(struct pmv_cq *cq, void *buf, size_t count,
  * reader gives up its CPU once.  An application that spins on fi_cq_read
  * otherwise competes with that thread when runnable threads outnumber
  * cores (a target's reader, its agent and the core's progress on two):
- * on libfabric 2.1 the p99 of gapped commits fell from about 2490 to
- * 1450 us (docs/performance.md).  sched_yield(2); no lock held.
+ * where that tail reached milliseconds (libfabric 2.1), the p99 of gapped
+ * commits fell from about 2490 to 1450 us (docs/performance.md).
+ * sched_yield(2); no lock held.
  */
 static void pmv_cq_yield_to_taker(struct pmv_cq *cq)
 {

@@ -46,6 +46,11 @@ TSAN_BUILD=${3:-}
 passed=0
 failed=0
 
+# A section's header, with the time since the suite started.
+section() {
+	echo "== $* [t+${SECONDS}s]"
+}
+
 # Adds a result: add PASSED FAILED.
 add() {
 	passed=$((passed + $1))
@@ -77,15 +82,15 @@ if [[ -n $VERBS_ONLY ]]; then
 fi
 
 run_unit normal "$BUILD"
-echo "== layout [t+${SECONDS}s]"
+section "layout"
 run_layout
 run_fuzz
-echo "== fi_info and fi_pmem_probe [t+${SECONDS}s]"
+section "fi_info and fi_pmem_probe"
 run_advertisement
 run_probe
 run_config_errors 9476
 run_examples_built 9477
-echo "== fabtests [t+${SECONDS}s]"
+section "fabtests"
 run_fabtest_commit 9360 cache_line
 run_fabtest_commit 9361 byte
 run_fabtest_commit 9365 byte read_flush
@@ -109,11 +114,11 @@ run_idle_commits 9440 unspec
 run_idle_commits 9441 none
 run_idle_commits 9442 fd
 run_idle_commits 9443 cntr
-echo "== targets on a counter [t+${SECONDS}s]"
+section "targets on a counter"
 run_cntr_target 9450 cache_line busy
 run_cntr_target 9451 page passive
 run_package 9470
-echo "== fi_pingpong through pmemverbs [t+${SECONDS}s]"
+section "fi_pingpong through pmemverbs"
 export FI_PROVIDER_PATH=$BUILD/.libs
 port=9330
 for ep in msg rdm; do
@@ -164,7 +169,7 @@ run_debian13() {
 		echo "== Debian 13 (libfabric 2.1): not run (PMV_TEST_DEBIAN13=0)"
 		return
 	fi
-	echo "== Debian 13 (libfabric 2.1) in a debootstrap root [t+${SECONDS}s]"
+	section "Debian 13 (libfabric 2.1) in a debootstrap root"
 	out=$(bash "$ROOT/test/debian13/run_debian13.sh" 28000 2>&1)
 	printf '%s\n' "$out" | grep -a -v '^PASS'
 	count_result "$out"

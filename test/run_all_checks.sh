@@ -147,7 +147,7 @@ run_layout() {
 # bounded time (PMV_FUZZ_SECONDS, default 60).
 run_fuzz() {
 	local out
-	echo "== fuzzing the wire format (libFuzzer) [t+${SECONDS}s]"
+	section "fuzzing the wire format (libFuzzer)"
 	out=$(bash "$ROOT/test/fuzz/run_fuzz.sh" 2>&1)
 	printf '%s\n' "$out" | grep -v 'passed, '
 	count_result "$out"
@@ -161,7 +161,7 @@ run_fuzz() {
 run_idle() {
 	local bin=$BUILD/fabtests/functional/fi_pmem_idle port=9420 out rc=0
 	local tout iout tcpu icpu
-	echo "== idle cost: 256 connections, nobody polling (fi_pmem_idle) [t+${SECONDS}s]"
+	section "idle cost: 256 connections, nobody polling (fi_pmem_idle)"
 	tout=$(mktemp) iout=$(mktemp)
 	FI_PROVIDER_PATH=$BUILD/.libs timeout 120 "$bin" -B $port -n 256 -t 2 \
 		>"$tout" 2>&1 &
@@ -194,7 +194,7 @@ run_idle() {
 run_idle_commits() {
 	local bin=$BUILD/fabtests/benchmarks/fi_pmem_lat port=$1 wait=$2 rc=0
 	local tpid a b ticks limit out
-	echo "== idle between commits: passive target (-w $wait), a commit every 200 ms [t+${SECONDS}s]"
+	section "idle between commits: passive target (-w $wait), a commit every 200 ms"
 	out=$(mktemp)
 	FI_PROVIDER_PATH=$BUILD/.libs PMEM2_FORCE_GRANULARITY=page TMPDIR=/dev/shm \
 		timeout 60 "$bin" -B $port -S 64 -w "$wait" >/dev/null 2>&1 &
@@ -325,7 +325,7 @@ run_lat_rdm() {
 # libfabric's directory, no test-only parameter, pkg-config, the demo).
 run_package() {
 	local port=$1 pkgbuild=${PMV_PKG_BUILD:-$BUILD-pkg} deb out
-	echo "== the Debian package, installed and used [t+${SECONDS}s]"
+	section "the Debian package, installed and used"
 	if ! deb=$(bash "$ROOT/packaging/build_deb.sh" "$ROOT" "$pkgbuild" \
 		   "$pkgbuild/deb" 2>"$pkgbuild.log" | tail -1) || [[ ! -f $deb ]]; then
 		echo "FAIL package: packaging/build_deb.sh failed: $(tail -3 "$pkgbuild.log" | tr '\n' ' ')"

@@ -38,7 +38,7 @@ guest_ready() {
 # result line is a failure (nothing was tested, and that must show).
 run_guest() {
 	local mode=$1 out rc last start=$SECONDS
-	echo "== verbs core in a QEMU guest ($mode): soft-RoCE rxe0, emulated NVDIMM [t+${SECONDS}s]"
+	section "verbs core in a QEMU guest ($mode): soft-RoCE rxe0, emulated NVDIMM"
 	guest_ready "verbs-guest-$mode" || return
 	# (the guest's serial console ends its lines with CR LF)
 	out=$(cd "$ROOT" && "$ROOT/test/verbs/vm.sh" "--$mode" --timeout 900 -- \
@@ -75,7 +75,7 @@ run_guest() {
 # run_crash LABEL DIR PORT_BASE CYCLES [RESTART_EVERY]
 run_crash() {
 	local label=$1 dir=$2 port_base=$3 cycles=$4 every=${5:-10} out
-	echo "== crash loop: SIGKILL of the target, restart, recovery ($label, $cycles cycles) [t+${SECONDS}s]"
+	section "crash loop: SIGKILL of the target, restart, recovery ($label, $cycles cycles)"
 	out=$(PMV_CRASH_CYCLES=$cycles PMV_CRASH_RESTART_EVERY=$every \
 	      bash "$ROOT/test/crash/run_crash.sh" "$dir" "$port_base" 2>&1)
 	printf '%s\n' "$out" | grep -a -v '^PASS'
@@ -88,7 +88,7 @@ run_crash() {
 # checked (test/crash/run_powercut.sh).  A boot that fails is a FAIL.
 run_powercut() {
 	local cuts=$1 out start=$SECONDS
-	echo "== power cuts of the QEMU guest ($cuts cuts): virtio disk (PAGE) and device-DAX [t+${SECONDS}s]"
+	section "power cuts of the QEMU guest ($cuts cuts): virtio disk (PAGE) and device-DAX"
 	guest_ready powercut || return
 	out=$(bash "$ROOT/test/crash/run_powercut.sh" "$BUILD" "$cuts" 2>&1)
 	printf '%s\n' "$out" | grep -a -v '^PASS'

@@ -9,7 +9,7 @@
 # Runs the Criterion unit tests of one build and counts its synthesis line.
 run_unit() {
 	local label=$1 dir=$2 out synth
-	echo "== unit tests ($label) [t+${SECONDS}s]"
+	section "unit tests ($label)"
 	out=$("$dir/prov/pmemverbs/test/pmv_unit" --jobs 1 2>&1)
 	printf '%s\n' "$out" | grep -E '^\[(FAIL|----)\]' | head -40
 	synth=$(printf '%s\n' "$out" | grep -a 'Synthesis:' | tail -1)
@@ -24,7 +24,7 @@ run_unit() {
 # Runs the two-process integration tests through pmemverbs on one build.
 run_integration() {
 	local label=$1 dir=$2 port_base=$3 out
-	echo "== two-process integration tests through pmemverbs ($label) [t+${SECONDS}s]"
+	section "two-process integration tests through pmemverbs ($label)"
 	out=$(FI_PROVIDER_PATH=$dir/.libs PMV_PROV=pmemverbs PMV_PROV_RDM=pmemverbs \
 	      PMV_PORT_BASE=$port_base \
 	      bash "$ROOT/test/integration/run_itests.sh" \
@@ -44,7 +44,7 @@ run_upstream_fabtests() {
 		echo "== upstream fabtests: not run (PMV_TEST_FABTESTS=0)"
 		return
 	fi
-	echo "== upstream fabtests (fi_rma_bw, fi_ubertest RDM RMA) through pmemverbs as through tcp [t+${SECONDS}s]"
+	section "upstream fabtests (fi_rma_bw, fi_ubertest RDM RMA) through pmemverbs as through tcp"
 	out=$(bash "$ROOT/test/fabtests/run_upstream.sh" "$dir" "$port_base" 2>&1)
 	printf '%s\n' "$out" | grep -a -v -E '^PASS [^:]*: tcp passes too'
 	count_result "$out"
@@ -65,7 +65,7 @@ suite_script() {
 # Runs the durability tests (oracle, contents, fault, bad input, exit).
 run_pmem() {
 	local label=$1 dir=$2 port_base=$3
-	echo "== durability tests through pmemverbs ($label) [t+${SECONDS}s]"
+	section "durability tests through pmemverbs ($label)"
 	suite_script "$dir" PMV_PORT_BASE="$port_base" \
 		"$ROOT/test/pmem/run_pmem_tests.sh" "$dir/test/pmem/pmv_commit_test"
 }
@@ -75,7 +75,7 @@ run_pmem() {
 # ports 29000-29026, and 29100-29126 for the sanitizer build).
 run_pmem_rdm() {
 	local label=$1 dir=$2 port_base=$3
-	echo "== durability tests through pmemverbs RDM endpoints ($label) [t+${SECONDS}s]"
+	section "durability tests through pmemverbs RDM endpoints ($label)"
 	suite_script "$dir" PMV_PORT_BASE="$port_base" PMV_SUITE=rdm \
 		"$ROOT/test/pmem/run_pmem_tests.sh" "$dir/test/pmem/pmv_commit_test"
 }
@@ -86,7 +86,7 @@ run_pmem_rdm() {
 # (test/hostile/run_hostile.sh, one port per granularity from port_base).
 run_hostile() {
 	local label=$1 dir=$2 port_base=$3
-	echo "== hostile peer against a pmemverbs target ($label) [t+${SECONDS}s]"
+	section "hostile peer against a pmemverbs target ($label)"
 	suite_script "$dir" "$ROOT/test/hostile/run_hostile.sh" \
 		"$dir/test/hostile/pmv_hostile" "$port_base"
 }
@@ -97,7 +97,7 @@ run_hostile() {
 # ports port_base..port_base+48).
 run_threads() {
 	local label=$1 dir=$2 port_base=$3
-	echo "== threads committing at once ($label) [t+${SECONDS}s]"
+	section "threads committing at once ($label)"
 	suite_script "$dir" "$ROOT/test/threads/run_threads.sh" \
 		"$dir/test/threads/pmv_threads" "$port_base"
 }
@@ -135,7 +135,7 @@ run_valgrind() {
 		echo "== two-process tests under valgrind: not run (PMV_TEST_VALGRIND=0)"
 		return
 	fi
-	echo "== two-process tests under valgrind [t+${SECONDS}s]"
+	section "two-process tests under valgrind"
 	out=$(bash "$ROOT/test/run_valgrind.sh" "$dir" "$port_base" 2>&1)
 	printf '%s\n' "$out" | grep -v '^PASS'
 	count_result "$out"
@@ -146,7 +146,7 @@ run_valgrind() {
 # /var/cache/pmemverbs; about 5 minutes; ports port_base .. +499).
 run_sos() {
 	local dir=$1 port_base=$2 out start=$SECONDS
-	echo "== Sandia OpenSHMEM's tests through pmemverbs as through tcp [t+${SECONDS}s]"
+	section "Sandia OpenSHMEM's tests through pmemverbs as through tcp"
 	out=$(bash "$ROOT/test/sos/run_sos.sh" "$dir" "$port_base" 2>&1)
 	printf '%s\n' "$out" | grep -a -v '^PASS [^:]*$'
 	count_result "$out"
@@ -168,7 +168,7 @@ count_result() {
 # connection works (test/failure/run_peerfail.sh).
 run_failure() {
 	local label=$1 dir=$2 port_base=$3 out
-	echo "== dead and frozen targets ($label) [t+${SECONDS}s]"
+	section "dead and frozen targets ($label)"
 	out=$(bash "$ROOT/test/failure/run_peerfail.sh" "$dir" "$port_base" 2>&1)
 	printf '%s\n' "$out" | grep -E '^(PASS|FAIL)|passed'
 	count_result "$out"

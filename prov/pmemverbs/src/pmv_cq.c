@@ -294,6 +294,23 @@ void pmv_cq_take_core(struct pmv_cq *cq)
 }
 
 /*
+ * A read that found nothing (a progress read of count 0 too) while
+ * another thread runs internal completions it took from the core (the
+ * agent serving a gated request, persist included, or finishing a commit
+ * that completes here): the reader gives up its CPU once.  An
+ * application that spins on fi_cq_read otherwise competes with that
+ * thread when runnable threads outnumber cores (a target's reader, its
+ * agent and the core's progress on two): where that tail reached
+ * milliseconds (libfabric 2.1), the p99 of gapped commits fell from about
+ * 2490 to 1450 us (docs/performance.md).  sched_yield(2); no lock held.
+ */
+static void pmv_cq_yield_to_taker(struct pmv_cq *cq)
+{
+	if (__atomic_load_n(&cq->taken_held, __ATOMIC_ACQUIRE))
+		sched_yield();
+}
+
+/*
  * fi_cq_read with count 0, the progress idiom: the engine still needs the
  * internal operations' completions (a commit waits for its data write),
  * so the core's entries are taken, the application's queued in order.
@@ -304,7 +321,10 @@ static ssize_t pmv_cq_progress_only(struct pmv_cq *cq)
 	pmv_cq_take_entries(cq, false);
 	pmv_cq_run_hooks(cq); /* what those completions let progress */
 	pmv_domain_nudge_agent(cq->domain);
-	return pmv_cq_backlog(cq) ? 0 : -FI_EAGAIN;
+	if (pmv_cq_backlog(cq))
+		return 0;
+	pmv_cq_yield_to_taker(cq);
+	return -FI_EAGAIN;
 }
 
 /*
@@ -355,23 +375,6 @@ static ssize_t pmv_cq_serve_gated(struct pmv_cq *cq, void *buf, size_t count,
 	ret = pmv_cq_pop_aux(cq, buf, count, src_addr);
 	pmv_unlock(&cq->lock, PMV_LOCK_CQ);
 	return ret;
-}
-
-/*
- * A read that found nothing while another thread runs internal
- * completions it took from the core (the agent serving a gated request,
- * persist included, or finishing a commit that completes here): the
- * reader gives up its CPU once.  An application that spins on fi_cq_read
- * otherwise competes with that thread when runnable threads outnumber
- * cores (a target's reader, its agent and the core's progress on two):
- * where that tail reached milliseconds (libfabric 2.1), the p99 of gapped
- * commits fell from about 2490 to 1450 us (docs/performance.md).
- * sched_yield(2); no lock held.
- */
-static void pmv_cq_yield_to_taker(struct pmv_cq *cq)
-{
-	if (__atomic_load_n(&cq->taken_held, __ATOMIC_ACQUIRE))
-		sched_yield();
 }
 
 ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,

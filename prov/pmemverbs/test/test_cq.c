@@ -248,12 +248,20 @@ Test(cq, an_empty_read_yields_to_a_thread_running_completions_it_took,
 	cr_assert_eq(fi_cq_read(&g_cq->cq_fid, out, 4), -FI_EAGAIN);
 	cr_assert_eq(g_thread_yields, 1, "the reader yielded %u times while "
 		     "the agent ran a completion it took", g_thread_yields);
+	g_thread_yields = 0;
+	cr_assert_eq(fi_cq_read(&g_cq->cq_fid, NULL, 0), -FI_EAGAIN);
+	cr_assert_eq(g_thread_yields, 1, "a progress read (count 0) yielded "
+		     "%u times while the agent ran a completion it took",
+		     g_thread_yields);
 	__atomic_store_n(&g_release_done, 1, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
 	g_thread_yields = 0;
 	cr_assert_eq(fi_cq_read(&g_cq->cq_fid, out, 4), -FI_EAGAIN);
 	cr_assert_eq(g_thread_yields, 0, "the reader yielded %u times with "
 		     "no completion running", g_thread_yields);
+	cr_assert_eq(fi_cq_read(&g_cq->cq_fid, NULL, 0), -FI_EAGAIN);
+	cr_assert_eq(g_thread_yields, 0, "a progress read yielded %u times "
+		     "with no completion running", g_thread_yields);
 	pmv_cq_ref_pmem(g_cq, -1);
 }
 

@@ -223,9 +223,10 @@ static void *agent_take_thread(void *arg)
 
 /*
  * While another thread (the agent) runs internal completions it took
- * from the core, a reader that finds the CQ empty gives up its CPU once:
- * on two cores a reader spinning on fi_cq_read slowed the agent's serve
- * (libfabric 2.1, docs/performance.md).  With nobody running any, an
+ * from the core, a reader that finds the CQ empty (a progress read of
+ * count 0 too) gives up its CPU once: on two cores a reader spinning on
+ * fi_cq_read slowed the agent's serve (libfabric 2.1,
+ * docs/performance.md).  With nobody running any, an
  * empty read does not yield.  The yields are counted where they happen.
  */
 Test(cq, an_empty_read_yields_to_a_thread_running_completions_it_took,

@@ -46,10 +46,8 @@ TSAN_BUILD=${3:-}
 passed=0
 failed=0
 
-# A section's header, with the time since the suite started.
-section() {
-	echo "== $* [t+${SECONDS}s]"
-}
+# section (headers with the time since the suite started)
+. "$ROOT/test/common/pmv_suite.sh" || { echo "no test/common/pmv_suite.sh" >&2; exit 2; }
 
 # Adds a result: add PASSED FAILED.
 add() {

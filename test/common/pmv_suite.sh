@@ -1,7 +1,13 @@
 # SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # The verdict bookkeeping a pass of several suites shares (sourced by
-# test/verbs/in_guest.sh and test/debian13/in_root.sh): counts in the
-# caller's $passed and $failed, one line per verdict.
+# test/run_all.sh, test/verbs/in_guest.sh and test/debian13/in_root.sh):
+# counts in the caller's $passed and $failed, one line per verdict.
+
+# A section's header, with the seconds since the pass started, after
+# $PMV_SECTION_PREFIX (in_root.sh: "debian13: ").
+section() {
+	echo "== ${PMV_SECTION_PREFIX:-}$* [t+${SECONDS}s]"
+}
 
 # report PASS|FAIL NAME [DETAIL]
 report() {

@@ -36,12 +36,10 @@ CRASH_CYCLES=${PMV_DEBIAN13_CRASH_CYCLES:-48}
 passed=0
 failed=0
 
-# report and add_suite
+# report, add_suite and section
 . "$SRC/test/common/pmv_suite.sh"
 
-section() {
-	echo "== debian13: $* [t+${SECONDS}s]"
-}
+PMV_SECTION_PREFIX="debian13: "
 
 # Builds tree DIR (default BUILD) with the root's toolchain and libfabric
 # (-Werror is the project's default), configured with the arguments after

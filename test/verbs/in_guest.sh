@@ -52,14 +52,9 @@ trap cleanup EXIT
 passed=0
 failed=0
 
-# report and add_suite
+# report, add_suite and section (its seconds run on the emulated
+# clock: not a performance figure)
 . "$ROOT/test/common/pmv_suite.sh"
-
-# A section header, with the seconds since the start (emulated: not a
-# performance figure).
-section() {
-	echo "== $* [t+${SECONDS}s]"
-}
 
 # The first line of a file matching a pattern, for details.
 first_match() {

@@ -159,16 +159,11 @@ run_fuzz() {
 # uses about 0.01%, the napping one used 9%), and a commit on every
 # connection must complete after the idle period.
 run_idle() {
-	local bin=$BUILD/fabtests/functional/fi_pmem_idle port=9420 out rc=0
-	local tout iout tcpu icpu
+	local rc=0 tout iout tcpu icpu
 	section "idle cost: 256 connections, nobody polling (fi_pmem_idle)"
 	tout=$(mktemp) iout=$(mktemp)
-	FI_PROVIDER_PATH=$BUILD/.libs timeout 120 "$bin" -B $port -n 256 -t 2 \
-		>"$tout" 2>&1 &
-	sleep 0.5
-	FI_PROVIDER_PATH=$BUILD/.libs timeout 120 "$bin" -s 127.0.0.1 -B $port \
-		-n 256 -t 2 >"$iout" 2>&1 || rc=$?
-	wait $! || rc=$?
+	pmv_idle_pair "$BUILD" 9420 "$tout" "$iout" -n 256 -t 2 -- \
+		-n 256 -t 2 || rc=$?
 	tcpu=$(sed -n 's/^IDLE role=target .*cpu_pct=//p' "$tout")
 	icpu=$(sed -n 's/^IDLE role=initiator .*cpu_pct=//p' "$iout")
 	if [[ $rc -eq 0 && -n $tcpu && -n $icpu ]] &&
@@ -180,6 +175,16 @@ run_idle() {
 		add 0 1
 	fi
 	rm -f "$tout" "$iout"
+}
+
+# The end of an fi_cq_sread the agent relied on hands the endpoint back
+# to it (test/idle/run_sread_then_sleep.sh; the Debian 13 pass runs it too).
+run_sread_then_sleep() {
+	local out
+	section "the end of an fi_cq_sread hands its endpoint back to the agent (fi_pmem_idle -m sread-sleep)"
+	out=$(bash "$ROOT/test/idle/run_sread_then_sleep.sh" "$BUILD" 9425 2>&1)
+	printf '%s\n' "$out" | grep -v 'passed, '
+	count_result "$out"
 }
 
 # Idle between commits: a passive target (fi_pmem_lat: separate transmit

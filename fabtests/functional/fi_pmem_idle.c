@@ -5,7 +5,8 @@
  * after the idle period.
  *
  *   target:    fi_pmem_idle [-p PROV] [-B PORT] [-n CONNS] [-t SECONDS]
- *                           [-m none|sread|unspec|poll|sleep] [-f FILE]
+ *                           [-m none|sread|unspec|poll|sleep|sread-sleep]
+ *                           [-f FILE]
  *   initiator: fi_pmem_idle [-p PROV] -s SERVER_ADDR [-B PORT] [-n CONNS]
  *                           [-t SECONDS] [-k COMMITS [-g US]]
  *
@@ -27,7 +28,9 @@
  *
  * While idle the initiator sleeps; the target sleeps too (-m none: its
  * CQ has no wait object; -m unspec: its CQ has FI_WAIT_UNSPEC) or waits
- * in fi_cq_sread until the period ends (-m sread), or reads its CQ with
+ * in fi_cq_sread until the period ends (-m sread; -m sread-sleep: then
+ * reads its CQ only once every 50 ms, as -m sleep, so that the agent
+ * serves the commits from the end of that wait), or reads its CQ with
  * fi_cq_read all along (-m poll: no wait object; it then prints
  * POLL conns=N reads=R ns_per_read=X, the cost of one read of the idle
  * CQ its N endpoints share).  Each side
@@ -159,7 +162,8 @@ int idle(struct side *s, const char *role)
 	int ret = 0;
 
 	sample_cpu(&a);
-	if (!s->o->server && s->o->mode == MODE_SREAD)
+	if (!s->o->server &&
+	    (s->o->mode == MODE_SREAD || s->o->mode == MODE_SREAD_SLEEP))
 		ret = idle_sread(s, a.wall_ns + s->o->seconds * PM_NS_PER_S);
 	else if (!s->o->server && s->o->mode == MODE_POLL)
 		ret = idle_poll(s, a.wall_ns + s->o->seconds * PM_NS_PER_S);

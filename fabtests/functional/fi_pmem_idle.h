@@ -42,9 +42,10 @@
 #define SLICE_NS (PM_POLL_INTERVAL_MS * PM_NS_PER_MS)
 #define FD_SLACK 32 /* open files besides one socket per connection */
 
-enum idle_mode { MODE_NONE, MODE_SREAD, MODE_UNSPEC, MODE_POLL, MODE_SLEEP };
-/* -m sleep: the target reads its CQ once per this many ms after the idle
- * period (the agent serves every commit) */
+enum idle_mode { MODE_NONE, MODE_SREAD, MODE_UNSPEC, MODE_POLL, MODE_SLEEP,
+		 MODE_SREAD_SLEEP };
+/* -m sleep and sread-sleep: the target reads its CQ once per this many ms
+ * after the idle period (the agent serves every commit) */
 #define SLEEP_READ_GAP_MS 50
 enum msg_type { MSG_REGION = 1, MSG_IDLE, MSG_AWAKE, MSG_DONE };
 

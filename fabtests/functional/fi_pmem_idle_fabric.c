@@ -149,7 +149,8 @@ static int open_domain(struct side *s)
 	 * -m unspec: a CQ with a wait object that the application neither
 	 * waits on nor reads while idle (only the agent works); -m poll: an
 	 * application that busy-reads its CQ (no wait object); -m sleep: as
-	 * none, then one read every SLEEP_READ_GAP_MS (only the agent works) */
+	 * none, then one read every SLEEP_READ_GAP_MS (only the agent works);
+	 * -m sread-sleep: as sread while idle, then as sleep */
 	struct fi_cq_attr cq_attr = {
 		.size = (size_t) (2 * s->o->conns + 64),
 		.format = FI_CQ_FORMAT_DATA,

@@ -10,7 +10,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: fi_pmem_idle [-p PROV] [-B PORT] [-n CONNS] "
-		"[-t SECONDS] [-m none|sread|unspec|poll|sleep] [-f FILE]\n"
+		"[-t SECONDS] [-m none|sread|unspec|poll|sleep|sread-sleep]\n"
+		"                         [-f FILE]\n"
 		"       fi_pmem_idle [-p PROV] -s SERVER_ADDR [-B PORT] "
 		"[-n CONNS] [-t SECONDS] [-k COMMITS [-g US]]\n");
 	exit(PM_EXIT_USAGE);
@@ -28,6 +29,8 @@ static bool parse_mode(const char *text, enum idle_mode *mode)
 		*mode = MODE_POLL;
 	else if (!strcmp(text, "sleep"))
 		*mode = MODE_SLEEP;
+	else if (!strcmp(text, "sread-sleep"))
+		*mode = MODE_SREAD_SLEEP;
 	else
 		return false;
 	return true;

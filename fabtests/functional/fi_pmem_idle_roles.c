@@ -122,7 +122,9 @@ int target_session(struct side *s)
 	sample_cpu(&awake);
 	if (!ret)
 		ret = send_type(s, MSG_AWAKE, "sending AWAKE");
-	if (s->o->mode == MODE_SLEEP) /* the agent serves the commits */
+	/* the agent serves the commits (with sread-sleep, from the end of
+	 * the fi_cq_sread it left the endpoints to) */
+	if (s->o->mode == MODE_SLEEP || s->o->mode == MODE_SREAD_SLEEP)
 		pm_read_gap_ms = SLEEP_READ_GAP_MS;
 	if (!ret)
 		ret = recv_ctrl(s, 1, MSG_DONE, PHASE_TIMEOUT_NS,

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # The verdict bookkeeping a pass of several suites shares (sourced by
-# test/run_all.sh, test/verbs/in_guest.sh and test/debian13/in_root.sh):
-# counts in the caller's $passed and $failed, one line per verdict.
+# test/run_all.sh, test/verbs/in_guest.sh, test/debian13/in_root.sh and
+# test/idle/run_sread_then_sleep.sh): counts in the caller's $passed and
+# $failed, one line per verdict; and the fi_pmem_idle pair the idle checks
+# run.
 
 # A section's header, with the seconds since the pass started, after
 # $PMV_SECTION_PREFIX (in_root.sh: "debian13: ").
@@ -43,4 +45,24 @@ pmv_ext_file() {
 		[[ -f $dir/$name ]] && { echo "$dir/$name"; return 0; }
 	done
 	return 1
+}
+
+# Runs BUILD's fi_pmem_idle as the target (TARGET_ARGS) on PORT in the
+# background, then as the initiator against it on 127.0.0.1
+# (INITIATOR_ARGS), each within 120 s, outputs into TOUT and IOUT;
+# returns 0 if both exited 0.
+# pmv_idle_pair BUILD PORT TOUT IOUT TARGET_ARGS... -- INITIATOR_ARGS...
+pmv_idle_pair() {
+	local build=$1 port=$2 tout=$3 iout=$4 bin targs=() rc=0
+	shift 4
+	bin=$build/fabtests/functional/fi_pmem_idle
+	while [[ $1 != -- ]]; do targs+=("$1"); shift; done
+	shift
+	FI_PROVIDER_PATH=$build/.libs timeout 120 "$bin" -B "$port" \
+		"${targs[@]}" >"$tout" 2>&1 &
+	sleep 0.5
+	FI_PROVIDER_PATH=$build/.libs timeout 120 "$bin" -s 127.0.0.1 \
+		-B "$port" "$@" >"$iout" 2>&1 || rc=$?
+	wait $! || rc=$?
+	return $rc
 }

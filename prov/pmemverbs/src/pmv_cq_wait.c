@@ -155,9 +155,39 @@ static ssize_t pmv_cq_poll_core(struct pmv_cq *cq, void *buf, size_t count,
 	return -FI_EAGAIN;
 }
 
+/*
+ * True if the waits of an sread of cq with cond end on bytes: made by
+ * pmv_cq_poll_core on the fds the core CQ's wait object is made of, as the
+ * agent's sleep is.  The thread then serves the endpoints receiving here
+ * while it waits, and the agent naps (pmv_hooks_byte_wait_begin).
+ */
+static bool pmv_cq_waits_on_bytes(const struct pmv_cq *cq, const void *cond)
+{
+	return !cond && cq->domain->transport == PMV_TRANSPORT_TCP &&
+	       (cq->wait_fd >= 0 || cq->wait_pollfd);
+}
+
+/* The core's sread where the poll could not be made (no list of fds):
+ * not a wait on bytes, so the agent serves meanwhile (on_bytes: it was
+ * told this thread waits on bytes; it is told otherwise, then again). */
+static ssize_t pmv_cq_sread_fallback(struct pmv_cq *cq, void *buf,
+				     size_t count, fi_addr_t *src_addr,
+				     const void *cond, int ms, bool on_bytes)
+{
+	ssize_t ret;
+
+	if (on_bytes)
+		pmv_hooks_byte_wait_end(&cq->hooks, cq->domain);
+	ret = pmv_core_sread(cq, buf, count, src_addr, cond, ms);
+	if (on_bytes)
+		pmv_hooks_byte_wait_begin(&cq->hooks);
+	return ret;
+}
+
 /* One wait of a pmem CQ's sread: on the core's sockets, else in its sread. */
 static ssize_t pmv_cq_wait_core(struct pmv_cq *cq, void *buf, size_t count,
-				fi_addr_t *src_addr, const void *cond, int ms)
+				fi_addr_t *src_addr, const void *cond, int ms,
+				bool on_bytes)
 {
 	ssize_t ret = -FI_ENOSYS;
 
@@ -165,7 +195,8 @@ static ssize_t pmv_cq_wait_core(struct pmv_cq *cq, void *buf, size_t count,
 	if (!cond)
 		ret = pmv_cq_poll_core(cq, buf, count, src_addr, ms);
 	if (ret == -FI_ENOSYS)
-		ret = pmv_core_sread(cq, buf, count, src_addr, cond, ms);
+		ret = pmv_cq_sread_fallback(cq, buf, count, src_addr, cond, ms,
+					    on_bytes);
 	__atomic_sub_fetch(&cq->core_waiters, 1, __ATOMIC_ACQ_REL);
 	if (ret > 0 && !pmv_cq_filter_internal(cq, buf, src_addr, ret))
 		ret = -FI_EAGAIN;
@@ -173,23 +204,21 @@ static ssize_t pmv_cq_wait_core(struct pmv_cq *cq, void *buf, size_t count,
 }
 
 /*
- * Blocking read.  Without pmem endpoints it is the core's.  With them, it
- * alternates progress (and the hooks that serve commit requests) with
- * waits on the core: 1 ms while commits are in flight (an ack lands in
- * memory and wakes no core wait object), up to PMV_SREAD_IDLE_MS
- * otherwise (the agent signals the core CQ when it queues an FI_IMMED
- * entry here).  fi_cq_signal on this CQ makes it return -FI_EAGAIN.
+ * Blocking read of a CQ with pmem endpoints: it alternates progress (and
+ * the hooks that serve commit requests) with waits on the core: 1 ms
+ * while commits are in flight (an ack lands in memory and wakes no core
+ * wait object), up to PMV_SREAD_IDLE_MS otherwise (the agent signals the
+ * core CQ when it queues an FI_IMMED entry here).  fi_cq_signal on this
+ * CQ makes it return -FI_EAGAIN.
  */
-ssize_t pmv_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
-			 fi_addr_t *src_addr, const void *cond, int timeout)
+static ssize_t pmv_cq_sread_loop(struct pmv_cq *cq, void *buf, size_t count,
+				 fi_addr_t *src_addr, const void *cond,
+				 int timeout, bool on_bytes)
 {
-	struct pmv_cq *cq = pmv_cq(cq_fid);
 	struct timespec deadline;
 	ssize_t ret;
 	int left;
 
-	if (pmv_cq_plain(cq))
-		return pmv_core_sread(cq, buf, count, src_addr, cond, timeout);
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	deadline.tv_sec += timeout / 1000;
 	deadline.tv_nsec += (long) (timeout % 1000) * 1000000;
@@ -198,7 +227,7 @@ ssize_t pmv_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 		deadline.tv_nsec -= 1000000000;
 	}
 	for (;;) {
-		ret = pmv_cq_readfrom(cq_fid, buf, count, src_addr);
+		ret = pmv_cq_readfrom(&cq->cq_fid, buf, count, src_addr);
 		if (ret != -FI_EAGAIN)
 			return ret;
 		left = timeout < 0 ? PMV_SREAD_IDLE_MS : pmv_ms_left(&deadline);
@@ -206,11 +235,34 @@ ssize_t pmv_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 			return -FI_EAGAIN;
 		left = pmv_cq_hooks_busy(cq) ? 1 :
 		       left < PMV_SREAD_IDLE_MS ? left : PMV_SREAD_IDLE_MS;
-		ret = pmv_cq_wait_core(cq, buf, count, src_addr, cond, left);
+		ret = pmv_cq_wait_core(cq, buf, count, src_addr, cond, left,
+				       on_bytes);
 		if (ret != -FI_EAGAIN ||
 		    __atomic_exchange_n(&cq->wakeup, 0, __ATOMIC_ACQ_REL))
 			return ret;
 	}
+}
+
+/* Blocking read: the core's without pmem endpoints, else
+ * pmv_cq_sread_loop; a thread whose waits end on bytes tells the agent so
+ * for the whole call. */
+ssize_t pmv_cq_sreadfrom(struct fid_cq *cq_fid, void *buf, size_t count,
+			 fi_addr_t *src_addr, const void *cond, int timeout)
+{
+	struct pmv_cq *cq = pmv_cq(cq_fid);
+	bool on_bytes;
+	ssize_t ret;
+
+	if (pmv_cq_plain(cq))
+		return pmv_core_sread(cq, buf, count, src_addr, cond, timeout);
+	on_bytes = pmv_cq_waits_on_bytes(cq, cond);
+	if (on_bytes)
+		pmv_hooks_byte_wait_begin(&cq->hooks);
+	ret = pmv_cq_sread_loop(cq, buf, count, src_addr, cond, timeout,
+				on_bytes);
+	if (on_bytes)
+		pmv_hooks_byte_wait_end(&cq->hooks, cq->domain);
+	return ret;
 }
 
 ssize_t pmv_cq_sread(struct fid_cq *cq, void *buf, size_t count,

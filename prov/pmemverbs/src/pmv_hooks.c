@@ -400,6 +400,43 @@ static void pmv_hooks_wake_agents(struct pmv_hooks *hooks)
 }
 
 /*
+ * An application thread starts a wait in this CQ's fi_cq_sread that the
+ * bytes of a request end (pmv_cq_poll_core: a poll on the fds FI_GETWAIT
+ * gives, the ones the agent sleeps on): it serves the endpoints receiving
+ * here itself, and the agent naps meanwhile (pmv_serve_wait_list).
+ */
+void pmv_hooks_byte_wait_begin(struct pmv_hooks *hooks)
+{
+	__atomic_add_fetch(&hooks->byte_waiters, 1, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Its wait ended (the sread returns, or falls back to a wait that bytes do
+ * not end): the last such thread wakes the agent if it napped relying on
+ * them (pmv_hooks_byte_waited; both sides seq_cst, so one sees the other).
+ */
+void pmv_hooks_byte_wait_end(struct pmv_hooks *hooks, struct pmv_domain *dom)
+{
+	if (!__atomic_sub_fetch(&hooks->byte_waiters, 1, __ATOMIC_SEQ_CST) &&
+	    __atomic_load_n(&hooks->agent_relies, __ATOMIC_SEQ_CST) &&
+	    __atomic_exchange_n(&hooks->agent_relies, false, __ATOMIC_SEQ_CST))
+		pmv_hooks_wake_agent(dom);
+}
+
+/*
+ * True if an application thread waits on this CQ's bytes
+ * (pmv_hooks_byte_wait_begin); the agent, which asks, relies on it from
+ * then on: the last waiter's end wakes it.
+ */
+bool pmv_hooks_byte_waited(struct pmv_hooks *hooks)
+{
+	if (!__atomic_load_n(&hooks->byte_waiters, __ATOMIC_ACQUIRE))
+		return false;
+	__atomic_store_n(&hooks->agent_relies, true, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&hooks->byte_waiters, __ATOMIC_SEQ_CST) != 0;
+}
+
+/*
  * Before the application sleeps in a counter or EQ wait, which a request's
  * bytes do not end: serves what is there, and hands the endpoints back to
  * the agent (an agent napping because the application served them is

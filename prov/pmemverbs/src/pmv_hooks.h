@@ -63,6 +63,11 @@ struct pmv_hooks {
 	uint64_t app_ms;           /* when the application last read it
 				    * (pmv_ms_now; 0: it waits, or never) */
 	uint64_t app_prev_ms;      /* the read before that (atomic both) */
+	int byte_waiters;          /* application threads in this CQ's
+				    * fi_cq_sread waiting on its fds, whose
+				    * bytes end the wait (atomic) */
+	bool agent_relies;         /* the agent naps because of them: the
+				    * last one's end wakes it (atomic) */
 };
 
 /* The application read ep's CQ this recently (ms): it serves ep itself. */
@@ -79,5 +84,8 @@ bool pmv_hooks_add_evented(struct pmv_hooks *hooks, struct pmv_hook *hook,
 			   void (*serve_gates)(struct pmv_domain *dom,
 					       uint64_t now_ms));
 bool pmv_hooks_app_reads(struct pmv_hooks *hooks, uint64_t now_ms);
+void pmv_hooks_byte_wait_begin(struct pmv_hooks *hooks);
+void pmv_hooks_byte_wait_end(struct pmv_hooks *hooks, struct pmv_domain *dom);
+bool pmv_hooks_byte_waited(struct pmv_hooks *hooks);
 
 #endif /* PMV_HOOKS_H */

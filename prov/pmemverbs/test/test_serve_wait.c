@@ -237,6 +237,37 @@ Test(serve_wait, an_object_bound_twice_serves_through_one_hook,
 	cr_assert_null(t_ep.eq->hooks.head);
 }
 
+/*
+ * A thread in fi_cq_sread whose waits end on bytes (a poll on the
+ * receive CQ's fds) serves the endpoint receiving there: the agent leaves
+ * it to that thread while the wait lasts, without a nap's timeout, so
+ * the wait's end must wake the agent (else a request that comes after
+ * it waits for the next change).  Only the agent's asking makes the end
+ * wake it: a thread that waits and returns in a loop costs no write.
+ */
+Test(serve_wait, a_wait_on_bytes_serves_until_its_end_wakes_the_agent,
+     .init = setup_bound, .fini = teardown_bound)
+{
+	struct pmv_hooks *rx = &t_rx->hooks;
+
+	(void) agent_wakes();
+	cr_assert_null(pmv_serve_wait_list(&t_ep));
+	pmv_hooks_byte_wait_begin(rx);
+	cr_assert_null(pmv_serve_app_list(&t_ep, pmv_ms_now()),
+		       "a wait counted as the application's reads");
+	cr_assert_eq(pmv_serve_wait_list(&t_ep), rx, "a thread waiting on "
+		     "the receive CQ's bytes was not left to serve the endpoint");
+	pmv_hooks_byte_wait_end(rx, &t_dom);
+	cr_assert_eq(agent_wakes(), 1, "the end of the wait the agent relied "
+		     "on did not wake it");
+	cr_assert_null(pmv_serve_wait_list(&t_ep),
+		       "the endpoint stayed the application's after its wait");
+	pmv_hooks_byte_wait_begin(rx);
+	pmv_hooks_byte_wait_end(rx, &t_dom);
+	cr_assert_eq(agent_wakes(), 0, "a wait the agent did not rely on "
+		     "woke it");
+}
+
 /* ------------------------------------------------------------------ *
  * A counter wait over tcp that sleeps on its only endpoint's CQ fd
  * serves that endpoint itself, as fi_cq_sread does: the agent is never

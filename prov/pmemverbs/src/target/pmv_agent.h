@@ -72,6 +72,8 @@ struct pmv_agent {
 	 * the last pass that found so, one per endpoint at most
 	 * (pmv_agent_app_still_serves); n 0: none is known */
 	struct pmv_hooks *witness[PMV_AGENT_WITNESSES];
+	bool witness_by_wait[PMV_AGENT_WITNESSES]; /* by a wait on bytes
+				 * (pmv_hooks_byte_waited), not by reads */
 	size_t nwitness;
 	uint64_t witness_ver;   /* dom->agent_eps_ver they were seen under */
 	uint64_t passes;        /* passes (statistics, as walks) */

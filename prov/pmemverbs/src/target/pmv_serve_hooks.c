@@ -122,6 +122,25 @@ struct pmv_hooks *pmv_serve_app_list(struct pmv_ep *ep, uint64_t now_ms)
 	return NULL;
 }
 
+/*
+ * ep's receive CQ if an application thread waits in its fi_cq_sread on
+ * bytes (pmv_hooks_byte_waited: the agent, which asks, relies on that wait
+ * from then on), NULL if none.  The bytes of ep's requests end that wait:
+ * the agent may nap until it ends.  Woken by the same bytes, it made
+ * commits to such a target slower, and 8-byte reads more so (libfabric
+ * 2.1, docs/performance.md).  A pass the agent makes anyway still serves
+ * ep: its progress of other endpoints' CQs may take ep's bytes from under
+ * that wait (2 to 11 of 29 commits then waited out its 100 ms step).
+ */
+struct pmv_hooks *pmv_serve_wait_list(struct pmv_ep *ep)
+{
+	struct pmv_hooks *rx;
+
+	rx = __atomic_load_n(&ep->tgt->serve_on[PMV_SERVE_RX_CQ],
+			     __ATOMIC_ACQUIRE);
+	return rx && pmv_hooks_byte_waited(rx) ? rx : NULL;
+}
+
 /* Before the application sleeps in a counter or EQ wait: serves what is
  * there (the list then hands ep to the agent, pmv_hooks_run_before_wait). */
 static void pmv_serve_before_wait(void *arg)

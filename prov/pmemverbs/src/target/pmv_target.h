@@ -9,6 +9,7 @@
 #define PMV_TARGET_H
 
 #include <sys/queue.h>
+#include <unistd.h>
 
 #include "pmv.h"
 
@@ -87,6 +88,7 @@ int pmv_serve_try(struct pmv_domain *dom, struct pmv_ep *ep);
 
 /* pmv_serve_hooks.c */
 struct pmv_hooks *pmv_serve_app_list(struct pmv_ep *ep, uint64_t now_ms);
+struct pmv_hooks *pmv_serve_wait_list(struct pmv_ep *ep);
 int pmv_serve_marked(struct pmv_domain *dom, uint64_t now_ms);
 void pmv_serve_detach(struct pmv_ep *ep);
 
@@ -113,7 +115,15 @@ void pmv_publish_send(struct pmv_ep *ep, const struct pmv_profiles *t,
  * instead of trusting what it remembered (pmv_agent_app_still_serves). */
 static inline void pmv_agent_eps_changed(struct pmv_domain *dom)
 {
+	uint64_t one = 1;
+	int fd;
+
 	__atomic_add_fetch(&dom->agent_eps_ver, 1, __ATOMIC_SEQ_CST);
+	/* an agent napping with no timeout (pmv_agent_app_nap) looks again;
+	 * an eventfd write never blocks */
+	fd = __atomic_load_n(&dom->agent_wake_fd, __ATOMIC_RELAXED);
+	if (fd >= 0)
+		(void) !write(fd, &one, sizeof(one));
 }
 
 #endif /* PMV_TARGET_H */

@@ -368,8 +368,9 @@ void pmv_hooks_run(struct pmv_hooks *hooks)
 	(void) pmv_hooks_each(hooks, PMV_HOOKS_PROGRESS);
 }
 
-/* Wakes the agent of dom (it may nap because the application served). */
-static void pmv_hooks_wake_agent(struct pmv_domain *dom)
+/* Wakes the agent of dom, if it has one (it may nap because the
+ * application served); an eventfd write never blocks. */
+void pmv_hooks_wake_agent(struct pmv_domain *dom)
 {
 	uint64_t one = 1;
 	int fd = __atomic_load_n(&dom->agent_wake_fd, __ATOMIC_RELAXED);

@@ -87,5 +87,6 @@ bool pmv_hooks_app_reads(struct pmv_hooks *hooks, uint64_t now_ms);
 void pmv_hooks_byte_wait_begin(struct pmv_hooks *hooks);
 void pmv_hooks_byte_wait_end(struct pmv_hooks *hooks, struct pmv_domain *dom);
 bool pmv_hooks_byte_waited(struct pmv_hooks *hooks);
+void pmv_hooks_wake_agent(struct pmv_domain *dom);
 
 #endif /* PMV_HOOKS_H */

@@ -122,6 +122,17 @@ struct pmv_hooks *pmv_serve_app_list(struct pmv_ep *ep, uint64_t now_ms)
 	return NULL;
 }
 
+/* Something that decides who serves an endpoint changed: an endpoint
+ * joined or left the agent, or the lists whose reads serve it changed
+ * (after the change is stored).  The agent then walks its endpoints again
+ * instead of trusting what it remembered (pmv_agent_app_still_serves). */
+void pmv_agent_eps_changed(struct pmv_domain *dom)
+{
+	__atomic_add_fetch(&dom->agent_eps_ver, 1, __ATOMIC_SEQ_CST);
+	/* an agent napping with no timeout (pmv_agent_app_nap) looks again */
+	pmv_hooks_wake_agent(dom);
+}
+
 /*
  * ep's receive CQ if an application thread waits in its fi_cq_sread on
  * bytes (pmv_hooks_byte_waited: the agent, which asks, relies on that wait

@@ -9,7 +9,6 @@
 #define PMV_TARGET_H
 
 #include <sys/queue.h>
-#include <unistd.h>
 
 #include "pmv.h"
 
@@ -109,21 +108,8 @@ size_t pmv_publish_table(struct pmv_domain *dom, struct pmv_profiles *t);
 void pmv_publish_send(struct pmv_ep *ep, const struct pmv_profiles *t,
 		      size_t len);
 
-/* Something that decides who serves an endpoint changed: an endpoint
- * joined or left the agent, or the lists whose reads serve it changed
- * (after the change is stored).  The agent then walks its endpoints again
- * instead of trusting what it remembered (pmv_agent_app_still_serves). */
-static inline void pmv_agent_eps_changed(struct pmv_domain *dom)
-{
-	uint64_t one = 1;
-	int fd;
-
-	__atomic_add_fetch(&dom->agent_eps_ver, 1, __ATOMIC_SEQ_CST);
-	/* an agent napping with no timeout (pmv_agent_app_nap) looks again;
-	 * an eventfd write never blocks */
-	fd = __atomic_load_n(&dom->agent_wake_fd, __ATOMIC_RELAXED);
-	if (fd >= 0)
-		(void) !write(fd, &one, sizeof(one));
-}
+/* pmv_serve_hooks.c: something that decides who serves an endpoint
+ * changed */
+void pmv_agent_eps_changed(struct pmv_domain *dom);
 
 #endif /* PMV_TARGET_H */

@@ -417,6 +417,7 @@ void open_domain(struct fi_info *info);
 struct fid_eq *open_eq_sized(size_t size);
 struct fid_eq *open_eq(void);
 struct fid_cq *open_cq_sized(size_t size, bool polled);
+struct fid_cq *open_cq_obj(size_t size, enum fi_wait_obj obj, bool polled);
 struct fid_cq *open_cq(void);
 void info_without_pmem(struct fi_info *info);
 void conn_open_on(struct conn *c, struct fi_info *info,
@@ -440,6 +441,8 @@ void op_free(struct op *op);
 extern const char *g_case;
 void note_unexpected(const char *fmt, ...) PRINTF_LIKE(1, 2);
 bool progress_cq(struct fid_cq *cq);
+bool dispatch_read(struct fid_cq *cq, ssize_t n,
+		   const struct fi_cq_data_entry *e);
 bool progress(void);
 void wait_flag(const bool *flag, const char *what);
 bool op_wait(struct op *op);

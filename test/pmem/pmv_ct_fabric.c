@@ -174,11 +174,12 @@ struct fid_eq *open_eq(void)
 	return open_eq_sized(64);
 }
 
-/* Opens a CQ of size entries; polled: progress() reads it. */
-struct fid_cq *open_cq_sized(size_t size, bool polled)
+/* Opens a CQ of size entries with wait object obj; polled: progress()
+ * reads it. */
+struct fid_cq *open_cq_obj(size_t size, enum fi_wait_obj obj, bool polled)
 {
 	struct fi_cq_attr attr = { .size = size, .format = FI_CQ_FORMAT_DATA,
-				   .wait_obj = FI_WAIT_NONE };
+				   .wait_obj = obj };
 	struct fid_cq *cq;
 
 	if (polled && g_ncqs == MAX_CQS)
@@ -188,6 +189,13 @@ struct fid_cq *open_cq_sized(size_t size, bool polled)
 	if (polled)
 		g_cqs[g_ncqs++] = cq;
 	return cq;
+}
+
+/* Opens a CQ of size entries without a wait object; polled: progress()
+ * reads it. */
+struct fid_cq *open_cq_sized(size_t size, bool polled)
+{
+	return open_cq_obj(size, FI_WAIT_NONE, polled);
 }
 
 /* Opens a CQ and adds it to the set progress() polls. */

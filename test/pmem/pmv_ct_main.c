@@ -190,7 +190,8 @@ noreturn void usage(void)
 		"                         (reopen, rereg, move, many-64x32, "
 		"many-128x32,\n"
 		"                         immed-flood, counters, "
-		"no-pmem-caps, wait-modes)\n"
+		"no-pmem-caps, wait-modes,\n"
+		"                         initiator-waits, delivery)\n"
 		"  mrreg:     maps FILE like the target, registers one region "
 		"with FI_RMA_PMEM,\n"
 		"             prints \"MRREG <fi_mr_reg code> <profile>\"; exit 0 "
@@ -286,6 +287,7 @@ static const struct scenario k_scenarios[] = {
 	{ "counters", sc_counters },
 	{ "no-pmem-caps", sc_no_pmem_caps },
 	{ "wait-modes", sc_wait_modes },
+	{ "initiator-waits", sc_initiator_waits },
 	{ "delivery", sc_delivery },
 };
 

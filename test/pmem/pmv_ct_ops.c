@@ -148,21 +148,31 @@ static bool dispatch_error(struct fid_cq *cq)
 	return true;
 }
 
-/* Reads what one CQ has; true if it had anything. */
-bool progress_cq(struct fid_cq *cq)
+/*
+ * Hands what a read or wait of cq returned (n, the n entries in e) to the
+ * operations; true if it had anything.  Nothing yet (-FI_EAGAIN, a wait's
+ * -FI_ETIMEDOUT or -FI_EINTR): false; another error ends the run.
+ */
+bool dispatch_read(struct fid_cq *cq, ssize_t n,
+		   const struct fi_cq_data_entry *e)
 {
-	struct fi_cq_data_entry e[16];
-	ssize_t n = fi_cq_read(cq, e, ARRAY_LEN(e));
-
-	if (n == -FI_EAGAIN)
+	if (n == -FI_EAGAIN || n == -FI_ETIMEDOUT || n == -FI_EINTR)
 		return false;
 	if (n == -FI_EAVAIL)
 		return dispatch_error(cq);
 	if (n < 0)
-		die("fi_cq_read: %s", errname(n));
+		die("reading a CQ: %s", errname(n));
 	for (ssize_t i = 0; i < n; i++)
 		dispatch(&e[i]);
 	return true;
+}
+
+/* Reads what one CQ has; true if it had anything. */
+bool progress_cq(struct fid_cq *cq)
+{
+	struct fi_cq_data_entry e[16];
+
+	return dispatch_read(cq, fi_cq_read(cq, e, ARRAY_LEN(e)), e);
 }
 
 /* Polls every CQ and watched EQ once; true if anything happened. */

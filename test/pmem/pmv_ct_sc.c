@@ -373,3 +373,63 @@ void sc_verdict_strays(const char *check)
 				      "NULL",
 		g_unexpected ? g_unexpected_what : "");
 }
+
+/* Idle gaps before the timed commits of a wait scenario, and how many
+ * commits follow each (SC_GAPPED_COMMITS in all). */
+static const int k_gap_idle_ms[] = { 0, 2, 100, 1000 };
+static const unsigned k_gap_commits[] = { 12, 12, 4, 1 };
+
+/* A commit of a wait scenario, i of them: 64 B (even i) or 4 KiB in a
+ * slot of pmem-a of its own, checked by the oracle where the agent
+ * persists; made after sleeping idle_ms. */
+struct sop *sc_gapped_sop(unsigned i, int idle_ms)
+{
+	size_t len = i % 2 ? 4096 : 64;
+	struct sop *s;
+
+	s = sop_new(SOP_COMMIT, 0, REG_A, (uint64_t)g_sc.nops * 8192 + 8 * (i % 8),
+		    len, sc_bytes(len));
+	s->oracle = agent_profile(g_s.want_profile);
+	sleep_ms(idle_ms);
+	return s;
+}
+
+static int cmp_us(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The timed commits of one mode of a wait scenario: commit(arg, i,
+ * idle_ms) makes commit i (from 1) after idle_ms and returns its time in
+ * us.  Verdict check: at most SC_GAPPED_SLOW_OK of them over
+ * SC_GAPPED_BOUND_MS (a watchdog, not a timing goal), with the median and
+ * the slowest.
+ */
+void sc_gapped_commits(const char *check, const char *mode,
+		       int64_t (*commit)(void *arg, unsigned i, int idle_ms),
+		       void *arg)
+{
+	int64_t us[SC_GAPPED_COMMITS], worst = 0;
+	unsigned slow = 0, n = 0;
+	int worst_idle = 0;
+
+	for (size_t k = 0; k < ARRAY_LEN(k_gap_idle_ms); k++) {
+		for (unsigned j = 0; j < k_gap_commits[k]; j++, n++) {
+			us[n] = commit(arg, n + 1, k_gap_idle_ms[k]);
+			slow += us[n] > SC_GAPPED_BOUND_MS * 1000;
+			if (us[n] > worst) {
+				worst = us[n];
+				worst_idle = k_gap_idle_ms[k];
+			}
+		}
+	}
+	qsort(us, n, sizeof(us[0]), cmp_us);
+	verdict(slow <= SC_GAPPED_SLOW_OK, check_name(check), "%s%u of %u "
+		"commits (%s) took over %d ms; median %.2f ms, the slowest "
+		"%.1f ms (after %d ms idle)", slow <= SC_GAPPED_SLOW_OK ? "" :
+		"expected at most 1 got ", slow, n, mode, SC_GAPPED_BOUND_MS,
+		(double)us[n / 2] / 1000, (double)worst / 1000, worst_idle);
+}

@@ -112,6 +112,16 @@ void sc_verdict_once(const char *check, const struct sc_sum *m,
 			    bool errors_ok);
 void sc_verdict_durable(const char *check, const struct sc_sum *m);
 void sc_verdict_strays(const char *check);
+/* Wait scenarios: commits after idle gaps (0 to 1000 ms), each watched. */
+#define SC_GAPPED_COMMITS 29  /* the timed commits of one mode */
+#define SC_GAPPED_BOUND_MS 50 /* watchdog: far above a commit here (under
+			       * 1 ms), under a wait's timeout */
+#define SC_GAPPED_SLOW_OK 1   /* commits over it a mode may have (a busy
+			       * machine's scheduling hiccup) */
+struct sop *sc_gapped_sop(unsigned i, int idle_ms);
+void sc_gapped_commits(const char *check, const char *mode,
+		       int64_t (*commit)(void *arg, unsigned i, int idle_ms),
+		       void *arg);
 
 /* pmv_ct_sc_counters.c */
 void sc_counters(void);
@@ -119,6 +129,9 @@ void target_on_cntr_watch(const struct cntr_watch_req *req);
 
 /* pmv_ct_sc_delivery.c */
 void sc_delivery(void);
+
+/* pmv_ct_sc_iwait.c */
+void sc_initiator_waits(void);
 
 /* pmv_ct_sc_late.c */
 void target_open_late(struct conn *c, struct fi_info *info);

@@ -13,20 +13,13 @@
  * while the initiator commits to it after idle gaps; every commit must be
  * durable when read and none may wait for the target's wait to time out.
  */
-#define WM_BOUND_MS 50     /* watchdog: ~100x a commit here, under the
-			    * 100 ms the target's waits last */
-#define WM_WAIT_MS 100     /* each wait of the target */
-#define WM_SLOW_OK 1       /* commits over the bound a mode may have
-			    * (a busy machine's scheduling hiccup) */
-#define WM_PER_MODE 30     /* a warm-up commit, then the timed ones */
+#define WM_WAIT_MS 100     /* each wait of the target: over the
+			    * harness's watchdog (SC_GAPPED_BOUND_MS) */
+#define WM_PER_MODE (SC_GAPPED_COMMITS + 1) /* a warm-up commit first */
 
 static const char *const k_wait_names[WM_COUNT] = {
 	"none", "unspec", "fd", "pollfd", "epoll", "cntr", "eq", "noread",
 };
-
-/* Idle gaps before the timed commits, and how many commits each. */
-static const int k_wm_idle_ms[] = { 0, 2, 100, 1000 };
-static const unsigned k_wm_commits[] = { 12, 12, 4, 1 };
 
 /* The CQs' wait object for a mode: its own for the fi_cq_sread modes and
  * the fd of epoll, none where the target waits on something else. */
@@ -40,21 +33,6 @@ static enum fi_wait_obj wm_cq_wait_obj(enum wait_mode mode)
 	}
 }
 
-/* A CQ progress() polls, with the given wait object. */
-static struct fid_cq *open_cq_waiting(enum fi_wait_obj obj)
-{
-	struct fi_cq_attr attr = { .size = 1024, .format = FI_CQ_FORMAT_DATA,
-				   .wait_obj = obj };
-	struct fid_cq *cq;
-
-	if (g_ncqs == MAX_CQS)
-		die("internal: too many CQs");
-	CHECK(fi_cq_open(g_net.domain, &attr, &cq, NULL));
-	track_fid(&cq->fid);
-	g_cqs[g_ncqs++] = cq;
-	return cq;
-}
-
 /* KIND_WAIT: CQs (and counter, EQ) for the mode the initiator named. */
 void target_open_wait(struct conn *c, struct fi_info *info,
 			     enum wait_mode mode)
@@ -63,8 +41,8 @@ void target_open_wait(struct conn *c, struct fi_info *info,
 				     .wait_obj = FI_WAIT_UNSPEC };
 	enum fi_wait_obj obj = wm_cq_wait_obj(mode);
 
-	conn_open_on(c, info, g_t.eq, open_cq_waiting(obj),
-		     open_cq_waiting(obj));
+	conn_open_on(c, info, g_t.eq, open_cq_obj(1024, obj, true),
+		     open_cq_obj(1024, obj, true));
 	if (mode == WM_CNTR) {
 		CHECK(fi_cntr_open(g_net.domain, &attr, &g_t.wait_cntr, NULL));
 		track_fid(&g_t.wait_cntr->fid);
@@ -188,18 +166,13 @@ static void wm_target_stops(const struct idle_req *req, uint64_t seed,
 	ctl_release();
 }
 
-/* One commit on c after idle_ms, waited for; returns its time in us. */
-static int64_t wm_commit(struct conn *c, unsigned i, int idle_ms)
+/* One commit on c (arg) after idle_ms, waited for; its time in us. */
+static int64_t wm_commit(void *arg, unsigned i, int idle_ms)
 {
-	size_t len = i % 2 ? 4096 : 64;
-	struct sop *s;
-	int64_t t0;
+	struct conn *c = arg;
+	struct sop *s = sc_gapped_sop(i, idle_ms);
+	int64_t t0 = now_us();
 
-	s = sop_new(SOP_COMMIT, 0, REG_A, (uint64_t)g_sc.nops * 8192 + 8 * (i % 8),
-		    len, sc_bytes(len));
-	s->oracle = agent_profile(g_s.want_profile);
-	sleep_ms(idle_ms);
-	t0 = now_us();
 	sop_post_retry(c->ep, s, 0, 0, c->txcq);
 	if (sc_wait(g_sc.nops - 1, c->txcq, STEP_MS))
 		die("wait-modes: %s did not complete within %d ms", sop_str(s),
@@ -211,27 +184,10 @@ static int64_t wm_commit(struct conn *c, unsigned i, int idle_ms)
 static void wm_commits(struct conn *c, enum wait_mode mode)
 {
 	char check[64];
-	unsigned slow = 0, n = 0, i = 0;
-	int64_t us, worst = 0;
-	int worst_idle = 0;
 
-	for (size_t k = 0; k < ARRAY_LEN(k_wm_idle_ms); k++) {
-		for (unsigned j = 0; j < k_wm_commits[k]; j++, n++) {
-			us = wm_commit(c, ++i, k_wm_idle_ms[k]);
-			slow += us > WM_BOUND_MS * 1000;
-			if (us > worst) {
-				worst = us;
-				worst_idle = k_wm_idle_ms[k];
-			}
-		}
-	}
 	snprintf(check, sizeof(check), "wait-modes/%s/served",
 		 k_wait_names[mode]);
-	verdict(slow <= WM_SLOW_OK, check_name(check), "%s%u of %u commits "
-		"to a target waiting (%s) took over %d ms; the slowest %.1f ms "
-		"(after %d ms idle)", slow <= WM_SLOW_OK ? "" : "expected at "
-		"most 1 got ", slow, n, k_wait_names[mode], WM_BOUND_MS,
-		(double)worst / 1000, worst_idle);
+	sc_gapped_commits(check, k_wait_names[mode], wm_commit, c);
 }
 
 /*
@@ -239,7 +195,7 @@ static void wm_commits(struct conn *c, enum wait_mode mode)
  * CQs of every wait object, epoll on FI_GETWAIT's fd with fi_trywait,
  * fi_cntr_wait, fi_eq_sread, no reads at all), commits after 0, 2, 100
  * and 1000 ms of idle: each durable when read (oracle), none waiting for
- * the target's wait to time out (watchdog WM_BOUND_MS).
+ * the target's wait to time out (watchdog SC_GAPPED_BOUND_MS).
  */
 void sc_wait_modes(void)
 {

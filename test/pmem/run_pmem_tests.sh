@@ -431,6 +431,13 @@ CASE=no-pmem-caps run scenario-no-pmem-caps scenario page lines no
 for gran in page cache_line; do
 	CASE=wait-modes run "scenario-wait-modes-$gran" scenario "$gran" lines yes
 done
+# the initiator waiting for its commits in each way (polling, fi_cq_sread
+# on every wait object, epoll on the CQ's fd and poll on the FI_WRITE
+# counter's fd after fi_trywait, fi_cntr_wait) is woken at once after
+# 0-1000 ms idle, each commit durable when it completes: every profile
+for gran in page cache_line byte; do
+	CASE=initiator-waits run "scenario-initiator-waits-$gran" scenario "$gran" lines yes
+done
 
 # FI_PMEMVERBS_DELIVERY_IS_COMMIT: FI_DELIVERY_COMPLETE writes (flag and
 # default op_flags) are durable at completion with it, plain writes without

@@ -334,6 +334,7 @@ struct pmv_cq {
 	int wait_fd;                /* the core CQ's fd (agent sleeps), or -1 */
 	bool wait_pollfd;           /* the core CQ waits on a list of fds */
 	struct fid_wait *core_wait; /* its wait set, ours (tcp), or NULL */
+	struct pmv_wait *app_set;   /* the application's wait set, or NULL */
 	bool app_wait_none;         /* the application asked FI_WAIT_NONE */
 	int core_waiters;           /* application threads in the core's sread */
 	int gated_refs;             /* gated endpoints receiving here (atomic) */
@@ -364,6 +365,7 @@ struct pmv_cntr {
 	struct pmv_domain *domain;
 	int refs;                   /* pmem endpoints and operations counting
 				     * into it (pmv_ep_cntr.c; atomic) */
+	struct pmv_wait *app_set;   /* the application's wait set, or NULL */
 };
 
 struct pmv_mr {

@@ -368,6 +368,7 @@ static struct fi_ops_cntr pmv_cntr_ops = {
 static int pmv_cntr_close(struct fid *fid)
 {
 	struct pmv_cntr *cntr = pmv_container_of(fid, struct pmv_cntr, cntr_fid.fid);
+	int ret;
 
 	if (__atomic_load_n(&cntr->refs, __ATOMIC_ACQUIRE)) {
 		PMV_WARN(FI_LOG_CNTR, "fi_close: the counter is bound to an "
@@ -376,8 +377,13 @@ static int pmv_cntr_close(struct fid *fid)
 			 "first\n");
 		return -FI_EBUSY;
 	}
-	return pmv_hooks_close_wrapper(&cntr->core->fid, "counter",
-				       &cntr->hooks, cntr);
+	ret = pmv_close_core(&cntr->core->fid, "counter");
+	if (ret)
+		return ret;
+	pmv_wait_leave(cntr->app_set, cntr);
+	pmv_hooks_fini(&cntr->hooks);
+	free(cntr);
+	return 0;
 }
 
 static struct fi_ops pmv_cntr_fi_ops = {
@@ -415,6 +421,13 @@ int pmv_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 	cntr->cntr_fid.fid.context = context;
 	cntr->cntr_fid.fid.ops = &pmv_cntr_fi_ops;
 	cntr->cntr_fid.ops = &pmv_cntr_ops;
+	/* last: fi_wait on the set may look at it from now on */
+	ret = pmv_wait_join(attr->wait_obj == FI_WAIT_SET ? attr->wait_set :
+			    NULL, NULL, cntr, &cntr->app_set);
+	if (ret) {
+		(void) pmv_cntr_close(&cntr->cntr_fid.fid);
+		return ret;
+	}
 	*cntr_fid = &cntr->cntr_fid;
 	return 0;
 }

@@ -58,6 +58,21 @@ bool pmv_cq_hooks_busy(struct pmv_cq *cq)
 }
 
 /*
+ * fi_trywait on cq, asked after the core's trywait said yes (its progress
+ * may have placed an ack or a request): true if the application must read
+ * cq before it sleeps on its wait object, as blocking could hang it
+ * (fi_trywait(3)).  So while pmemverbs holds entries for it, which wake
+ * no core wait object, and while commits are in flight: an ack lands in
+ * memory, and its bytes wake the fd only if no other thread took them
+ * first (the core's own trywait progress, the agent's), which then wakes
+ * nothing: a commit waited for the application's whole epoll timeout.
+ */
+bool pmv_cq_trywait_busy(struct pmv_cq *cq)
+{
+	return pmv_cq_ready(cq) || pmv_cq_hooks_busy(cq);
+}
+
+/*
  * True if a core entry is a gated write's completion, now recorded and
  * counted: the read that took it serves its request (pmv_cq_readfrom),
  * else the next hooks (a wait's, or the agent's).

@@ -55,6 +55,7 @@ static int pmv_cq_close(struct fid *fid)
 
 	if (ret)
 		return ret;
+	pmv_wait_leave(cq->app_set, cq);
 	if (cq->core_wait)
 		(void) pmv_close_core(&cq->core_wait->fid, "wait set");
 	pmv_iop_pool_fini(&cq->iops);
@@ -210,6 +211,13 @@ int pmv_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 	cq->cq_fid.fid.context = context;
 	cq->cq_fid.fid.ops = &pmv_cq_fi_ops;
 	cq->cq_fid.ops = &pmv_cq_ops;
+	/* last: fi_wait on the set may look at it from now on */
+	ret = pmv_wait_join(attr->wait_obj == FI_WAIT_SET ? attr->wait_set :
+			    NULL, cq, NULL, &cq->app_set);
+	if (ret) {
+		(void) pmv_cq_close(&cq->cq_fid.fid);
+		return ret;
+	}
 	*cq_fid = &cq->cq_fid;
 	return 0;
 }

@@ -68,6 +68,20 @@ static bool pmv_ep_cntr_busy(void *arg)
 }
 
 /*
+ * fi_trywait on a counter (or fi_wait on its wait set), asked after the
+ * core's said yes: true if the application must read it before it sleeps
+ * on its wait object.  So while its endpoints have commits or counted
+ * operations in flight (pmv_ep_cntr_busy): pmemverbs counts them
+ * (fi_cntr_add) only from a read's progress, which this runs, never the
+ * core's wait object, and their acks land in memory.
+ */
+bool pmv_cntr_trywait_busy(struct pmv_cntr *cntr)
+{
+	pmv_hooks_run(&cntr->hooks);
+	return pmv_hooks_busy(&cntr->hooks);
+}
+
+/*
  * fi_ep_bind of a counter for RMA events on a pmem endpoint: remembered
  * (and held) per event, its reads made to progress ep, ep's RMA calls
  * made counted ones; nothing is bound to the core.  FI_REMOTE_READ and a

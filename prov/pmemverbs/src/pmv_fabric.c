@@ -100,10 +100,7 @@ int pmv_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 /* Core fids fi_trywait asks the core about at once (a bounded stack array). */
 #define PMV_TRYWAIT_CHUNK 64
 
-/*
- * fi_trywait over count pmemverbs objects from fids: the core's fids into
- * core_fids; -FI_EAGAIN if pmemverbs holds completions for one of them.
- */
+/* The core fids of count pmemverbs objects from fids, into core_fids. */
 static int pmv_trywait_core_fids(struct fid **fids, int count,
 				 struct fid **core_fids)
 {
@@ -115,18 +112,35 @@ static int pmv_trywait_core_fids(struct fid **fids, int count,
 				 "objects only\n");
 			return -FI_EINVAL;
 		}
-		/* completions pmemverbs holds wake no core wait object */
+	}
+	return 0;
+}
+
+/*
+ * After the core's trywait said yes (its progress may have placed acks
+ * and requests): -FI_EAGAIN if the application must read one of count
+ * pmemverbs objects first, as pmemverbs completes commits and counts them
+ * from reads, which no core wait object wakes (pmv_cq_trywait_busy).
+ */
+static int pmv_trywait_ours(struct fid **fids, int count)
+{
+	for (int i = 0; i < count; i++) {
 		if (fids[i]->fclass == FI_CLASS_CQ &&
-		    pmv_cq_ready(pmv_container_of(fids[i], struct pmv_cq,
-						  cq_fid.fid)))
+		    pmv_cq_trywait_busy(pmv_container_of(fids[i],
+			    struct pmv_cq, cq_fid.fid)))
+			return -FI_EAGAIN;
+		if (fids[i]->fclass == FI_CLASS_CNTR &&
+		    pmv_cntr_trywait_busy(pmv_container_of(fids[i],
+			    struct pmv_cntr, cntr_fid.fid)))
 			return -FI_EAGAIN;
 	}
 	return 0;
 }
 
 /*
- * fi_trywait over pmemverbs objects: asks the core about their core fids,
- * PMV_TRYWAIT_CHUNK at a time (any count; all must be ready to wait).
+ * fi_trywait over pmemverbs objects: the core's, PMV_TRYWAIT_CHUNK at a
+ * time (any count; all must be ready to wait), then pmemverbs's own look,
+ * after it, as the core's progress may have placed what it completes.
  */
 int pmv_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 {
@@ -143,6 +157,8 @@ int pmv_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 		ret = pmv_trywait_core_fids(fids + i, n, core_fids);
 		if (!ret)
 			ret = fi_trywait(fab->core, core_fids, n);
+		if (!ret)
+			ret = pmv_trywait_ours(fids + i, n);
 	}
 	return ret;
 }

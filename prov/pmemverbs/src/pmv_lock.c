@@ -23,6 +23,7 @@ static const char *const pmv_lock_names[PMV_LOCK_CLASSES] = {
 	[PMV_LOCK_CQ_AUX] = "a CQ's aux_lock",
 	[PMV_LOCK_IOPS] = "an internal operation pool's lock",
 	[PMV_LOCK_FILES] = "pmv_files_lock",
+	[PMV_LOCK_WAIT_SET] = "a wait set's lock",
 	[PMV_LOCK_AGENTS] = "pmv_agents_lock",
 };
 

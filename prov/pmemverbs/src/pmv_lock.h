@@ -35,6 +35,7 @@ enum pmv_lock_class {
 	PMV_LOCK_CQ_AUX,  /* cq->aux_lock: pmemverbs's own CQ entries */
 	PMV_LOCK_IOPS,    /* pool->lock: a CQ's internal operations */
 	PMV_LOCK_FILES,   /* pmv_files_lock: files of PAGE regions */
+	PMV_LOCK_WAIT_SET, /* set->lock: a wait set's members (a leaf) */
 	PMV_LOCK_AGENTS,  /* pmv_agents_lock: the running agents */
 	PMV_LOCK_CLASSES,
 };

@@ -83,15 +83,48 @@ struct pmv_av {
 	struct fid_av *core;
 };
 
+/* A CQ or counter of a pmemverbs wait set or poll set (one of the two). */
+struct pmv_member {
+	struct pmv_cq *cq;
+	struct pmv_cntr *cntr;
+};
+
+/* The CQs and counters of a wait set or poll set (pmv_members.c). */
+struct pmv_members {
+	pthread_mutex_t lock;       /* the list, and looks: a leaf */
+	struct pmv_member *m;
+	size_t n, cap;
+	int looks;                  /* calls looking at members: one leaves
+				     * (closes) once none does */
+};
+
 struct pmv_wait {
 	struct fid_wait wait_fid;
 	struct fid_wait *core;
+	struct pmv_members members; /* fi_wait runs their progress first */
 };
 
 struct pmv_poll {
 	struct fid_poll poll_fid;
 	struct fid_poll *core;
+	struct pmv_members members; /* fi_poll runs their progress first */
 };
+
+/* pmv_members.c (libfabric 1.x): what one member has once its progress
+ * ran, by rank. */
+enum pmv_member_state {
+	PMV_MEMBER_IDLE,
+	PMV_MEMBER_BUSY,  /* work in flight whose end lands in memory */
+	PMV_MEMBER_READY, /* entries of pmemverbs's: no core wait object or
+			   * poll set shows them */
+};
+void pmv_members_init(struct pmv_members *ms);
+void pmv_members_fini(struct pmv_members *ms);
+int pmv_members_add(struct pmv_members *ms, struct pmv_cq *cq,
+		    struct pmv_cntr *cntr);
+void pmv_members_remove(struct pmv_members *ms, const void *obj);
+enum pmv_member_state pmv_members_look(struct pmv_members *ms,
+	bool (*on_ready)(void *arg, const struct pmv_member *m), void *arg);
 
 /* Connection request handed to the application in an FI_CONNREQ event. */
 struct pmv_connreq {
@@ -128,6 +161,9 @@ static inline void pmv_domain_nudge_agent(struct pmv_domain *dom)
 
 /* pmv_cq.c: entries to read; pmv_cq_open.c: pmem endpoints bound */
 bool pmv_cq_ready(struct pmv_cq *cq);
+bool pmv_cq_trywait_busy(struct pmv_cq *cq);
+/* pmv_ep_cntr.c: fi_trywait on a counter must say -FI_EAGAIN */
+bool pmv_cntr_trywait_busy(struct pmv_cntr *cntr);
 void pmv_cq_ref_pmem(struct pmv_cq *cq, int delta);
 
 /* pmv_gate.c */
@@ -161,6 +197,9 @@ int pmv_no_ops_set(struct fid *fid, const char *name, uint64_t flags,
 		   void *ops, void *context);
 extern struct fi_ops pmv_connreq_fi_ops;
 int pmv_core_wait_set(struct fid_wait *wait_set, struct fid_wait **core_set);
+int pmv_wait_join(struct fid_wait *app_set, struct pmv_cq *cq,
+		  struct pmv_cntr *cntr, struct pmv_wait **set);
+void pmv_wait_leave(struct pmv_wait *wait, const void *obj);
 
 /* pmv_ep_cm.c: the endpoint options and names passive endpoints share,
  * and an active endpoint's CM operations. */

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmemverbs: wait sets and poll sets, forwarded to the core's.  Built
- * against libfabric 2.x, which deprecated both, there are none: opening one
- * is -FI_ENOSYS and naming one in an attribute -FI_EINVAL.
+ * pmemverbs: wait sets and poll sets, forwarded to the core's.  A wait set
+ * knows the CQs and counters opened on it: fi_wait runs their progress
+ * first, as pmemverbs completes and counts commits from reads, which wake
+ * no core wait object.  Built against libfabric 2.x, which deprecated
+ * both, there are none: opening one is -FI_ENOSYS and naming one in an
+ * attribute -FI_EINVAL.
  */
 #include <stdlib.h>
 
@@ -10,12 +13,84 @@
 
 #if PMV_HAVE_WAIT_SETS
 
+/* Longest sleep of fi_wait while a member has work in flight whose end
+ * lands in memory (commits' acks): as fi_cq_sread's steps. */
+#define PMV_WAIT_BUSY_MS 1
+
+/* A look of fi_wait stops at the first member with entries. */
+static bool pmv_wait_stop(void *arg, const struct pmv_member *m)
+{
+	(void) arg;
+	(void) m;
+	return false;
+}
+
+/* Milliseconds left until deadline (ms clock), at least 0. */
+static int pmv_wait_left(uint64_t deadline)
+{
+	uint64_t now = pmv_ms_now();
+
+	return now >= deadline ? 0 : (int) (deadline - now);
+}
+
+/*
+ * fi_wait: returns at once if a member holds pmemverbs's entries; while a
+ * member has commits in flight, sleeps in the core's set in steps of
+ * PMV_WAIT_BUSY_MS with the members' progress between them (an ack
+ * landing in memory wakes no wait object: a commit waited for the whole
+ * timeout); otherwise the core's wait.
+ */
 static int pmv_wait_wait(struct fid_wait *waitset, int timeout)
 {
 	struct pmv_wait *wait = pmv_container_of(waitset, struct pmv_wait,
 						 wait_fid);
+	uint64_t deadline = pmv_ms_now() + (uint64_t) (timeout < 0 ? 0 :
+							timeout);
+	enum pmv_member_state state;
+	int ret, ms;
 
-	return fi_wait(wait->core, timeout);
+	for (;;) {
+		state = pmv_members_look(&wait->members, pmv_wait_stop, NULL);
+		if (state == PMV_MEMBER_READY)
+			return 0;
+		ms = timeout < 0 ? -1 : pmv_wait_left(deadline);
+		if (state == PMV_MEMBER_BUSY &&
+		    (ms < 0 || ms > PMV_WAIT_BUSY_MS))
+			ms = PMV_WAIT_BUSY_MS;
+		ret = fi_wait(wait->core, ms);
+		if (ret != -FI_ETIMEDOUT || state != PMV_MEMBER_BUSY ||
+		    (timeout >= 0 && !pmv_wait_left(deadline)))
+			return ret;
+	}
+}
+
+/*
+ * Adds a CQ or counter (one of the two) opened on the application's wait
+ * set app_set (NULL: none) to its members, *set naming it; -FI_ENOMEM if
+ * there is no memory.
+ */
+int pmv_wait_join(struct fid_wait *app_set, struct pmv_cq *cq,
+		  struct pmv_cntr *cntr, struct pmv_wait **set)
+{
+	struct pmv_wait *wait;
+	int ret;
+
+	*set = NULL;
+	if (!app_set)
+		return 0;
+	wait = pmv_container_of(app_set, struct pmv_wait, wait_fid);
+	ret = pmv_members_add(&wait->members, cq, cntr);
+	if (!ret)
+		*set = wait;
+	return ret;
+}
+
+/* Takes a closing CQ or counter off its wait set (NULL: none); returns
+ * once no fi_wait looks at it. */
+void pmv_wait_leave(struct pmv_wait *wait, const void *obj)
+{
+	if (wait)
+		pmv_members_remove(&wait->members, obj);
 }
 
 static struct fi_ops_wait pmv_wait_ops = {
@@ -23,11 +98,26 @@ static struct fi_ops_wait pmv_wait_ops = {
 	.wait = pmv_wait_wait,
 };
 
+/* Closes a wait or poll set: its core set, then its members' list and
+ * itself (a core set still in use refuses, and nothing is freed). */
+static int pmv_set_close(struct fid *core, const char *what,
+			 struct pmv_members *members, void *set)
+{
+	int ret = pmv_close_core(core, what);
+
+	if (ret)
+		return ret;
+	pmv_members_fini(members);
+	free(set);
+	return 0;
+}
+
 static int pmv_wait_close(struct fid *fid)
 {
 	struct pmv_wait *wait = pmv_container_of(fid, struct pmv_wait, wait_fid.fid);
 
-	return pmv_close_wrapper(&wait->core->fid, "wait set", wait);
+	return pmv_set_close(&wait->core->fid, "wait set", &wait->members,
+			     wait);
 }
 
 static struct fi_ops pmv_wait_fi_ops = {
@@ -55,6 +145,7 @@ int pmv_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 		return ret;
 	}
 	wait->core->fid.context = wait;
+	pmv_members_init(&wait->members);
 	wait->wait_fid.fid.fclass = FI_CLASS_WAIT;
 	wait->wait_fid.fid.ops = &pmv_wait_fi_ops;
 	wait->wait_fid.ops = &pmv_wait_ops;
@@ -67,17 +158,58 @@ static inline struct fid_poll *core_poll(struct fid_poll *pollset)
 	return pmv_container_of(pollset, struct pmv_poll, poll_fid)->core;
 }
 
+/* The members an fi_poll call found, up to count (their fids: the
+ * application's contexts once the core's are added). */
+struct pmv_poll_found {
+	void **context;
+	int count, n;
+};
+
+/* A member of the poll set with pmemverbs's entries: noted, if there is
+ * room (the look goes on: every member's progress runs). */
+static bool pmv_poll_found_ready(void *arg, const struct pmv_member *m)
+{
+	struct pmv_poll_found *f = arg;
+
+	if (f->n < f->count)
+		f->context[f->n++] = &m->cq->cq_fid.fid;
+	return true;
+}
+
+/* True if fid is among the first n found. */
+static bool pmv_poll_has(void **context, int n, const void *fid)
+{
+	for (int i = 0; i < n; i++)
+		if (context[i] == fid)
+			return true;
+	return false;
+}
+
 /*
- * The core returns the contexts of its CQs and counters, which are the
- * pmemverbs wrappers; the application expects its own contexts.
+ * fi_poll: the members' progress first, and those holding pmemverbs's
+ * entries (which no core CQ shows); then the core's, whose contexts are
+ * the pmemverbs wrappers' fids.  Each object is given once, by the
+ * application's own context.
  */
 static int pmv_poll_poll(struct fid_poll *pollset, void **context, int count)
 {
-	int i, ret = fi_poll(core_poll(pollset), context, count);
+	struct pmv_poll *poll = pmv_container_of(pollset, struct pmv_poll,
+						 poll_fid);
+	struct pmv_poll_found f = { .context = context, .count = count };
+	int ret, i, ours;
 
+	(void) pmv_members_look(&poll->members, pmv_poll_found_ready, &f);
+	ours = f.n;
+	ret = f.n < count ? fi_poll(poll->core, context + f.n, count - f.n) :
+			    0;
+	if (ret < 0 && !f.n)
+		return ret;
 	for (i = 0; i < ret; i++)
+		if (!pmv_poll_has(context, ours, context[ours + i]))
+			context[f.n++] = context[ours + i];
+	for (i = 0; i < f.n; i++)
 		context[i] = ((struct fid *) context[i])->context;
-	return ret;
+	return f.n;
 }
 
 /* Maps a CQ or counter added to or removed from a poll set to the core's. */
@@ -91,20 +223,63 @@ static struct fid *pmv_poll_member(struct fid *event_fid)
 	return core;
 }
 
+/* The pmemverbs CQ of a poll set's member, else NULL. */
+static struct pmv_cq *pmv_poll_cq(struct fid *fid)
+{
+	return fid->fclass == FI_CLASS_CQ ?
+	       pmv_container_of(fid, struct pmv_cq, cq_fid.fid) : NULL;
+}
+
+/* The pmemverbs counter of a poll set's member, else NULL. */
+static struct pmv_cntr *pmv_poll_cntr(struct fid *fid)
+{
+	return fid->fclass == FI_CLASS_CNTR ?
+	       pmv_container_of(fid, struct pmv_cntr, cntr_fid.fid) : NULL;
+}
+
+/* fi_poll_add: the core's, and a CQ or counter becomes a member whose
+ * progress fi_poll runs. */
 static int pmv_poll_add(struct fid_poll *pollset, struct fid *event_fid,
 			uint64_t flags)
 {
+	struct pmv_poll *poll = pmv_container_of(pollset, struct pmv_poll,
+						 poll_fid);
 	struct fid *core = pmv_poll_member(event_fid);
+	struct pmv_cq *cq;
+	struct pmv_cntr *cntr;
+	int ret;
 
-	return core ? fi_poll_add(core_poll(pollset), core, flags) : -FI_EINVAL;
+	if (!core)
+		return -FI_EINVAL;
+	ret = fi_poll_add(poll->core, core, flags);
+	cq = pmv_poll_cq(event_fid);
+	cntr = pmv_poll_cntr(event_fid);
+	if (ret || (!cq && !cntr))
+		return ret;
+	ret = pmv_members_add(&poll->members, cq, cntr);
+	if (ret)
+		(void) fi_poll_del(poll->core, core, flags);
+	return ret;
 }
 
+/* fi_poll_del: off the members (once no fi_poll looks at it), then the
+ * core's. */
 static int pmv_poll_del(struct fid_poll *pollset, struct fid *event_fid,
 			uint64_t flags)
 {
+	struct pmv_poll *poll = pmv_container_of(pollset, struct pmv_poll,
+						 poll_fid);
 	struct fid *core = pmv_poll_member(event_fid);
+	void *obj;
 
-	return core ? fi_poll_del(core_poll(pollset), core, flags) : -FI_EINVAL;
+	if (!core)
+		return -FI_EINVAL;
+	obj = pmv_poll_cq(event_fid);
+	if (!obj)
+		obj = pmv_poll_cntr(event_fid);
+	if (obj)
+		pmv_members_remove(&poll->members, obj);
+	return fi_poll_del(poll->core, core, flags);
 }
 
 static struct fi_ops_poll pmv_poll_ops = {
@@ -118,7 +293,8 @@ static int pmv_poll_close(struct fid *fid)
 {
 	struct pmv_poll *poll = pmv_container_of(fid, struct pmv_poll, poll_fid.fid);
 
-	return pmv_close_wrapper(&poll->core->fid, "poll set", poll);
+	return pmv_set_close(&poll->core->fid, "poll set", &poll->members,
+			     poll);
 }
 
 static struct fi_ops pmv_poll_fi_ops = {
@@ -145,6 +321,7 @@ int pmv_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
 		free(poll);
 		return ret;
 	}
+	pmv_members_init(&poll->members);
 	poll->poll_fid.fid.fclass = FI_CLASS_POLL;
 	poll->poll_fid.fid.ops = &pmv_poll_fi_ops;
 	poll->poll_fid.ops = &pmv_poll_ops;
@@ -193,6 +370,23 @@ int pmv_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
 		 "CQ or counter instead\n", FI_MAJOR_VERSION,
 		 FI_MINOR_VERSION);
 	return -FI_ENOSYS;
+}
+
+/* No wait set can have been opened here (pmv_core_wait_set refused one). */
+int pmv_wait_join(struct fid_wait *app_set, struct pmv_cq *cq,
+		  struct pmv_cntr *cntr, struct pmv_wait **set)
+{
+	(void) app_set;
+	(void) cq;
+	(void) cntr;
+	*set = NULL;
+	return 0;
+}
+
+void pmv_wait_leave(struct pmv_wait *wait, const void *obj)
+{
+	(void) wait;
+	(void) obj;
 }
 
 /* No wait set can have been opened here: one named in an attribute is wrong. */

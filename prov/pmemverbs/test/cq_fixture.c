@@ -139,8 +139,40 @@ static int fake_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 	return 0;
 }
 
+/* The core's poll set: its CQ never has an entry of its own. */
+static int fake_poll(struct fid_poll *pollset, void **context, int count)
+{
+	(void) pollset; (void) context; (void) count;
+	return 0;
+}
+
+static int fake_poll_member(struct fid_poll *pollset, struct fid *fid,
+			    uint64_t flags)
+{
+	(void) pollset; (void) fid; (void) flags;
+	return 0;
+}
+
+static struct fi_ops_poll g_fake_poll_ops = {
+	.size = sizeof(struct fi_ops_poll), .poll = fake_poll,
+	.poll_add = fake_poll_member, .poll_del = fake_poll_member,
+};
+static struct fid_poll g_fake_poll = {
+	.fid = { .fclass = FI_CLASS_POLL, .ops = &g_fake_fi_ops },
+	.ops = &g_fake_poll_ops,
+};
+
+static int fake_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+			  struct fid_poll **pollset)
+{
+	(void) domain; (void) attr;
+	*pollset = &g_fake_poll;
+	return 0;
+}
+
 static struct fi_ops_domain g_fake_dom_ops = {
 	.size = sizeof(struct fi_ops_domain), .cq_open = fake_cq_open,
+	.poll_open = fake_poll_open,
 };
 static struct fid_domain g_fake_core_dom = { .ops = &g_fake_dom_ops };
 
@@ -153,6 +185,7 @@ static int fake_trywait(struct fid_fabric *fabric, struct fid **fids,
 }
 
 unsigned g_waits;
+int g_wait_last_ms;
 
 /* The core's fi_wait: drains its signal, waits for the socket (bounded). */
 static int fake_wait(struct fid_wait *wait, int timeout)
@@ -162,6 +195,7 @@ static int fake_wait(struct fid_wait *wait, int timeout)
 
 	(void) wait;
 	__atomic_add_fetch(&g_waits, 1, __ATOMIC_RELAXED);
+	g_wait_last_ms = timeout;
 	(void) !read(g_signal_pipe[0], &c, 1);
 	if (g_udp[0] >= 0)
 		(void) poll(&pfd, 1, timeout < 0 || timeout > 1000 ? 1000 :
@@ -192,23 +226,57 @@ static struct fi_ops_fabric g_fake_fabric_ops = {
 static struct fid_fabric g_fake_core_fabric = { .ops = &g_fake_fabric_ops };
 static struct pmv_fabric g_fabric = { .core = &g_fake_core_fabric };
 
-/* As setup, with the engine's CQ opened by pmv_cq_open over the fake. */
-void setup_with_core_cq(void)
+/* As setup, with the engine's CQ opened by pmv_cq_open over the fake, of
+ * attributes attr. */
+static void setup_with_cq_attr(struct fi_cq_attr *attr)
 {
-	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_CONTEXT,
-				   .wait_obj = FI_WAIT_UNSPEC };
 	struct fid_cq *cq;
 
-	teardown(); /* what the suite's init opened, if it ran */
-	setup_params();
 	g_dom.core = &g_fake_core_dom;
 	g_dom.fabric = g_fake_pollfd ? &g_fabric : NULL;
-	cr_assert_eq(pmv_cq_open(&g_dom.domain_fid, &attr, &cq, NULL), 0);
+	cr_assert_eq(pmv_cq_open(&g_dom.domain_fid, attr, &cq, NULL), 0);
 	g_cq = pmv_container_of(cq, struct pmv_cq, cq_fid);
 	g_cq_opened = true;
 	g_core_staged = g_core_reads = 0;
 	g_ep = open_ep();
 }
+
+/* As setup, with the engine's CQ opened by pmv_cq_open over the fake. */
+void setup_with_core_cq(void)
+{
+	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_CONTEXT,
+				   .wait_obj = FI_WAIT_UNSPEC };
+
+	teardown(); /* what the suite's init opened, if it ran */
+	setup_params();
+	setup_with_cq_attr(&attr);
+}
+
+#if PMV_HAVE_WAIT_SETS
+struct fid_wait *g_app_set;
+
+/* As setup_with_core_cq, the CQ on a pmemverbs wait set (libfabric 1.x)
+ * over the fake core's. */
+void setup_with_wait_set(void)
+{
+	struct fi_wait_attr wattr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_CONTEXT,
+				   .wait_obj = FI_WAIT_SET };
+
+	teardown();
+	setup_params();
+	cr_assert_eq(pmv_wait_open(&g_fabric.fabric_fid, &wattr, &g_app_set),
+		     0);
+	attr.wait_set = g_app_set;
+	setup_with_cq_attr(&attr);
+}
+
+void teardown_wait_set(void)
+{
+	teardown();
+	cr_assert_eq(fi_close(&g_app_set->fid), 0);
+}
+#endif
 
 /* As setup_with_core_cq, over a tcp-like core CQ that waits on its fds. */
 void setup_with_pollfd_core_cq(void)

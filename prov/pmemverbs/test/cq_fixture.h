@@ -23,8 +23,9 @@ extern int g_signal_pipe[2];
 extern int g_udp[2];
 /* The core's sread: entered; returns (bounded) once released. */
 extern volatile int g_in_core_sread, g_release_core_sread;
-/* The core's fi_wait calls. */
+/* The core's fi_wait calls, and the last one's timeout. */
 extern unsigned g_waits;
+extern int g_wait_last_ms;
 /* sched_yield calls made by the calling thread. */
 extern _Thread_local unsigned g_thread_yields;
 
@@ -36,5 +37,11 @@ void setup_with_core_cq(void);
 /* The same over a tcp-like core CQ that waits on its fds; its teardown. */
 void setup_with_pollfd_core_cq(void);
 void teardown_pollfd_core_cq(void);
+#if PMV_HAVE_WAIT_SETS
+/* The same on a pmemverbs wait set (g_app_set) over the fake core's. */
+extern struct fid_wait *g_app_set;
+void setup_with_wait_set(void);
+void teardown_wait_set(void);
+#endif
 
 #endif /* PMV_CQ_FIXTURE_H */

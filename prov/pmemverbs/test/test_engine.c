@@ -244,6 +244,32 @@ Test(engine, trywait_sees_an_ack_that_landed_in_memory)
 	cr_assert(pmv_cq_ready(g_cq), "the landed ack was not seen");
 }
 
+/*
+ * fi_trywait must not let the application sleep on the CQ's fd while a
+ * commit is in flight: its ack lands in memory, and whichever thread takes
+ * its bytes from the socket first (the core's own trywait progress, the
+ * agent) wakes no wait object (the initiator-waits scenario's epoll mode
+ * waited out its 200 ms timeout for 6 to 19 of 29 commits).
+ */
+Test(engine, trywait_refuses_while_a_commit_is_in_flight)
+{
+	struct fi_cq_err_entry e;
+	bool err;
+	int ctx;
+
+	cr_assert_not(pmv_cq_trywait_busy(g_cq), "refused with no commit");
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
+	complete_post(0, 0);
+	complete_post(1, 0);
+	cr_assert(pmv_cq_trywait_busy(g_cq), "a commit in flight let the "
+		  "application sleep");
+	ack(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 0);
+	cr_assert(pmv_cq_trywait_busy(g_cq), "a completion to read let the "
+		  "application sleep");
+	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx);
+	cr_assert_not(pmv_cq_trywait_busy(g_cq), "refused once all was read");
+}
+
 /* Runs the endpoint's engine hook once (a CQ read's progress). */
 static void *run_engine_hook(void *arg)
 {

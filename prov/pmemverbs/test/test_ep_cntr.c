@@ -62,6 +62,49 @@ Test(ep_cntr, a_write_counter_counts_a_commit_at_its_ack_never_at_its_writes)
 	cr_assert_eq(g_cnt_err, 0);
 }
 
+/* The transmit CQ's progress read, which a counter's hook makes (count
+ * 0): it runs the engine, as pmemverbs's CQ read runs its hooks. */
+static ssize_t engine_read(struct fid_cq *cq, void *buf, size_t count)
+{
+	(void) cq; (void) buf; (void) count;
+	g_ep->hook.progress(g_ep->hook.arg);
+	return -FI_EAGAIN;
+}
+
+static struct fi_ops_cq g_engine_cq_ops = {
+	.size = sizeof(struct fi_ops_cq), .read = engine_read,
+};
+
+/*
+ * fi_trywait on a counter must not let the application sleep while a
+ * commit on its endpoint is in flight: pmemverbs counts it from a read's
+ * progress, and its ack lands in memory, which no core wait object shows.
+ */
+Test(ep_cntr, trywait_refuses_while_a_counted_commit_is_in_flight)
+{
+	struct pmv_cntr cntr = { .core = &g_core_cntr };
+	int ctx;
+
+	g_cnt = g_cnt_err = 0;
+	g_cq->cq_fid.ops = &g_engine_cq_ops;
+	pmv_hooks_init(&cntr.hooks);
+	cr_assert_eq(pmv_ep_cntr_bind(g_ep, &cntr, FI_WRITE), 0);
+	cr_assert_not(pmv_cntr_trywait_busy(&cntr), "refused with nothing in "
+		      "flight");
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
+	complete_post(0, 0);
+	complete_post(1, 0);
+	cr_assert(pmv_cntr_trywait_busy(&cntr), "a commit in flight let the "
+		  "application sleep on the counter");
+	ack_lands(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 0);
+	cr_assert_not(pmv_cntr_trywait_busy(&cntr), "refused once the ack "
+		      "was there to count");
+	cr_assert_eq(g_cnt, 1, "trywait's progress counted %" PRIu64 " "
+		     "commits, not the one acknowledged", g_cnt);
+	pmv_ep_cntr_unbind(g_ep);
+	pmv_hooks_fini(&cntr.hooks);
+}
+
 Test(ep_cntr, a_failed_commit_counts_in_the_error_count_only)
 {
 	int ctx;

@@ -27,6 +27,15 @@
 #define SEEN_MAX 32
 #define OLD_BYTE 0xee
 
+/*
+ * Tries of one placement whose watchpoints missed a store: a virtual
+ * CPU's debug registers are now and then lost (here 2 runs of these tests
+ * in 16 missed one of their 5,472 placements), which says nothing of the
+ * store.
+ * Every store a watchpoint saw is checked in every try.
+ */
+#define WATCH_TRIES 3
+
 /* The watched words and the values each was seen to hold, in order. */
 static volatile uint64_t *g_word[WATCH_MAX];
 static uint64_t g_seen[WATCH_MAX][SEEN_MAX];
@@ -139,7 +148,8 @@ static void check_word(unsigned i, uint64_t old, uint64_t hits,
 {
 	uint64_t want = *g_word[i];
 
-	cr_assert_gt(hits, 0, "%s: the watchpoint saw no store", what);
+	cr_assert_gt(hits, 0, "%s: the watchpoint saw no store in %d tries",
+		     what, WATCH_TRIES);
 	for (unsigned k = 1; k < g_nseen[i]; k++)
 		cr_assert(g_seen[i][k] == want,
 			  "%s: torn 8-byte store: the aligned word at "
@@ -158,18 +168,24 @@ static void place_watched(const struct pmv_persistence *p, uint8_t *map,
 {
 	uint8_t src[256], *dst = map + 4096 + off;
 	uint64_t *words[WATCH_MAX], hits[WATCH_MAX], old;
-	unsigned n;
+	unsigned n, missed = 1;
 
 	for (size_t i = 0; i < len; i++)
 		src[i] = (uint8_t) (0x11 + i);
-	memset(map + 4096 - 64, OLD_BYTE, 512);
 	memset(&old, OLD_BYTE, sizeof(old));
-	n = pick_words(dst, len, words);
-	watch_start(words, n, old);
-	pmv_place(p, dst, src, len, uncached);
-	watch_stop(hits);
-	for (unsigned i = 0; i < n; i++)
-		check_word(i, old, hits[i], what, off, len);
+	for (int t = 0; t < WATCH_TRIES && missed; t++) {
+		memset(map + 4096 - 64, OLD_BYTE, 512);
+		n = pick_words(dst, len, words);
+		watch_start(words, n, old);
+		pmv_place(p, dst, src, len, uncached);
+		watch_stop(hits);
+		missed = 0;
+		for (unsigned i = 0; i < n; i++) {
+			missed += !hits[i];
+			if (hits[i] || t == WATCH_TRIES - 1)
+				check_word(i, old, hits[i], what, off, len);
+		}
+	}
 	cr_assert_arr_eq(dst, src, len, "%s: placed bytes differ", what);
 	cr_assert_eq(dst[-1], OLD_BYTE, "%s: byte before changed", what);
 	cr_assert_eq(dst[len], OLD_BYTE, "%s: byte after changed", what);

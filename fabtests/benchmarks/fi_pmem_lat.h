@@ -44,6 +44,8 @@ struct options {
 	long warmup;
 	int batch;
 	long idle_us; /* sleep before each iteration, 0: none */
+	bool ini_wait;  /* -x: the initiator waits (pm_wait_mode) */
+	bool target_wait; /* -w given (the target's) */
 	enum fi_ep_type ep_type; /* -e: FI_EP_MSG (default) or FI_EP_RDM */
 	const char *dirty_file;  /* -D: initiator checks the target's pages */
 	const char *oracle_file; /* -O: initiator checks pmemverbs' oracle */

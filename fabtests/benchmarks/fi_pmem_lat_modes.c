@@ -26,19 +26,12 @@ uint64_t rotating_offset(const struct bench *b, size_t len,
 	return (index % slots) * stride;
 }
 
-/* Reads whatever completions are there (non-blocking); checks each. */
-static int reap_completions(struct bench *b)
+/* Checks n completions read and counts them. */
+static int count_completions(struct bench *b,
+			     const struct fi_cq_data_entry *entries, ssize_t n)
 {
-	struct fi_cq_data_entry entries[8];
-	ssize_t n, i;
+	ssize_t i;
 
-	n = fi_cq_read(b->conn->tx_cq, entries, 8);
-	if (n == -FI_EAGAIN)
-		return 0;
-	if (n == -FI_EAVAIL)
-		return pm_report_cq_error(b->conn->tx_cq, "RMA operation");
-	if (n < 0)
-		return pm_check(n, "fi_cq_read");
 	for (i = 0; i < n; i++) {
 		struct fi_context2 *ctx = entries[i].op_context;
 
@@ -51,6 +44,35 @@ static int reap_completions(struct bench *b)
 	}
 	b->completed += (int) n;
 	return 0;
+}
+
+/* Reads whatever completions are there (non-blocking); checks each. */
+static int reap_completions(struct bench *b)
+{
+	struct fi_cq_data_entry entries[8];
+	ssize_t n;
+
+	n = fi_cq_read(b->conn->tx_cq, entries, 8);
+	if (n == -FI_EAGAIN)
+		return 0;
+	if (n == -FI_EAVAIL)
+		return pm_report_cq_error(b->conn->tx_cq, "RMA operation");
+	if (n < 0)
+		return pm_check(n, "fi_cq_read");
+	return count_completions(b, entries, n);
+}
+
+/* -x: waits for one completion as a target waits in that mode
+ * (fi_cq_sread, or epoll after fi_trywait), until the deadline. */
+static int wait_completion(struct bench *b)
+{
+	struct fi_cq_data_entry entry;
+	int ret = pm_read_one_before(b->conn->tx_cq, b->deadline,
+				     "an RMA operation", &entry);
+
+	if (ret == -FI_ETIMEDOUT)
+		return 0; /* wait_for_sample says what is missing */
+	return ret ? ret : count_completions(b, &entry, 1);
 }
 
 /* Posts one operation of the sample, retrying while the provider is busy. */
@@ -77,7 +99,8 @@ static int post_rma(struct bench *b, enum pm_rma_op kind, size_t len,
 	return 0;
 }
 
-/* Spins on the transmit CQ until every posted operation completed. */
+/* Spins on the transmit CQ (-x: waits on it) until every posted operation
+ * completed. */
 int wait_for_sample(struct bench *b)
 {
 	int ret = 0;
@@ -89,7 +112,8 @@ int wait_for_sample(struct bench *b)
 				    b->posted, PM_OP_TIMEOUT_NS / PM_NS_PER_S);
 			return -FI_ETIMEDOUT;
 		}
-		ret = reap_completions(b);
+		ret = b->opts->ini_wait ? wait_completion(b) :
+					  reap_completions(b);
 	}
 	return ret;
 }

@@ -41,6 +41,11 @@ void lat_usage(const char *prog)
 		"fi_trywait; fi_cntr_wait\n"
 		"      (as -K); fi_eq_sread on its EQ; no wait (reads its CQ "
 		"every %d ms)\n"
+		"  -x  initiator: wait for its completions as -w makes the "
+		"target wait\n"
+		"      (unspec, fd, pollfd: fi_cq_sread on a CQ of that wait "
+		"object; epoll)\n"
+		"      instead of polling its CQ\n"
 		"  -P  both sides, a provider other than pmemverbs: ask it for "
 		"FI_RMA_PMEM\n"
 		"      (its own FI_COMMIT_COMPLETE on persistent memory)\n"
@@ -86,8 +91,14 @@ static bool options_consistent(const struct options *opts)
 		if (!pm_opts_mode_ok(opts->modes[i]->name,
 				     opts->modes[i]->pmem_only, opts->pm.prov))
 			return false;
-	if (opts->pm.server && (pm_wait_on_cntr || pm_wait_mode)) {
+	if (opts->pm.server && (pm_wait_on_cntr || opts->target_wait)) {
 		fprintf(stderr, "-K and -w are for the target (no -s)\n");
+		return false;
+	}
+	if (opts->ini_wait && (!opts->pm.server || pm_wait_mode == PM_WAIT_NONE ||
+			       pm_wait_mode > PM_WAIT_EPOLL)) {
+		fprintf(stderr, "-x is for the initiator (-s), one of unspec, "
+			"fd, pollfd, epoll\n");
 		return false;
 	}
 	if (!opts->pm.server && (opts->dirty_file || opts->oracle_file ||
@@ -137,7 +148,11 @@ static bool parse_option(int c, char *arg, void *prog_opts)
 		if (!pm_parse_wait(arg))
 			return false;
 		pm_wait_on_cntr |= pm_wait_mode == PM_WAIT_CNTR;
+		opts->target_wait = true;
 		return true;
+	case 'x':
+		opts->ini_wait = true;
+		return pm_parse_wait(arg);
 	case 'D': opts->dirty_file = arg; return true;
 	case 'O': opts->oracle_file = arg; return true;
 	case 'V': opts->placed_file = arg; return true;
@@ -149,7 +164,7 @@ bool lat_parse_options(int argc, char **argv, struct options *opts)
 {
 	const struct pm_opts_prog prog = {
 		.default_port = DEFAULT_PORT, .default_sizes = DEFAULT_SIZES,
-		.max_size = MAX_SIZE, .letters = "I:W:m:b:i:e:yKw:D:O:V:",
+		.max_size = MAX_SIZE, .letters = "I:W:m:b:i:e:yKw:x:D:O:V:",
 		.parse = parse_option, .prog_opts = opts,
 	};
 	char modes[] = DEFAULT_MODES;

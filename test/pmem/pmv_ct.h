@@ -113,7 +113,10 @@ enum conn_kind {
 
 /* Scenario wait-modes: how a passive target waits (target_wait_once). */
 enum wait_mode { WM_NONE, WM_UNSPEC, WM_FD, WM_POLLFD, WM_EPOLL, WM_CNTR,
-		 WM_EQ, WM_NOREAD, WM_COUNT };
+		 WM_EQ, WM_NOREAD, WM_WAITSET, WM_POLLSET, WM_COUNT };
+
+/* Wait sets and poll sets: libfabric 1.x (2.0 deprecated them). */
+#define HAVE_WAIT_SETS (FI_MAJOR_VERSION < 2)
 
 /* The role's name in die()'s messages (pmv_ct_main.c). */
 extern const char *g_role;
@@ -418,6 +421,11 @@ struct fid_eq *open_eq_sized(size_t size);
 struct fid_eq *open_eq(void);
 struct fid_cq *open_cq_sized(size_t size, bool polled);
 struct fid_cq *open_cq_obj(size_t size, enum fi_wait_obj obj, bool polled);
+#if HAVE_WAIT_SETS
+struct fid_wait *open_wait_set(void);
+struct fid_cq *open_cq_on_set(struct fid_wait *set, bool polled);
+struct fid_poll *open_poll_set(struct fid_cq *cq);
+#endif
 struct fid_cq *open_cq(void);
 void info_without_pmem(struct fi_info *info);
 void conn_open_on(struct conn *c, struct fi_info *info,

@@ -174,22 +174,65 @@ struct fid_eq *open_eq(void)
 	return open_eq_sized(64);
 }
 
+/* Opens a CQ of attributes attr (closed at exit); polled: progress()
+ * reads it. */
+static struct fid_cq *open_cq_attr(struct fi_cq_attr *attr, bool polled)
+{
+	struct fid_cq *cq;
+
+	if (polled && g_ncqs == MAX_CQS)
+		die("internal: too many CQs");
+	CHECK(fi_cq_open(g_net.domain, attr, &cq, NULL));
+	track_fid(&cq->fid);
+	if (polled)
+		g_cqs[g_ncqs++] = cq;
+	return cq;
+}
+
 /* Opens a CQ of size entries with wait object obj; polled: progress()
  * reads it. */
 struct fid_cq *open_cq_obj(size_t size, enum fi_wait_obj obj, bool polled)
 {
 	struct fi_cq_attr attr = { .size = size, .format = FI_CQ_FORMAT_DATA,
 				   .wait_obj = obj };
-	struct fid_cq *cq;
 
-	if (polled && g_ncqs == MAX_CQS)
-		die("internal: too many CQs");
-	CHECK(fi_cq_open(g_net.domain, &attr, &cq, NULL));
-	track_fid(&cq->fid);
-	if (polled)
-		g_cqs[g_ncqs++] = cq;
-	return cq;
+	return open_cq_attr(&attr, polled);
 }
+
+#if HAVE_WAIT_SETS
+/* A wait set of the session's fabric (closed at exit). */
+struct fid_wait *open_wait_set(void)
+{
+	struct fi_wait_attr attr = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fid_wait *set;
+
+	CHECK(fi_wait_open(g_net.fabric, &attr, &set));
+	track_fid(&set->fid);
+	return set;
+}
+
+/* A CQ of 1024 entries on wait set set; polled: progress() reads it. */
+struct fid_cq *open_cq_on_set(struct fid_wait *set, bool polled)
+{
+	struct fi_cq_attr attr = { .size = 1024, .format = FI_CQ_FORMAT_DATA,
+				   .wait_obj = FI_WAIT_SET, .wait_set = set };
+
+	return open_cq_attr(&attr, polled);
+}
+
+/* A poll set of the session's domain holding cq (closed at exit, after
+ * cq: fids close in the reverse order of their opening). */
+struct fid_poll *open_poll_set(struct fid_cq *cq)
+{
+	struct fi_poll_attr attr = { 0 };
+	struct fid_poll *set;
+
+	CHECK(fi_poll_open(g_net.domain, &attr, &set));
+	track_fid(&set->fid);
+	CHECK(fi_poll_add(set, &cq->fid, 0));
+	return set;
+}
+#endif
 
 /* Opens a CQ of size entries without a wait object; polled: progress()
  * reads it. */

@@ -48,6 +48,10 @@ struct target {
 	struct conn *wait_conn;     /* KIND_WAIT: the connection waited on */
 	enum wait_mode wait_mode;   /* and how */
 	struct fid_cntr *wait_cntr; /* WM_CNTR: its FI_RECV counter */
+#if HAVE_WAIT_SETS
+	struct fid_wait *wait_set;  /* WM_WAITSET: its CQs' wait set */
+	struct fid_poll *poll_set;  /* WM_POLLSET: holds its receive CQ */
+#endif
 };
 struct overtake_req;
 struct late_req;

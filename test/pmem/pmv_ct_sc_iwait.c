@@ -11,9 +11,6 @@
 
 #include "pmv_ct.h"
 
-/* Wait sets: libfabric 1.x (2.0 deprecated them). */
-#define IW_WAIT_SETS (FI_MAJOR_VERSION < 2)
-
 enum iw_mode { IW_POLL, IW_UNSPEC, IW_FD, IW_POLLFD, IW_EPOLL, IW_CNTR,
 	       IW_CNTR_FD, IW_WAITSET, IW_POLLSET, IW_COUNT };
 
@@ -75,17 +72,10 @@ static int iw_open_fd(struct iw_conn *w)
  * its own in mode waitset (libfabric 1.x). */
 static struct fid_cq *iw_open_cq(struct iw_conn *w)
 {
-#if IW_WAIT_SETS
-	struct fi_wait_attr wattr = { .wait_obj = FI_WAIT_UNSPEC };
-	struct fi_cq_attr attr = { .size = 1024, .format = FI_CQ_FORMAT_DATA,
-				   .wait_obj = FI_WAIT_SET };
-	struct fid_cq *cq;
-
+#if HAVE_WAIT_SETS
 	if (w->mode == IW_WAITSET) {
-		CHECK(fi_wait_open(g_net.fabric, &wattr, &w->set));
-		attr.wait_set = w->set;
-		CHECK(fi_cq_open(g_net.domain, &attr, &cq, NULL));
-		return cq;
+		w->set = open_wait_set();
+		return open_cq_on_set(w->set, false);
 	}
 #endif
 	return open_cq_obj(1024, iw_cq_obj(w->mode), false);
@@ -105,13 +95,9 @@ static void iw_open(struct iw_conn *w, enum iw_mode mode)
 		CHECK(fi_ep_bind(w->c.ep, &w->cntr->fid, FI_WRITE));
 	}
 	CHECK(fi_enable(w->c.ep));
-#if IW_WAIT_SETS
-	if (mode == IW_POLLSET) {
-		struct fi_poll_attr pattr = { 0 };
-
-		CHECK(fi_poll_open(g_net.domain, &pattr, &w->pset));
-		CHECK(fi_poll_add(w->pset, &w->c.txcq->fid, 0));
-	}
+#if HAVE_WAIT_SETS
+	if (mode == IW_POLLSET)
+		w->pset = open_poll_set(w->c.txcq);
 #endif
 	watch_conn(&w->c, true);
 	conn_connect(&w->c, KIND_EXTRA);
@@ -129,7 +115,7 @@ static void iw_close(struct iw_conn *w)
 	if (w->set && (!close_fid(&w->c.txcq->fid) ||
 		       !close_fid(&w->set->fid)))
 		die("closing the wait set or its CQ failed");
-#if IW_WAIT_SETS
+#if HAVE_WAIT_SETS
 	if (w->pset && (fi_poll_del(w->pset, &w->c.txcq->fid, 0) ||
 			!close_fid(&w->pset->fid)))
 		die("closing the poll set failed");
@@ -157,7 +143,7 @@ static bool iw_wait_cq(struct iw_conn *w)
 
 	if (w->mode == IW_POLL)
 		return dispatch_read(cq, fi_cq_read(cq, &e, 1), &e);
-#if IW_WAIT_SETS
+#if HAVE_WAIT_SETS
 	if (w->mode == IW_POLLSET) { /* reads the CQ once fi_poll names it */
 		void *ctx;
 
@@ -279,7 +265,7 @@ void sc_initiator_waits(void)
 
 	sc_setup(IW_COUNT * IW_PER_MODE, IW_COUNT * IW_PER_MODE * 4096);
 	for (int mode = 0; mode < IW_COUNT; mode++) {
-		if ((mode == IW_WAITSET || mode == IW_POLLSET) && !IW_WAIT_SETS)
+		if ((mode == IW_WAITSET || mode == IW_POLLSET) && !HAVE_WAIT_SETS)
 			continue; /* libfabric 2.x has no wait or poll sets */
 		iw_open(&w, (enum iw_mode)mode);
 		if (mode == IW_CNTR_FD && w.fd < 0) {

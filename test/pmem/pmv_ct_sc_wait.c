@@ -19,6 +19,7 @@
 
 static const char *const k_wait_names[WM_COUNT] = {
 	"none", "unspec", "fd", "pollfd", "epoll", "cntr", "eq", "noread",
+	"waitset", "pollset",
 };
 
 /* The CQs' wait object for a mode: its own for the fi_cq_sread modes and
@@ -41,8 +42,19 @@ void target_open_wait(struct conn *c, struct fi_info *info,
 				     .wait_obj = FI_WAIT_UNSPEC };
 	enum fi_wait_obj obj = wm_cq_wait_obj(mode);
 
+#if HAVE_WAIT_SETS
+	if (mode == WM_WAITSET) {
+		g_t.wait_set = open_wait_set();
+		conn_open_on(c, info, g_t.eq, open_cq_on_set(g_t.wait_set, true),
+			     open_cq_on_set(g_t.wait_set, true));
+	} else
+#endif
 	conn_open_on(c, info, g_t.eq, open_cq_obj(1024, obj, true),
 		     open_cq_obj(1024, obj, true));
+#if HAVE_WAIT_SETS
+	if (mode == WM_POLLSET)
+		g_t.poll_set = open_poll_set(c->rxcq);
+#endif
 	if (mode == WM_CNTR) {
 		CHECK(fi_cntr_open(g_net.domain, &attr, &g_t.wait_cntr, NULL));
 		track_fid(&g_t.wait_cntr->fid);
@@ -74,6 +86,21 @@ static void target_wait_epoll(struct fid_cq *cq)
 		(void)epoll_wait(epfd, &ev, 1, WM_WAIT_MS);
 }
 
+#if HAVE_WAIT_SETS
+/* fi_poll on the poll set holding the receive CQ for up to WM_WAIT_MS,
+ * the CQ read whenever it is named; what that read returned. */
+static ssize_t target_poll_set(struct fid_cq *cq, struct fi_cq_data_entry *e)
+{
+	int64_t deadline = deadline_in(WM_WAIT_MS);
+	void *ctx;
+
+	while (before(deadline))
+		if (fi_poll(g_t.poll_set, &ctx, 1) > 0)
+			return fi_cq_read(cq, e, 1);
+	return -FI_EAGAIN;
+}
+#endif
+
 /* One wait of the target, up to WM_WAIT_MS, in its mode; nothing of the
  * application's is expected to complete meanwhile. */
 static void target_wait_once(struct conn *c, enum wait_mode mode)
@@ -93,9 +120,15 @@ static void target_wait_once(struct conn *c, enum wait_mode mode)
 	else if (mode == WM_EQ)
 		ret = fi_eq_sread(c->eq, &event, &ev, sizeof(ev), WM_WAIT_MS,
 				  FI_PEEK); /* the target's EQ: peek, leave */
+#if HAVE_WAIT_SETS
+	else if (mode == WM_WAITSET)
+		(void)fi_wait(g_t.wait_set, WM_WAIT_MS);
+	else if (mode == WM_POLLSET)
+		ret = target_poll_set(c->rxcq, &e);
+#endif
 	else
 		sleep_ms(WM_WAIT_MS);
-	if (mode == WM_EPOLL)
+	if (mode == WM_EPOLL || mode == WM_WAITSET)
 		ret = fi_cq_read(c->rxcq, &e, 1);
 	if ((ret >= 0 && mode != WM_EQ) ||
 	    (ret < 0 && ret != -FI_EAGAIN && ret != -FI_ETIMEDOUT &&
@@ -193,7 +226,8 @@ static void wm_commits(struct conn *c, enum wait_mode mode)
 /*
  * wait-modes: for each way a target application may wait (fi_cq_sread on
  * CQs of every wait object, epoll on FI_GETWAIT's fd with fi_trywait,
- * fi_cntr_wait, fi_eq_sread, no reads at all), commits after 0, 2, 100
+ * fi_cntr_wait, fi_eq_sread, no reads at all; with libfabric 1.x fi_wait
+ * on the CQs' wait set, fi_poll on a poll set), commits after 0, 2, 100
  * and 1000 ms of idle: each durable when read (oracle), none waiting for
  * the target's wait to time out (watchdog SC_GAPPED_BOUND_MS).
  */
@@ -205,6 +239,9 @@ void sc_wait_modes(void)
 	sc_setup(WM_COUNT * WM_PER_MODE, WM_COUNT * WM_PER_MODE * 4096);
 	for (int mode = 0; mode < WM_COUNT; mode++) {
 		uint64_t seed = 0x77a170 + (uint64_t)mode;
+
+		if ((mode == WM_WAITSET || mode == WM_POLLSET) && !HAVE_WAIT_SETS)
+			continue; /* libfabric 2.x has no wait or poll sets */
 		struct idle_req req = { .marker_off = 0, .flag_off = 64 };
 
 		gen_fill((uint8_t *)&req.flag_value, 8, seed, 64);

@@ -426,8 +426,9 @@ CASE=immed-flood run scenario-immed-flood-cache_line scenario cache_line lines y
 CASE=counters run scenario-counters-page scenario page lines yes
 CASE=no-pmem-caps run scenario-no-pmem-caps scenario page lines no
 # a passive target waiting in each wait mode (fi_cq_sread on every wait
-# object, epoll with fi_trywait, fi_cntr_wait, fi_eq_sread, no reads) is
-# served at once after 0-1000 ms idle: PAGE and DMP (the agent's profiles)
+# object, epoll with fi_trywait, fi_cntr_wait, fi_eq_sread, no reads; with
+# libfabric 1.x fi_wait on a wait set and fi_poll on a poll set) is served
+# at once after 0-1000 ms idle: PAGE and DMP (the agent's profiles)
 for gran in page cache_line; do
 	CASE=wait-modes run "scenario-wait-modes-$gran" scenario "$gran" lines yes
 done

@@ -337,6 +337,9 @@ struct pmv_cq {
 	struct pmv_wait *app_set;   /* the application's wait set, or NULL */
 	bool app_wait_none;         /* the application asked FI_WAIT_NONE */
 	int core_waiters;           /* application threads in the core's sread */
+	bool app_armed;             /* fi_trywait said yes, and no read since:
+				     * the application may sleep on its fd
+				     * (atomic) */
 	int gated_refs;             /* gated endpoints receiving here (atomic) */
 	uint64_t gate_entries;      /* gated writes' completions taken (atomic) */
 	int taken_held;             /* threads running internal completions
@@ -511,6 +514,7 @@ struct pmv_ep *pmv_gate_server(struct pmv_domain *dom, unsigned idx);
 void pmv_gate_server_done(struct pmv_domain *dom);
 /* pmv_cq_wait.c */
 void pmv_cq_progress_core(struct pmv_cq *cq);
+void pmv_cq_wake_waiters(struct pmv_cq *cq, bool found);
 /* pmv_mr_index.c: regions by key and by descriptor; domain lock held */
 struct pmv_mr *pmv_mr_index_key(struct pmv_domain *dom, uint64_t key);
 bool pmv_mr_index_desc(struct pmv_domain *dom, void *desc);

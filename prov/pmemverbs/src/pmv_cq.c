@@ -404,6 +404,9 @@ ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	if (pmv_cq_plain(cq))
 		return src_addr ? fi_cq_readfrom(cq->core, buf, count, src_addr) :
 				  fi_cq_read(cq->core, buf, count);
+	/* it reads: it does not sleep on the fd (pmv_cq_wake_waiters) */
+	if (__atomic_load_n(&cq->app_armed, __ATOMIC_RELAXED))
+		__atomic_store_n(&cq->app_armed, false, __ATOMIC_RELAXED);
 	pmv_cq_run_hooks(cq);
 	gates = __atomic_load_n(&cq->gate_entries, __ATOMIC_RELAXED);
 	ret = pmv_cq_read_queued(cq, buf, count, src_addr);

@@ -292,12 +292,37 @@ int pmv_cq_signal(struct fid_cq *cq_fid)
  */
 void pmv_cq_progress_core(struct pmv_cq *cq)
 {
+	bool found;
+
 	if (__atomic_load_n(&cq->core_waiters, __ATOMIC_ACQUIRE))
 		return;
-	if (__atomic_load_n(&cq->gated_refs, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&cq->gated_refs, __ATOMIC_ACQUIRE)) {
 		pmv_cq_take_core(cq); /* a gated write's completion serves */
-	else
-		(void) fi_cq_read(cq->core, NULL, 0);
+		found = __atomic_load_n(&cq->aux_count, __ATOMIC_ACQUIRE) != 0;
+	} else {
+		/* a read of count 0: 0 if the core CQ holds entries */
+		found = fi_cq_read(cq->core, NULL, 0) >= 0;
+	}
+	pmv_cq_wake_waiters(cq, found);
+}
+
+/*
+ * After the agent ran the core's progress of cq (a read, or fi_trywait):
+ * an application thread that may sleep on cq's wait object (in
+ * fi_cq_sread, or on its fd since fi_trywait said yes and it has not read
+ * since) is woken through it (fi_cq_signal) if entries may be there
+ * (found) or commits are in flight (an ack may have landed), as that
+ * progress took the bytes whose arrival would have woken it: an
+ * initiator's 8-byte read after 2 ms idle waited its fi_cq_sread's whole
+ * 100 ms step in 19 of 400 reads, its epoll's 200 ms in 1%.
+ */
+void pmv_cq_wake_waiters(struct pmv_cq *cq, bool found)
+{
+	if (!__atomic_load_n(&cq->core_waiters, __ATOMIC_SEQ_CST) &&
+	    !__atomic_load_n(&cq->app_armed, __ATOMIC_SEQ_CST))
+		return;
+	if (found || pmv_cq_hooks_busy(cq))
+		(void) fi_cq_signal(cq->core);
 }
 
 /*

@@ -100,7 +100,12 @@ int pmv_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 /* Core fids fi_trywait asks the core about at once (a bounded stack array). */
 #define PMV_TRYWAIT_CHUNK 64
 
-/* The core fids of count pmemverbs objects from fids, into core_fids. */
+/*
+ * The core fids of count pmemverbs objects from fids, into core_fids; their
+ * CQs are armed first: the application may sleep on their fds from the
+ * core's trywait on, and the agent wakes it after its own progress of them
+ * (pmv_cq_wake_waiters) until it reads them again.
+ */
 static int pmv_trywait_core_fids(struct fid **fids, int count,
 				 struct fid **core_fids)
 {
@@ -112,6 +117,10 @@ static int pmv_trywait_core_fids(struct fid **fids, int count,
 				 "objects only\n");
 			return -FI_EINVAL;
 		}
+		if (fids[i]->fclass == FI_CLASS_CQ)
+			__atomic_store_n(&pmv_container_of(fids[i],
+				struct pmv_cq, cq_fid.fid)->app_armed, true,
+				__ATOMIC_SEQ_CST);
 	}
 	return 0;
 }

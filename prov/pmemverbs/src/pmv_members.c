@@ -94,12 +94,16 @@ void pmv_members_remove(struct pmv_members *ms, const void *obj)
  * endpoints: acks polled, requests served). */
 static enum pmv_member_state pmv_member_state(const struct pmv_member *m)
 {
+	if (m->cntr && pmv_cntr_trywait_busy(m->cntr))
+		return PMV_MEMBER_BUSY;
 	if (m->cntr)
-		return pmv_cntr_trywait_busy(m->cntr) ? PMV_MEMBER_BUSY :
-							PMV_MEMBER_IDLE;
+		return __atomic_load_n(&m->cntr->refs, __ATOMIC_ACQUIRE) ?
+		       PMV_MEMBER_PMEM : PMV_MEMBER_IDLE;
 	if (pmv_cq_ready(m->cq))
 		return PMV_MEMBER_READY;
-	return pmv_cq_hooks_busy(m->cq) ? PMV_MEMBER_BUSY : PMV_MEMBER_IDLE;
+	if (pmv_cq_hooks_busy(m->cq))
+		return PMV_MEMBER_BUSY;
+	return pmv_cq_plain(m->cq) ? PMV_MEMBER_IDLE : PMV_MEMBER_PMEM;
 }
 
 /* Copies up to PMV_MEMBERS_LOOK members, from index from, into got,

@@ -114,6 +114,8 @@ struct pmv_poll {
  * ran, by rank. */
 enum pmv_member_state {
 	PMV_MEMBER_IDLE,
+	PMV_MEMBER_PMEM,  /* pmem endpoints bound: another thread may start
+			   * a commit, whose end wakes no wait object */
 	PMV_MEMBER_BUSY,  /* work in flight whose end lands in memory */
 	PMV_MEMBER_READY, /* entries of pmemverbs's: no core wait object or
 			   * poll set shows them */

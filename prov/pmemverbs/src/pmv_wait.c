@@ -14,8 +14,20 @@
 #if PMV_HAVE_WAIT_SETS
 
 /* Longest sleep of fi_wait while a member has work in flight whose end
- * lands in memory (commits' acks): as fi_cq_sread's steps. */
+ * lands in memory (commits' acks), and while members have pmem endpoints
+ * (another thread may start a commit meanwhile): as fi_cq_sread's steps. */
 #define PMV_WAIT_BUSY_MS 1
+#define PMV_WAIT_PMEM_MS 100
+
+/* The longest sleep in the core's set for members in state, ms (-1: no
+ * bound) left of the caller's timeout. */
+static int pmv_wait_step(enum pmv_member_state state, int ms)
+{
+	int most = state == PMV_MEMBER_BUSY ? PMV_WAIT_BUSY_MS :
+		   state == PMV_MEMBER_PMEM ? PMV_WAIT_PMEM_MS : -1;
+
+	return most >= 0 && (ms < 0 || ms > most) ? most : ms;
+}
 
 /* A look of fi_wait stops at the first member with entries. */
 static bool pmv_wait_stop(void *arg, const struct pmv_member *m)
@@ -38,7 +50,8 @@ static int pmv_wait_left(uint64_t deadline)
  * member has commits in flight, sleeps in the core's set in steps of
  * PMV_WAIT_BUSY_MS with the members' progress between them (an ack
  * landing in memory wakes no wait object: a commit waited for the whole
- * timeout); otherwise the core's wait.
+ * timeout), in steps of PMV_WAIT_PMEM_MS while members have pmem
+ * endpoints; otherwise the core's wait.
  */
 static int pmv_wait_wait(struct fid_wait *waitset, int timeout)
 {
@@ -53,12 +66,10 @@ static int pmv_wait_wait(struct fid_wait *waitset, int timeout)
 		state = pmv_members_look(&wait->members, pmv_wait_stop, NULL);
 		if (state == PMV_MEMBER_READY)
 			return 0;
-		ms = timeout < 0 ? -1 : pmv_wait_left(deadline);
-		if (state == PMV_MEMBER_BUSY &&
-		    (ms < 0 || ms > PMV_WAIT_BUSY_MS))
-			ms = PMV_WAIT_BUSY_MS;
+		ms = pmv_wait_step(state, timeout < 0 ? -1 :
+					   pmv_wait_left(deadline));
 		ret = fi_wait(wait->core, ms);
-		if (ret != -FI_ETIMEDOUT || state != PMV_MEMBER_BUSY ||
+		if (ret != -FI_ETIMEDOUT || state == PMV_MEMBER_IDLE ||
 		    (timeout >= 0 && !pmv_wait_left(deadline)))
 			return ret;
 	}

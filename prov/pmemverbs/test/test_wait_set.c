@@ -65,6 +65,22 @@ Test(wait_set, an_idle_set_waits_in_the_core_with_the_timeout)
 }
 
 /*
+ * With pmem endpoints bound and nothing in flight, fi_wait sleeps in the
+ * core's set at most 100 ms at a time, as fi_cq_sread does: another thread
+ * may start a commit meanwhile, whose ack wakes no wait object.
+ */
+Test(wait_set, a_set_with_pmem_endpoints_sleeps_in_bounded_steps)
+{
+	pmv_cq_ref_pmem(g_cq, 1);
+	g_waits = 0;
+	(void) fi_wait(g_app_set, 1000);
+	pmv_cq_ref_pmem(g_cq, -1);
+	cr_assert_eq(g_waits, 1);
+	cr_assert_eq(g_wait_last_ms, 100, "slept up to %d ms in the core's "
+		     "set with pmem endpoints bound", g_wait_last_ms);
+}
+
+/*
  * A poll set holding the CQ names it once an ack landed: the commit's
  * completion is pmemverbs's, in no core CQ (the initiator-waits scenario's
  * pollset mode never saw a commit complete before this).

@@ -172,10 +172,14 @@ static bool pmv_agent_nothing_pending(struct pmv_domain *dom, size_t n)
 {
 	struct pmv_agent *agent = dom->agent;
 	struct fid *fid;
+	bool busy;
 
 	for (size_t i = 0; i < agent->cqs.n; i++) {
 		fid = &agent->cqs.cq[i]->core->fid;
-		if (fi_trywait(dom->fabric->core, &fid, 1) != FI_SUCCESS)
+		busy = fi_trywait(dom->fabric->core, &fid, 1) != FI_SUCCESS;
+		/* its progress may have taken an application's wake */
+		pmv_cq_wake_waiters(agent->cqs.cq[i], busy);
+		if (busy)
 			return false;
 	}
 	agent->app_waits = false;

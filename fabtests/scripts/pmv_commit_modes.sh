@@ -28,6 +28,13 @@
 #            commit's p50 and p99 over the read8 p50 (medians of the
 #            per-round ratios).  Goal: p50 at most 1.25, p99 at most
 #            PMV_GOAL_WAIT_P99 (20) read round trips.
+#   x_WAIT, x_WAIT_idle  the initiator-wait cells (PMV_CM_INI_WAIT_TARGETS,
+#            run as the wait-mode cells but on PMV_CM_INI_WAIT_CONFIGS,
+#            PAGE alone by default): a passive target (fi_cq_sread)
+#            and an initiator that waits for its own completions as
+#            fi_pmem_lat -x WAIT says (fi_cq_sread on a transmit CQ of
+#            wait object unspec, fd, pollfd; epoll on its fd with
+#            fi_trywait), the same table and goals.
 #   rdm_busy, rdm_passive, rdm_idle  the same over RDM endpoints
 #            (fi_pmem_lat -e rdm), p50 and p99 ratios: see
 #            pmv_commit_modes_rdm.sh, which this script sources, for what
@@ -90,13 +97,16 @@
 #        PMV_CM_WAIT_TARGETS (w_WAIT and w_WAIT_idle for every WAIT),
 #        PMV_CM_WAIT_CONFIGS ("page cache_line"), PMV_CM_WAIT_SIZES
 #        ("64 4096"), PMV_CM_WAIT_ROUNDS (PMV_CM_ROUNDS), PMV_GOAL_WAIT_P99
-#        (20), PMV_CM_AA_TARGETS ("busy passive idle"; "" for none),
+#        (20), PMV_CM_INI_WAIT_TARGETS (x_WAIT and x_WAIT_idle for
+#        every WAIT; "" for none), PMV_CM_INI_WAIT_CONFIGS ("page"),
+#        PMV_CM_AA_TARGETS ("busy passive idle"; "" for none),
 #        PMV_CM_BW_SIZE (4096), PMV_CM_BW_DEPTH (16), PMV_CM_BW_BATCH (16),
 #        PMV_CM_BW_MS (250): fi_pmem_bw -T, per measurement,
 #        PMV_CM_DIR (/dev/shm): where the targets create their files,
 #        PMV_CM_PORT (13500): the runs take the ports after it, one each
 #          (at most ROUNDS x (CONFIGS x (TARGETS + 1) + 1 + AA_TARGETS
-#          + WAIT_CONFIGS x WAIT_TARGETS)),
+#          + WAIT_CONFIGS x WAIT_TARGETS
+#          + INI_WAIT_CONFIGS x INI_WAIT_TARGETS)),
 #        PMV_CM_BUDGET (300): seconds; runs that would start later are
 #          skipped (their cells say n/a),
 #        PMV_GOAL_READ8_FLUSH (1.10), PMV_GOAL_READ8_AGENT (1.25),
@@ -133,7 +143,11 @@ TARGETS=${PMV_CM_TARGETS:-"busy passive idle"}
 WAIT_MODES="none unspec fd pollfd epoll cntr eq noread"
 WAIT_TARGETS=${PMV_CM_WAIT_TARGETS:-$(for w in $WAIT_MODES; do
 	printf 'w_%s w_%s_idle ' "$w" "$w"; done)}
+INI_WAIT_MODES="unspec fd pollfd epoll"
+INI_WAIT_TARGETS=${PMV_CM_INI_WAIT_TARGETS-$(for w in $INI_WAIT_MODES; do
+	printf 'x_%s x_%s_idle ' "$w" "$w"; done)}
 WAIT_CONFIGS=${PMV_CM_WAIT_CONFIGS:-"page cache_line"}
+INI_WAIT_CONFIGS=${PMV_CM_INI_WAIT_CONFIGS:-page}
 WAIT_SIZES=${PMV_CM_WAIT_SIZES:-"64 4096"}
 WAIT_ROUNDS=${PMV_CM_WAIT_ROUNDS:-$ROUNDS}
 AA_TARGETS=${PMV_CM_AA_TARGETS-"busy passive idle"}
@@ -273,15 +287,17 @@ lat_run() {
 	local modes=read8,commit base=${mode#aa_}
 	base=${base#rdm_}
 	sizes=$(sizes_for "$config")
-	[[ $mode == w_* || $mode == aa_* ]] && sizes=$(echo $WAIT_SIZES | tr ' ' ,)
+	[[ $mode == [wx]_* || $mode == aa_* ]] &&
+		sizes=$(echo $WAIT_SIZES | tr ' ' ,)
 	[[ $mode == rdm_* ]] && sizes=$(echo $RDM_SIZES | tr ' ' ,)
 	[ -n "$sizes" ] || return 0
 	[[ $mode == aa_* ]] && modes=read8,read8_ctl
 	case $base in busy | cntr_busy) targs+=(-y) ;; esac
 	case $mode in cntr_*) targs+=(-K) ;; esac
 	case $mode in w_*) w=${mode#w_}; targs+=(-w "${w%_idle}") ;; esac
-	[[ $base == idle || $mode == w_*_idle ]] &&
+	[[ $base == idle || $mode == [wx]_*_idle ]] &&
 		iargs=(-I "$IDLE_ITERS" -W "$IDLE_WARMUP" -i "$IDLE_US")
+	case $mode in x_*) w=${mode#x_}; iargs+=(-x "${w%_idle}") ;; esac
 	[[ $mode == rdm_* ]] && targs+=(-e rdm) && iargs+=(-e rdm)
 	name=lat-r$round-${config//:/-}-$mode
 	rows=$LOGS/$name.csv
@@ -340,6 +356,11 @@ measure() {
 		done
 		[ "$round" -le "$WAIT_ROUNDS" ] && for config in $WAIT_CONFIGS; do
 			for mode in $WAIT_TARGETS; do
+				lat_run "$round" "$config" "$mode"
+			done
+		done
+		[ "$round" -le "$WAIT_ROUNDS" ] && for config in $INI_WAIT_CONFIGS; do
+			for mode in $INI_WAIT_TARGETS; do
 				lat_run "$round" "$config" "$mode"
 			done
 		done

@@ -57,29 +57,38 @@ ratio_cells() {
 	}' "$CSV"
 }
 
-# The wait-mode table: per config and size, per target its p50 and p99
-# ratios (commit over read8 p50), PASS if within the goals.
+# The wait-mode tables: per config and size, per target its p50 and p99
+# ratios (commit over read8 p50), PASS if within the goals; the targets
+# waiting as fi_pmem_lat -w says (w_), then the initiators as -x says (x_).
 wait_table() {
-	local c s t n a b v line
+	wait_cells w "$WAIT_CONFIGS" "$WAIT_TARGETS" \
+		"a passive target waiting as fi_pmem_lat -w says"
+	wait_cells x "$INI_WAIT_CONFIGS" "$INI_WAIT_TARGETS" \
+		"a passive target, the initiator waiting as fi_pmem_lat -x says"
+}
+
+# One wait-mode table: configs $2 by targets $3 (prefix $1_), titled $4.
+wait_cells() {
+	local pre=$1 configs=$2 targets=$3 title=$4 c s t n a b v line
 	declare -A W=()
 	while read -r c t s n a b _; do
 		W["$c $t $s"]="$a $b"
-	done < <(ratio_cells '^w_' p50)
+	done < <(ratio_cells "^${pre}_" p50)
 	[ ${#W[@]} -gt 0 ] || return 0
 	echo
-	echo "# wait modes: a passive target waiting as fi_pmem_lat -w says;"
+	echo "# wait modes: $title;"
 	echo "# cell: commit p50/read8 p50, commit p99/read8 p50 (medians over"
 	echo "# $WAIT_ROUNDS rounds), PASS if p50 <= $GOAL_AGENT and p99 <= $GOAL_WAIT_P99;"
 	echo "# _idle: $IDLE_US us idle before each operation."
-	for c in $WAIT_CONFIGS; do
+	for c in $configs; do
 		for s in $WAIT_SIZES; do
 			line="$(profile_of "$c") $s:"
-			for t in $WAIT_TARGETS; do
+			for t in $targets; do
 				read -r a b <<<"${W["$c $t $s"]:-n/a n/a}"
 				a=$(fmt "$a" 2); b=$(fmt "$b" 1)
 				v=$(verdict "$a" le "$GOAL_AGENT")
 				[ "$v" = PASS ] && v=$(verdict "$b" le "$GOAL_WAIT_P99")
-				line+=" ${t#w_}=$a/$b/$v"
+				line+=" ${t#"${pre}"_}=$a/$b/$v"
 			done
 			echo "$line"
 		done

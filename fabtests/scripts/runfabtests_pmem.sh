@@ -277,9 +277,10 @@ commit_modes() {
 		>"$LOGS/pmv_commit_modes.out" 2>"$LOGS/pmv_commit_modes.log" ||
 		status=$?
 	# its runs took ports from $port on, one each: leave them behind (and
-	# per round those of its A/A control, 3, wait-mode cells, 32, and at
-	# most 16 RDM cells, pmv_commit_modes_rdm.sh's 9 and the tcp core's)
-	port=$((port + CM_ROUNDS * (ncfg * (ntgt + 1) + 1 + 3 + 32 + 16) + 1))
+	# per round those of its A/A control, 3, wait-mode cells, 32,
+	# initiator-wait cells, 8, and at most 16 RDM cells,
+	# pmv_commit_modes_rdm.sh's 9 and the tcp core's)
+	port=$((port + CM_ROUNDS * (ncfg * (ntgt + 1) + 1 + 3 + 32 + 8 + 16) + 1))
 	tail -n 1 "$LOGS/pmv_commit_modes.out"
 	if [ "$status" -ne 0 ]; then
 		echo "pmv_commit_modes.sh failed ($status); see $LOGS/pmv_commit_modes.log" >&2

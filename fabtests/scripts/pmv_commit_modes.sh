@@ -338,6 +338,16 @@ targets_of_round() {
 	done
 }
 
+# Round $1's wait cells: every config of $2 against every target of $3.
+wait_runs() {
+	local config mode
+	for config in $2; do
+		for mode in $3; do
+			lat_run "$1" "$config" "$mode"
+		done
+	done
+}
+
 measure() {
 	local round config mode
 	echo "round,config,target,provider,profile,mode,size,iters,p50_us,p99_us,max_us,mean_us,method" >"$CSV"
@@ -354,16 +364,10 @@ measure() {
 		for mode in $AA_TARGETS; do
 			lat_run "$round" page "aa_$mode"
 		done
-		[ "$round" -le "$WAIT_ROUNDS" ] && for config in $WAIT_CONFIGS; do
-			for mode in $WAIT_TARGETS; do
-				lat_run "$round" "$config" "$mode"
-			done
-		done
-		[ "$round" -le "$WAIT_ROUNDS" ] && for config in $INI_WAIT_CONFIGS; do
-			for mode in $INI_WAIT_TARGETS; do
-				lat_run "$round" "$config" "$mode"
-			done
-		done
+		if [ "$round" -le "$WAIT_ROUNDS" ]; then
+			wait_runs "$round" "$WAIT_CONFIGS" "$WAIT_TARGETS"
+			wait_runs "$round" "$INI_WAIT_CONFIGS" "$INI_WAIT_TARGETS"
+		fi
 		rdm_measure "$round"
 		echo "round $round of $ROUNDS done, $SECONDS s" >&2
 	done

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -106,13 +107,36 @@ static struct fi_ops g_fake_fi_ops = {
 	.control = fake_control,
 };
 
+bool g_core_wait_progresses;
+volatile int g_core_placed;
+unsigned g_core_slept_after_placing;
+
+/*
+ * With g_core_wait_progresses, the core's waits (fi_wait, sread) run its
+ * progress first, as tcp's do: the socket's bytes (an ack) are taken and
+ * placed (g_core_placed), which completes nothing in the core CQ; a wait
+ * with a timeout then sleeps on, which it counts.
+ */
+static void fake_wait_progress(int timeout)
+{
+	char c;
+
+	if (!g_core_wait_progresses || g_udp[0] < 0 ||
+	    recv(g_udp[0], &c, 1, MSG_DONTWAIT) != 1)
+		return;
+	__atomic_store_n(&g_core_placed, 1, __ATOMIC_RELEASE);
+	if (timeout)
+		g_core_slept_after_placing++;
+}
+
 /* The core's blocking read: waits (bounded) until the test releases it. */
 volatile int g_in_core_sread, g_release_core_sread;
 
 static ssize_t fake_cq_sread(struct fid_cq *cq, void *buf, size_t count,
 			     const void *cond, int timeout)
 {
-	(void) cq; (void) buf; (void) count; (void) cond; (void) timeout;
+	(void) cq; (void) buf; (void) count; (void) cond;
+	fake_wait_progress(timeout);
 	__atomic_store_n(&g_in_core_sread, 1, __ATOMIC_RELEASE);
 	(void) wait_for_flag(&g_release_core_sread);
 	return -FI_EAGAIN;
@@ -199,6 +223,7 @@ static int fake_wait(struct fid_wait *wait, int timeout)
 	__atomic_add_fetch(&g_waits, 1, __ATOMIC_RELAXED);
 	g_wait_last_ms = timeout;
 	(void) !read(g_signal_pipe[0], &c, 1);
+	fake_wait_progress(timeout);
 	if (g_udp[0] >= 0)
 		(void) poll(&pfd, 1, timeout < 0 || timeout > 1000 ? 1000 :
 				     timeout);
@@ -297,6 +322,9 @@ void teardown_pollfd_core_cq(void)
 	pmv_cq_ref_pmem(g_cq, -1);
 	teardown();
 	g_fake_pollfd = false;
+	g_core_wait_progresses = false;
+	g_core_placed = 0;
+	g_core_slept_after_placing = 0;
 	close(g_signal_pipe[0]);
 	close(g_signal_pipe[1]);
 }

@@ -4,8 +4,8 @@
  * CQ under a CQ opened by pmv_cq_open, with staged entries and errors, a
  * blocking read the test releases, and (optionally) a tcp-like list of
  * wait fds: a pipe for the core's signal and a UDP socket standing for a
- * connection.  It counts the core reads and waits, and the yields
- * (sched_yield) of each thread.
+ * connection, which the core's waits may progress.  It counts the core
+ * reads and waits, and the yields (sched_yield) of each thread.
  */
 #ifndef PMV_CQ_FIXTURE_H
 #define PMV_CQ_FIXTURE_H
@@ -26,6 +26,11 @@ extern volatile int g_in_core_sread, g_release_core_sread;
 /* The core's fi_wait calls, and the last one's timeout. */
 extern unsigned g_waits;
 extern int g_wait_last_ms;
+/* The core's waits run its progress first (tcp's do): they take the
+ * socket's bytes (g_core_placed) and count a sleep after that. */
+extern bool g_core_wait_progresses;
+extern volatile int g_core_placed;
+extern unsigned g_core_slept_after_placing;
 /* sched_yield calls made by the calling thread. */
 extern _Thread_local unsigned g_thread_yields;
 

@@ -336,6 +336,8 @@ struct pmv_cq {
 	struct fid_wait *core_wait; /* its wait set, ours (tcp), or NULL */
 	struct pmv_wait *app_set;   /* the application's wait set, or NULL */
 	bool app_wait_none;         /* the application asked FI_WAIT_NONE */
+	bool app_pollfd_of_fd;      /* it asked FI_WAIT_POLLFD, the core CQ
+				     * waits on one fd: its list (2.x) */
 	int core_waiters;           /* application threads in the core's sread */
 	bool app_armed;             /* fi_trywait said yes, and no read since:
 				     * the application may sleep on its fd

@@ -82,6 +82,23 @@ int g_signal_pipe[2] = { -1, -1 };
  * commit request); [0] is in the core CQ's list, [1] sends. */
 int g_udp[2] = { -1, -1 };
 
+/* The wait object pmemverbs asked of the fake core CQ: with FI_WAIT_FD
+ * the CQ waits on the signal pipe alone. */
+enum fi_wait_obj g_core_wait_asked;
+
+/* fi_control of a fake core CQ opened with FI_WAIT_FD. */
+static int fake_control_fd(int command, void *arg)
+{
+	if (command == FI_GETWAITOBJ) {
+		*(enum fi_wait_obj *) arg = FI_WAIT_FD;
+		return 0;
+	}
+	if (command != FI_GETWAIT)
+		return -FI_ENOSYS;
+	*(int *) arg = g_signal_pipe[0];
+	return 0;
+}
+
 static int fake_control(struct fid *fid, int command, void *arg)
 {
 	struct fi_wait_pollfd *list = arg;
@@ -89,6 +106,8 @@ static int fake_control(struct fid *fid, int command, void *arg)
 	(void) fid;
 	if (!g_fake_pollfd)
 		return -FI_ENOSYS;
+	if (g_core_wait_asked == FI_WAIT_FD)
+		return fake_control_fd(command, arg);
 	if (command == FI_GETWAITOBJ) {
 		*(enum fi_wait_obj *) arg = FI_WAIT_POLLFD;
 		return 0;
@@ -160,7 +179,8 @@ static struct fid_cq g_fake_core_cq = {
 static int fake_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 			struct fid_cq **cq, void *context)
 {
-	(void) domain; (void) attr; (void) context;
+	(void) domain; (void) context;
+	g_core_wait_asked = attr->wait_obj;
 	*cq = &g_fake_core_cq;
 	return 0;
 }
@@ -252,6 +272,15 @@ static struct fi_ops_fabric g_fake_fabric_ops = {
 };
 static struct fid_fabric g_fake_core_fabric = { .ops = &g_fake_fabric_ops };
 static struct pmv_fabric g_fabric = { .core = &g_fake_core_fabric };
+/* A core fabric without wait sets (libfabric 2.x deprecated them). */
+static struct fi_ops_fabric g_fake_fabric_ops_no_sets = {
+	.size = sizeof(struct fi_ops_fabric), .trywait = fake_trywait,
+};
+static struct fid_fabric g_fake_core_fabric_no_sets = {
+	.ops = &g_fake_fabric_ops_no_sets };
+static struct pmv_fabric g_fabric_no_sets = {
+	.core = &g_fake_core_fabric_no_sets };
+static bool g_fake_no_wait_sets;
 
 /* As setup, with the engine's CQ opened by pmv_cq_open over the fake, of
  * attributes attr. */
@@ -260,7 +289,8 @@ static void setup_with_cq_attr(struct fi_cq_attr *attr)
 	struct fid_cq *cq;
 
 	g_dom.core = &g_fake_core_dom;
-	g_dom.fabric = g_fake_pollfd ? &g_fabric : NULL;
+	g_dom.fabric = !g_fake_pollfd ? NULL :
+		       g_fake_no_wait_sets ? &g_fabric_no_sets : &g_fabric;
 	cr_assert_eq(pmv_cq_open(&g_dom.domain_fid, attr, &cq, NULL), 0);
 	g_cq = pmv_container_of(cq, struct pmv_cq, cq_fid);
 	g_cq_opened = true;
@@ -317,11 +347,29 @@ void setup_with_pollfd_core_cq(void)
 	g_release_core_sread = 1; /* the core's sread returns at once */
 }
 
+/* A CQ the application opened with FI_WAIT_POLLFD, over a tcp-like core
+ * that opens no wait set (as libfabric 2.x); its teardown is
+ * teardown_pollfd_core_cq. */
+void setup_with_pollfd_cq_no_wait_set(void)
+{
+	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_CONTEXT,
+				   .wait_obj = FI_WAIT_POLLFD };
+
+	g_fake_pollfd = g_fake_no_wait_sets = true;
+	cr_assert_eq(pipe2(g_signal_pipe, O_NONBLOCK), 0);
+	teardown();
+	setup_params();
+	setup_with_cq_attr(&attr);
+	pmv_cq_ref_pmem(g_cq, 1);
+	g_release_core_sread = 1;
+}
+
 void teardown_pollfd_core_cq(void)
 {
 	pmv_cq_ref_pmem(g_cq, -1);
 	teardown();
-	g_fake_pollfd = false;
+	g_fake_pollfd = g_fake_no_wait_sets = false;
+	g_core_wait_asked = FI_WAIT_NONE;
 	g_core_wait_progresses = false;
 	g_core_placed = 0;
 	g_core_slept_after_placing = 0;

@@ -42,6 +42,10 @@ void setup_with_core_cq(void);
 /* The same over a tcp-like core CQ that waits on its fds; its teardown. */
 void setup_with_pollfd_core_cq(void);
 void teardown_pollfd_core_cq(void);
+/* A FI_WAIT_POLLFD CQ over that core, which opens no wait set (2.x);
+ * the wait object asked of the core CQ. */
+void setup_with_pollfd_cq_no_wait_set(void);
+extern enum fi_wait_obj g_core_wait_asked;
 #if PMV_HAVE_WAIT_SETS
 /* The same on a pmemverbs wait set (g_app_set) over the fake core's. */
 extern struct fid_wait *g_app_set;

@@ -6,7 +6,8 @@
  * the core's own signal wake a waiting reader; a closed pmem endpoint's
  * failed ack never reaches the application; an empty read yields to a
  * thread running the completions it took; a core wait that took an ack's
- * bytes does not sleep on.  The fake core: cq_fixture.c.
+ * bytes does not sleep on; a FI_WAIT_POLLFD CQ without a wait set waits
+ * on one core fd.  The fake core: cq_fixture.c.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -373,6 +374,36 @@ Test(cq, a_core_wait_that_took_an_acks_bytes_does_not_sleep_on,
 	cr_assert_eq(g_core_slept_after_placing, 0, "a core wait took the "
 		     "ack's bytes, then slept %u times",
 		     g_core_slept_after_placing);
+}
+
+/*
+ * Where the core opens no wait set (libfabric 2.x), a CQ the application
+ * opened with FI_WAIT_POLLFD waits on a core CQ of FI_WAIT_FD, whose fd is
+ * the list it is given (struct fi_wait_pollfd, fi_poll(3)): on 2.1's own
+ * list a look after a wake found fds that only the core's sread drains,
+ * which returns only for a completion, and an initiator in fi_cq_sread
+ * waited 1 ms for an ack (p99 74-96 read round trips back to back).
+ */
+Test(cq, a_pollfd_cq_without_a_wait_set_waits_on_one_core_fd,
+     .init = setup_with_pollfd_cq_no_wait_set,
+     .fini = teardown_pollfd_core_cq)
+{
+	struct pollfd fd;
+	struct fi_wait_pollfd list = { .nfds = 0, .fd = &fd };
+	enum fi_wait_obj obj;
+
+	cr_assert_eq(g_core_wait_asked, FI_WAIT_FD, "the core CQ was asked "
+		     "wait object %d, not an fd", (int) g_core_wait_asked);
+	cr_assert_eq(g_cq->wait_fd, g_signal_pipe[0]);
+	cr_assert_eq(fi_control(&g_cq->cq_fid.fid, FI_GETWAITOBJ, &obj), 0);
+	cr_assert_eq(obj, FI_WAIT_POLLFD, "the application asked for a list");
+	cr_assert_eq(fi_control(&g_cq->cq_fid.fid, FI_GETWAIT, &list),
+		     -FI_ETOOSMALL);
+	cr_assert_eq(list.nfds, 1);
+	cr_assert_eq(fi_control(&g_cq->cq_fid.fid, FI_GETWAIT, &list), 0);
+	cr_assert_eq(list.nfds, 1);
+	cr_assert_eq(fd.fd, g_signal_pipe[0]);
+	cr_assert_eq(fd.events, POLLIN);
 }
 
 #if PMV_HAVE_WAIT_SETS /* libfabric 2.x: no wait set to drain the signal */

@@ -8,14 +8,14 @@
 
 # Runs the Criterion unit tests of one build and counts its synthesis line.
 run_unit() {
-	local label=$1 dir=$2 out synth
+	local label=$1 dir=$2 out synth verdict
 	section "unit tests ($label)"
 	out=$("$dir/prov/pmemverbs/test/pmv_unit" --jobs 1 2>&1)
 	printf '%s\n' "$out" | grep -E '^\[(FAIL|----)\]' | head -40
 	synth=$(printf '%s\n' "$out" | grep -a 'Synthesis:' | tail -1)
 	echo "${synth:-unit tests did not report (crashed?)}"
-	if [[ $synth =~ Passing:\ ([0-9]+)\ \|\ Failing:\ ([0-9]+)\ \|\ Crashing:\ ([0-9]+) ]]; then
-		add "${BASH_REMATCH[1]}" $((BASH_REMATCH[2] + BASH_REMATCH[3]))
+	if verdict=$(unit_verdict "$out"); then
+		add $verdict
 	else
 		add 0 1
 	fi

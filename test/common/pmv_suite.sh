@@ -35,6 +35,19 @@ add_suite() {
 	fi
 }
 
+# The verdict of the Criterion unit tests' output $1: "PASSED FAILED"
+# from its synthesis line, where a test that crashed or exited in its
+# setup or teardown (Criterion counts it passed, with a warning) is a
+# failure; false if there is no synthesis line.
+unit_verdict() {
+	local out=$1 synth torn
+	synth=$(printf '%s\n' "$out" | grep -a 'Synthesis:' | tail -n 1)
+	[[ $synth =~ Passing:\ ([0-9]+)\ \|\ Failing:\ ([0-9]+)\ \|\ Crashing:\ ([0-9]+) ]] ||
+		return 1
+	torn=$(printf '%s\n' "$out" | grep -ac 'during its setup or teardown')
+	echo "$((BASH_REMATCH[1] - torn)) $((BASH_REMATCH[2] + BASH_REMATCH[3] + torn))"
+}
+
 # The path of a third-party archive NAME (../shared/ext of the project):
 # the first of $PMV_EXT_DIR, ROOT/../shared/ext and /work/shared/ext that
 # holds it (a clone elsewhere, a Debian 13 root), or nothing.

@@ -67,15 +67,15 @@ build() {
 
 # The Criterion unit tests: their synthesis line.
 run_unit() {
-	local out synth
+	local out synth verdict
 	section "unit tests"
 	out=$("$BUILD/prov/pmemverbs/test/pmv_unit" --jobs 1 2>&1)
 	printf '%s\n' "$out" | grep -E '^\[(FAIL|----)\]' | head -40
 	synth=$(printf '%s\n' "$out" | grep -a 'Synthesis:' | tail -n 1)
 	echo "${synth:-unit tests did not report (crashed?)}"
-	if [[ $synth =~ Passing:\ ([0-9]+)\ \|\ Failing:\ ([0-9]+)\ \|\ Crashing:\ ([0-9]+) ]]; then
-		passed=$((passed + BASH_REMATCH[1]))
-		failed=$((failed + BASH_REMATCH[2] + BASH_REMATCH[3]))
+	if verdict=$(unit_verdict "$out"); then
+		passed=$((passed + ${verdict% *}))
+		failed=$((failed + ${verdict#* }))
 	else
 		report FAIL unit "no synthesis line"
 	fi

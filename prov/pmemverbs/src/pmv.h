@@ -222,6 +222,7 @@ struct pmv_domain {
 	void *mr_by_key;          /* and indexed (pmv_mr_index.c) */
 	void *mr_by_desc;
 	struct pmv_agent *agent;  /* started with the first pmem endpoint */
+	struct pmv_eq *eq;        /* bound EQ (pmv_bind_core_eq) */
 	int agent_wake_fd;        /* the agent's eventfd (-1: no agent) */
 	bool agent_sleeping;      /* the agent sleeps on fds (atomic) */
 	uint64_t agent_eps_ver;   /* bumped when an endpoint joins or leaves
@@ -286,7 +287,8 @@ struct pmv_ep {
 	bool raw_ordered;          /* the core orders reads after writes */
 	struct pmv_tgt *tgt;       /* target state (target/), pmem only */
 	bool connected;            /* FI_CONNECTED was read (domain lock) */
-	struct pmv_eq *eq;         /* bound EQ, for serving from its reads */
+	struct pmv_eq *eq;         /* bound EQ (pmv_bind_core_eq); a pmem
+				    * endpoint's reads of it serve it */
 	struct pmv_cntr *cntr[2];  /* bound FI_SEND and FI_RECV counters */
 	struct pmv_cntr *rma_cntr[PMV_RMA_CNTRS]; /* counted here, not bound
 				    * to the core (pmv_ep_cntr.c) */
@@ -361,6 +363,8 @@ struct pmv_eq {
 	struct fid_eq eq_fid;
 	struct fid_eq *core;
 	struct pmv_hooks hooks;     /* serving of pmem endpoints bound to it */
+	int binds;                  /* open objects bound to it (atomic):
+				     * it refuses to close (pmv_eq_close) */
 };
 
 struct pmv_cntr {

@@ -73,8 +73,12 @@ static struct fi_ops_av pmv_av_ops = {
 static int pmv_av_close(struct fid *fid)
 {
 	struct pmv_av *av = pmv_container_of(fid, struct pmv_av, av_fid.fid);
+	struct pmv_eq *eq = av->eq;
+	int ret = pmv_close_wrapper(&av->core->fid, "address vector", av);
 
-	return pmv_close_wrapper(&av->core->fid, "address vector", av);
+	if (!ret)
+		pmv_eq_unbind(&eq);
+	return ret;
 }
 
 /* Binds the AV to an EQ for asynchronous insertion events. */
@@ -82,7 +86,7 @@ static int pmv_av_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct pmv_av *av = pmv_container_of(fid, struct pmv_av, av_fid.fid);
 
-	return pmv_bind_core(&av->core->fid, bfid, flags);
+	return pmv_bind_core_eq(&av->core->fid, bfid, flags, &av->eq);
 }
 
 static struct fi_ops pmv_av_fi_ops = {

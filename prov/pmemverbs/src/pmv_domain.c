@@ -21,6 +21,7 @@ static int pmv_domain_close(struct fid *fid)
 	ret = pmv_close_core(&dom->core->fid, "domain");
 	if (ret)
 		return ret;
+	pmv_eq_unbind(&dom->eq);
 	pmv_agent_stop(dom);
 	pmv_mr_index_fini(dom);
 	pthread_mutex_destroy(&dom->lock);
@@ -35,7 +36,7 @@ static int pmv_domain_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	struct pmv_domain *dom = pmv_container_of(fid, struct pmv_domain,
 						  domain_fid.fid);
 
-	return pmv_bind_core(&dom->core->fid, bfid, flags);
+	return pmv_bind_core_eq(&dom->core->fid, bfid, flags, &dom->eq);
 }
 
 static const char *pmv_domain_core_prov(struct fid_domain *domain)

@@ -68,6 +68,7 @@ static int pmv_ep_close(struct fid *fid)
 		if (ep->rx_cq)
 			pmv_cq_ref_pmem(ep->rx_cq, -1);
 	}
+	pmv_eq_unbind(&ep->eq);
 	pmv_ep_pmem_fini(ep);
 	free(ep);
 	return 0;
@@ -108,12 +109,10 @@ static int pmv_ep_bind_cq(struct pmv_ep *ep, struct fid *bfid, uint64_t flags)
 static int pmv_ep_bind_serving(struct pmv_ep *ep, struct fid *bfid,
 			       uint64_t flags)
 {
-	int ret = pmv_bind_core(&ep->core->fid, bfid, flags);
+	int ret = pmv_bind_core_eq(&ep->core->fid, bfid, flags, &ep->eq);
 
 	if (ret)
 		return ret;
-	if (bfid->fclass == FI_CLASS_EQ)
-		ep->eq = pmv_container_of(bfid, struct pmv_eq, eq_fid.fid);
 	if (bfid->fclass == FI_CLASS_CNTR && (flags & FI_SEND))
 		ep->cntr[0] = pmv_container_of(bfid, struct pmv_cntr,
 					       cntr_fid.fid);
@@ -131,7 +130,9 @@ static int pmv_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	int ret;
 
 	if (!ep->pmem || !bfid)
-		return pmv_bind_core(&ep->core->fid, bfid, flags);
+		return bfid ? pmv_bind_core_eq(&ep->core->fid, bfid, flags,
+					       &ep->eq) :
+			      pmv_bind_core(&ep->core->fid, bfid, flags);
 	if (bfid->fclass == FI_CLASS_CNTR && (flags & PMV_CNTR_OWN) &&
 	    pmv_core_fid(bfid)) {
 		ret = pmv_ep_cntr_bind(ep, pmv_container_of(bfid,

@@ -290,10 +290,18 @@ static struct fi_ops_eq pmv_eq_ops = {
 	.strerror = pmv_eq_strerror,
 };
 
+/* Refused (-FI_EBUSY) while objects bound to it are open, before the
+ * core's close is called (pmv_bind_core_eq says why). */
 static int pmv_eq_close(struct fid *fid)
 {
 	struct pmv_eq *eq = pmv_container_of(fid, struct pmv_eq, eq_fid.fid);
 
+	if (__atomic_load_n(&eq->binds, __ATOMIC_ACQUIRE)) {
+		PMV_WARN(FI_LOG_EQ, "fi_close: endpoints, passive endpoints, "
+			 "domains or address vectors bound to this event "
+			 "queue are still open; close them first\n");
+		return -FI_EBUSY;
+	}
 	return pmv_hooks_close_wrapper(&eq->core->fid, "event queue",
 				       &eq->hooks, eq);
 }

@@ -73,6 +73,33 @@ int pmv_bind_core(struct fid *core, struct fid *bfid, uint64_t flags)
 }
 
 /*
+ * pmv_bind_core, noting an EQ it bound in *eq (one per object): until the
+ * object closes (pmv_eq_unbind), fi_close of that EQ says -FI_EBUSY
+ * without calling the core's close.  libfabric 2.1's tcp EQ tears itself
+ * down before its own busy check, so closing it again once its objects
+ * were closed freed it twice (the process aborted).
+ */
+int pmv_bind_core_eq(struct fid *core, struct fid *bfid, uint64_t flags,
+		     struct pmv_eq **eq)
+{
+	int ret = pmv_bind_core(core, bfid, flags);
+
+	if (!ret && bfid->fclass == FI_CLASS_EQ && !*eq) {
+		*eq = pmv_container_of(bfid, struct pmv_eq, eq_fid.fid);
+		__atomic_add_fetch(&(*eq)->binds, 1, __ATOMIC_ACQ_REL);
+	}
+	return ret;
+}
+
+/* The object that bound *eq closed (its core object did): the EQ may. */
+void pmv_eq_unbind(struct pmv_eq **eq)
+{
+	if (*eq)
+		__atomic_sub_fetch(&(*eq)->binds, 1, __ATOMIC_ACQ_REL);
+	*eq = NULL;
+}
+
+/*
  * Closes a core object, logging which wrapper it belonged to on failure
  * (a failed close leaves the core object open, fault point included).
  */

@@ -41,6 +41,7 @@ struct pmv_pep {
 	struct fid_pep pep_fid;
 	struct fid_pep *core;
 	uint64_t pmem_caps; /* FI_RMA_PMEM if opened with it, for connreqs */
+	struct pmv_eq *eq;  /* bound EQ (pmv_bind_core_eq) */
 };
 
 /* pmv_hooks.c */
@@ -81,6 +82,7 @@ int pmv_cq_signal(struct fid_cq *cq_fid);
 struct pmv_av {
 	struct fid_av av_fid;
 	struct fid_av *core;
+	struct pmv_eq *eq;  /* bound EQ (pmv_bind_core_eq) */
 };
 
 /* A CQ or counter of a pmemverbs wait set or poll set (one of the two). */
@@ -191,6 +193,9 @@ struct fid *pmv_app_fid(struct fid *core_fid);
 int pmv_close_core(struct fid *core_fid, const char *what);
 int pmv_close_wrapper(struct fid *core_fid, const char *what, void *wrapper);
 int pmv_bind_core(struct fid *core, struct fid *bfid, uint64_t flags);
+int pmv_bind_core_eq(struct fid *core, struct fid *bfid, uint64_t flags,
+		     struct pmv_eq **eq);
+void pmv_eq_unbind(struct pmv_eq **eq);
 int pmv_control_core(struct fid *fid, int command, void *arg);
 int pmv_ops_open_core(struct fid *fid, const char *name, uint64_t flags,
 		      void **ops, void *context);

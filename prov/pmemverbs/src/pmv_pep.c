@@ -9,15 +9,19 @@
 static int pmv_pep_close(struct fid *fid)
 {
 	struct pmv_pep *pep = pmv_container_of(fid, struct pmv_pep, pep_fid.fid);
+	struct pmv_eq *eq = pep->eq;
+	int ret = pmv_close_wrapper(&pep->core->fid, "passive endpoint", pep);
 
-	return pmv_close_wrapper(&pep->core->fid, "passive endpoint", pep);
+	if (!ret)
+		pmv_eq_unbind(&eq);
+	return ret;
 }
 
 static int pmv_pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct pmv_pep *pep = pmv_container_of(fid, struct pmv_pep, pep_fid.fid);
 
-	return pmv_bind_core(&pep->core->fid, bfid, flags);
+	return pmv_bind_core_eq(&pep->core->fid, bfid, flags, &pep->eq);
 }
 
 static struct fi_ops pmv_pep_fi_ops = {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * Unit tests: a wrapper's close when the core's close fails (fault point
- * FI_PMEMVERBS_FAULT_CLOSE), and the pass-through calls that must not
+ * FI_PMEMVERBS_FAULT_CLOSE) or must not be tried (an EQ objects are bound
+ * to), and the pass-through calls that must not
  * allocate or size the stack by the application: fi_eq_read, fi_trywait.
  * Over the tcp core on 127.0.0.1 in one process (objects_fixture.c).
  */
@@ -203,6 +204,31 @@ Test(close, a_failed_inbox_close_keeps_the_memory_the_core_may_write)
 }
 
 /* An EQ read allocates nothing: it works when memory has run out. */
+/*
+ * An EQ that open objects are bound to refuses to close (-FI_EBUSY) and is
+ * left as it was: libfabric 2.1's tcp EQ tore itself down before its own
+ * busy check, and the close that came once the endpoints were closed
+ * freed it twice (the process aborted in the fixture's teardown).  Events
+ * still pass through it after the refusal, and it closes once they are.
+ */
+Test(close, an_eq_with_bound_objects_refuses_to_close_and_keeps_working)
+{
+	struct fi_eq_entry in = { .fid = &fx.domain->fid, .context = &fx }, out;
+	struct pair p = { 0 };
+	uint32_t event;
+
+	connect_pair(&p);
+	cr_assert_eq(fi_close(&fx.eq->fid), -FI_EBUSY);
+	cr_assert_eq(fi_eq_write(fx.eq, FI_NOTIFY, &in, sizeof(in), 0),
+		     (ssize_t) sizeof(in));
+	cr_assert_eq(fi_eq_read(fx.eq, &event, &out, sizeof(out), 0),
+		     (ssize_t) sizeof(out));
+	cr_assert_eq(event, FI_NOTIFY);
+	cr_assert_eq(out.context, &fx);
+	close_pair(&p);
+	/* the fixture's teardown closes the EQ, which must now work */
+}
+
 Test(close, an_eq_read_works_when_no_memory_can_be_allocated)
 {
 	struct fi_eq_entry in = { .fid = &fx.domain->fid, .context = &fx }, out;

@@ -73,12 +73,8 @@ static struct fi_ops_av pmv_av_ops = {
 static int pmv_av_close(struct fid *fid)
 {
 	struct pmv_av *av = pmv_container_of(fid, struct pmv_av, av_fid.fid);
-	struct pmv_eq *eq = av->eq;
-	int ret = pmv_close_wrapper(&av->core->fid, "address vector", av);
-
-	if (!ret)
-		pmv_eq_unbind(&eq);
-	return ret;
+	return pmv_close_wrapper_eq(&av->core->fid, "address vector", av,
+				    av->eq);
 }
 
 /* Binds the AV to an EQ for asynchronous insertion events. */

@@ -130,9 +130,7 @@ static int pmv_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	int ret;
 
 	if (!ep->pmem || !bfid)
-		return bfid ? pmv_bind_core_eq(&ep->core->fid, bfid, flags,
-					       &ep->eq) :
-			      pmv_bind_core(&ep->core->fid, bfid, flags);
+		return pmv_bind_core_eq(&ep->core->fid, bfid, flags, &ep->eq);
 	if (bfid->fclass == FI_CLASS_CNTR && (flags & PMV_CNTR_OWN) &&
 	    pmv_core_fid(bfid)) {
 		ret = pmv_ep_cntr_bind(ep, pmv_container_of(bfid,

@@ -84,6 +84,7 @@ int pmv_bind_core_eq(struct fid *core, struct fid *bfid, uint64_t flags,
 {
 	int ret = pmv_bind_core(core, bfid, flags);
 
+	/* ret is an error for a NULL bfid (pmv_core_fid) */
 	if (!ret && bfid->fclass == FI_CLASS_EQ && !*eq) {
 		*eq = pmv_container_of(bfid, struct pmv_eq, eq_fid.fid);
 		__atomic_add_fetch(&(*eq)->binds, 1, __ATOMIC_ACQ_REL);
@@ -97,6 +98,18 @@ void pmv_eq_unbind(struct pmv_eq **eq)
 	if (*eq)
 		__atomic_sub_fetch(&(*eq)->binds, 1, __ATOMIC_ACQ_REL);
 	*eq = NULL;
+}
+
+/* pmv_close_wrapper for a wrapper that may have bound eq (its own field,
+ * read before the wrapper is freed): the EQ may close once it closed. */
+int pmv_close_wrapper_eq(struct fid *core_fid, const char *what,
+			 void *wrapper, struct pmv_eq *eq)
+{
+	int ret = pmv_close_wrapper(core_fid, what, wrapper);
+
+	if (!ret)
+		pmv_eq_unbind(&eq);
+	return ret;
 }
 
 /*

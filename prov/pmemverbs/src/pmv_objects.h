@@ -196,6 +196,8 @@ int pmv_bind_core(struct fid *core, struct fid *bfid, uint64_t flags);
 int pmv_bind_core_eq(struct fid *core, struct fid *bfid, uint64_t flags,
 		     struct pmv_eq **eq);
 void pmv_eq_unbind(struct pmv_eq **eq);
+int pmv_close_wrapper_eq(struct fid *core_fid, const char *what,
+			 void *wrapper, struct pmv_eq *eq);
 int pmv_control_core(struct fid *fid, int command, void *arg);
 int pmv_ops_open_core(struct fid *fid, const char *name, uint64_t flags,
 		      void **ops, void *context);

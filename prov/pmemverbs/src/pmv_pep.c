@@ -9,12 +9,8 @@
 static int pmv_pep_close(struct fid *fid)
 {
 	struct pmv_pep *pep = pmv_container_of(fid, struct pmv_pep, pep_fid.fid);
-	struct pmv_eq *eq = pep->eq;
-	int ret = pmv_close_wrapper(&pep->core->fid, "passive endpoint", pep);
-
-	if (!ret)
-		pmv_eq_unbind(&eq);
-	return ret;
+	return pmv_close_wrapper_eq(&pep->core->fid, "passive endpoint", pep,
+				    pep->eq);
 }
 
 static int pmv_pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)

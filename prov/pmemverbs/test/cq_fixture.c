@@ -335,16 +335,29 @@ void teardown_wait_set(void)
 }
 #endif
 
+/* A pmem endpoint's CQ the application opened with wait object obj over
+ * a tcp-like core CQ that waits on its fds (with or without wait sets). */
+static void setup_pollfd_core(enum fi_wait_obj obj, bool no_wait_sets)
+{
+	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_CONTEXT,
+				   .wait_obj = obj };
+
+	g_fake_pollfd = true;
+	g_fake_no_wait_sets = no_wait_sets;
+	/* non-blocking: a core's fi_wait never blocks past its timeout */
+	cr_assert_eq(pipe2(g_signal_pipe, O_NONBLOCK), 0);
+	teardown(); /* what the suite's init opened, if it ran */
+	setup_params();
+	setup_with_cq_attr(&attr);
+	pmv_cq_ref_pmem(g_cq, 1); /* a pmem endpoint's CQ: pmemverbs's sread */
+	g_release_core_sread = 1; /* the core's sread returns at once */
+}
+
 /* As setup_with_core_cq, over a tcp-like core CQ that waits on its fds. */
 void setup_with_pollfd_core_cq(void)
 {
-	g_fake_pollfd = true;
-	/* non-blocking: a core's fi_wait never blocks past its timeout */
-	cr_assert_eq(pipe2(g_signal_pipe, O_NONBLOCK), 0);
-	setup_with_core_cq();
+	setup_pollfd_core(FI_WAIT_UNSPEC, false);
 	cr_assert(g_cq->wait_pollfd);
-	pmv_cq_ref_pmem(g_cq, 1); /* a pmem endpoint's CQ: pmemverbs's sread */
-	g_release_core_sread = 1; /* the core's sread returns at once */
 }
 
 /* A CQ the application opened with FI_WAIT_POLLFD, over a tcp-like core
@@ -352,16 +365,7 @@ void setup_with_pollfd_core_cq(void)
  * teardown_pollfd_core_cq. */
 void setup_with_pollfd_cq_no_wait_set(void)
 {
-	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_CONTEXT,
-				   .wait_obj = FI_WAIT_POLLFD };
-
-	g_fake_pollfd = g_fake_no_wait_sets = true;
-	cr_assert_eq(pipe2(g_signal_pipe, O_NONBLOCK), 0);
-	teardown();
-	setup_params();
-	setup_with_cq_attr(&attr);
-	pmv_cq_ref_pmem(g_cq, 1);
-	g_release_core_sread = 1;
+	setup_pollfd_core(FI_WAIT_POLLFD, true);
 }
 
 void teardown_pollfd_core_cq(void)

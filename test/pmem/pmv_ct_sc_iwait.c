@@ -7,6 +7,7 @@
  * poll set where libfabric has them (1.x), polling), after idle gaps.
  */
 #include <poll.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 
 #include "pmv_ct.h"
@@ -34,6 +35,18 @@ struct iw_conn {
 	int fd;                 /* epoll: an epoll set on the CQ's fd;
 				 * cntr-fd: the counter's fd */
 	unsigned early;         /* counted before the oracle had them */
+	bool by_thread;         /* another thread posts each commit once
+				 * this one waits */
+};
+
+/* How long the posting thread lets the waiting one sleep first. */
+#define IW_POSTER_LAG_MS 3
+
+/* A commit that another thread posts (iw_poster), when it did. */
+struct iw_post {
+	struct iw_conn *w;
+	struct sop *s;
+	int64_t t0;
 };
 
 /* The transmit CQ's wait object in mode m. */
@@ -214,28 +227,48 @@ static void iw_wait(struct iw_conn *w, struct sop *s, uint64_t count,
 		    k_iw_names[w->mode], sop_str(s), STEP_MS);
 }
 
-/* One commit on w (arg) after idle_ms, waited for in w's mode; its time
- * in us. */
+/* Posts a commit once the thread that waits for it sleeps. */
+static void *iw_poster(void *arg)
+{
+	struct iw_post *p = arg;
+
+	sleep_ms(IW_POSTER_LAG_MS);
+	__atomic_store_n(&p->t0, now_us(), __ATOMIC_RELEASE);
+	sop_post_retry(p->w->c.ep, p->s, 0, 0, NULL);
+	return NULL;
+}
+
+/* One commit on w (arg) after idle_ms, waited for in w's mode (posted by
+ * another thread while this one waits if w->by_thread); its time in us. */
 static int64_t iw_commit(void *arg, unsigned i, int idle_ms)
 {
 	struct iw_conn *w = arg;
 	uint64_t count = w->cntr ? fi_cntr_read(w->cntr) : 0;
 	uint64_t errs = w->cntr ? fi_cntr_readerr(w->cntr) : 0;
-	struct sop *s = sc_gapped_sop(i, idle_ms);
-	int64_t t0 = now_us();
+	struct iw_post p = { .w = w, .s = sc_gapped_sop(i, idle_ms),
+			     .t0 = now_us() };
+	pthread_t poster;
+	int64_t t1;
 
-	sop_post_retry(w->c.ep, s, 0, 0, NULL);
-	iw_wait(w, s, count, errs);
-	return now_us() - t0;
+	if (!w->by_thread)
+		sop_post_retry(w->c.ep, p.s, 0, 0, NULL);
+	else if (pthread_create(&poster, NULL, iw_poster, &p))
+		die("starting the posting thread failed");
+	iw_wait(w, p.s, count, errs);
+	t1 = now_us();
+	if (w->by_thread && pthread_join(poster, NULL))
+		die("joining the posting thread failed");
+	return t1 - __atomic_load_n(&p.t0, __ATOMIC_ACQUIRE);
 }
 
 /* The timed commits of w's mode; verdicts on how many outran the bound
  * and, with a counter, on counts ahead of durability. */
 static void iw_commits(struct iw_conn *w)
 {
-	const char *name = k_iw_names[w->mode];
-	char check[64];
+	char name[32], check[64];
 
+	snprintf(name, sizeof(name), "%s%s", k_iw_names[w->mode],
+		 w->by_thread ? "/other-thread" : "");
 	snprintf(check, sizeof(check), "initiator-waits/%s/woken", name);
 	sc_gapped_commits(check, name, iw_commit, w);
 	if (!w->cntr)
@@ -253,30 +286,39 @@ static void iw_commits(struct iw_conn *w)
  * and _POLLFD; epoll on the CQ's fd after fi_trywait; fi_cntr_wait on the
  * FI_WRITE counter; poll on that counter's fd after fi_trywait; fi_wait on
  * the CQ's wait set and fi_poll on a poll set holding it, libfabric 1.x),
- * commits
- * after 0, 2, 100 and 1000 ms of idle: each durable when it completes
- * (oracle), none waiting for a wait to time out (watchdog
- * SC_GAPPED_BOUND_MS).
+ * commits after 0, 2, 100 and 1000 ms of idle, posted by the waiting
+ * thread and, in the modes that sleep, by another thread once it waits:
+ * each durable when it completes (oracle), none waiting for a wait to
+ * time out (watchdog SC_GAPPED_BOUND_MS).
  */
 void sc_initiator_waits(void)
 {
 	struct iw_conn w;
 	struct sc_sum m;
 
-	sc_setup(IW_COUNT * IW_PER_MODE, IW_COUNT * IW_PER_MODE * 4096);
-	for (int mode = 0; mode < IW_COUNT; mode++) {
+	sc_setup(2 * IW_COUNT * IW_PER_MODE,
+		 2 * IW_COUNT * IW_PER_MODE * 4096);
+	for (int run = 0; run < 2 * IW_COUNT; run++) {
+		int mode = run % IW_COUNT;
+		bool by_thread = run >= IW_COUNT;
+
 		if ((mode == IW_WAITSET || mode == IW_POLLSET) && !HAVE_WAIT_SETS)
 			continue; /* libfabric 2.x has no wait or poll sets */
+		if (by_thread && (mode == IW_POLL || mode == IW_POLLSET))
+			continue; /* they never sleep */
 		iw_open(&w, (enum iw_mode)mode);
 		if (mode == IW_CNTR_FD && w.fd < 0) {
-			printf("NOTE initiator-waits/%s: not run, FI_GETWAIT on "
-			       "a counter says -FI_ENOSYS (the core's counters "
-			       "give no fd)\n", k_iw_names[mode]);
+			if (!by_thread)
+				printf("NOTE initiator-waits/%s: not run, "
+				       "FI_GETWAIT on a counter says "
+				       "-FI_ENOSYS (the core's counters give "
+				       "no fd)\n", k_iw_names[mode]);
 			iw_close(&w);
 			continue;
 		}
 		(void)iw_commit(&w, 0, 0); /* learns the key's profile */
 		w.early = 0;
+		w.by_thread = by_thread;
 		iw_commits(&w);
 		iw_close(&w);
 	}

@@ -519,6 +519,7 @@ void pmv_gate_sweep(struct pmv_domain *dom, uint64_t now_ms);
 struct pmv_ep *pmv_gate_server(struct pmv_domain *dom, unsigned idx);
 void pmv_gate_server_done(struct pmv_domain *dom);
 /* pmv_cq_wait.c */
+int pmv_cq_sleepers(const struct pmv_cq *cq);
 void pmv_cq_progress_core(struct pmv_cq *cq);
 void pmv_cq_wake_waiters(struct pmv_cq *cq, bool found);
 /* pmv_mr_index.c: regions by key and by descriptor; domain lock held */

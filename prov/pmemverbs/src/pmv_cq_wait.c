@@ -300,6 +300,21 @@ int pmv_cq_signal(struct fid_cq *cq_fid)
 }
 
 /*
+ * Application threads asleep on cq's core wait object: in fi_cq_sread or
+ * fi_cntr_wait (core_waiters) or, libfabric 1.x, in fi_wait on its wait
+ * set, to which fi_cq(3) attaches the CQ (a set's sleepers count
+ * for each member: a commit that another thread started while one slept
+ * there lost its wake to the agent's progress and waited up to the
+ * set's 100 ms step, 2-4 of 29).
+ */
+int pmv_cq_sleepers(const struct pmv_cq *cq)
+{
+	return __atomic_load_n(&cq->core_waiters, __ATOMIC_SEQ_CST) +
+	       (cq->app_set ? __atomic_load_n(&cq->app_set->sleepers,
+					      __ATOMIC_SEQ_CST) : 0);
+}
+
+/*
  * Drives the core's progress on an endpoint's CQs for the agent thread
  * (hence the atomic loads): the tcp core moves data only when its CQs are
  * read, and a read of zero entries progresses a CQ without taking any
@@ -313,7 +328,7 @@ void pmv_cq_progress_core(struct pmv_cq *cq)
 {
 	bool found;
 
-	if (__atomic_load_n(&cq->core_waiters, __ATOMIC_ACQUIRE))
+	if (pmv_cq_sleepers(cq))
 		return;
 	if (__atomic_load_n(&cq->gated_refs, __ATOMIC_ACQUIRE)) {
 		pmv_cq_take_core(cq); /* a gated write's completion serves */
@@ -327,9 +342,9 @@ void pmv_cq_progress_core(struct pmv_cq *cq)
 
 /*
  * After the agent ran the core's progress of cq (a read, or fi_trywait):
- * an application thread that may sleep on cq's wait object (in
- * fi_cq_sread, or on its fd since fi_trywait said yes and it has not read
- * since) is woken through it (fi_cq_signal) if entries may be there
+ * an application thread that may sleep on cq's wait object
+ * (pmv_cq_sleepers, or on its fd since fi_trywait said yes and it has not
+ * read since) is woken through it (fi_cq_signal) if entries may be there
  * (found) or commits are in flight (an ack may have landed), as that
  * progress took the bytes whose arrival would have woken it: an
  * initiator's 8-byte read after 2 ms idle waited its fi_cq_sread's whole
@@ -337,7 +352,7 @@ void pmv_cq_progress_core(struct pmv_cq *cq)
  */
 void pmv_cq_wake_waiters(struct pmv_cq *cq, bool found)
 {
-	if (!__atomic_load_n(&cq->core_waiters, __ATOMIC_SEQ_CST) &&
+	if (!pmv_cq_sleepers(cq) &&
 	    !__atomic_load_n(&cq->app_armed, __ATOMIC_SEQ_CST))
 		return;
 	if (found || pmv_cq_hooks_busy(cq))

@@ -104,6 +104,9 @@ struct pmv_wait {
 	struct fid_wait wait_fid;
 	struct fid_wait *core;
 	struct pmv_members members; /* fi_wait runs their progress first */
+	int sleepers;               /* threads in its fi_wait (atomic): to
+				     * the agent, sleepers of every member
+				     * CQ (pmv_cq_sleepers) */
 };
 
 struct pmv_poll {

@@ -62,17 +62,26 @@ static int pmv_wait_wait(struct fid_wait *waitset, int timeout)
 	enum pmv_member_state state;
 	int ret, ms;
 
+	/* counted before the first look: the agent then leaves the members'
+	 * progress to this thread, and signals it if its own progress took
+	 * an ack's bytes (pmv_cq_sleepers: a commit that another thread
+	 * started while this one slept waited up to PMV_WAIT_PMEM_MS) */
+	__atomic_add_fetch(&wait->sleepers, 1, __ATOMIC_SEQ_CST);
 	for (;;) {
 		state = pmv_members_look(&wait->members, pmv_wait_stop, NULL);
-		if (state == PMV_MEMBER_READY)
-			return 0;
+		if (state == PMV_MEMBER_READY) {
+			ret = 0;
+			break;
+		}
 		ms = pmv_wait_step(state, timeout < 0 ? -1 :
 					   pmv_wait_left(deadline));
 		ret = fi_wait(wait->core, ms);
 		if (ret != -FI_ETIMEDOUT || state == PMV_MEMBER_IDLE ||
 		    (timeout >= 0 && !pmv_wait_left(deadline)))
-			return ret;
+			break;
 	}
+	__atomic_sub_fetch(&wait->sleepers, 1, __ATOMIC_SEQ_CST);
+	return ret;
 }
 
 /*

@@ -127,13 +127,12 @@ void pmv_agent_drop_eps(struct pmv_agent *agent, size_t n)
 		pmv_tgt_release(agent->snap[i]);
 }
 
-/* Whether an application thread waits in rx or tx (fi_cq_sread): that
- * wait takes their endpoint's bytes and serves its requests, and progress
- * through its other CQ would only take the bytes from under it. */
+/* Whether an application thread waits in rx or tx (pmv_cq_sleepers):
+ * that wait takes their endpoint's bytes and serves its requests, and
+ * progress through its other CQ would only take the bytes from under it. */
 bool pmv_agent_cqs_waited(const struct pmv_cq *rx, const struct pmv_cq *tx)
 {
-	return (rx && __atomic_load_n(&rx->core_waiters, __ATOMIC_ACQUIRE)) ||
-	       (tx && __atomic_load_n(&tx->core_waiters, __ATOMIC_ACQUIRE));
+	return (rx && pmv_cq_sleepers(rx)) || (tx && pmv_cq_sleepers(tx));
 }
 
 /* pmv_agent_cqs_waited for ep's CQs, read atomically (fi_ep_bind). */

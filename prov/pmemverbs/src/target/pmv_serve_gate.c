@@ -26,8 +26,7 @@ bool pmv_serve_gate_shut(const struct pmv_ep *ep, const struct pmv_req *req)
 	if (!rx)
 		return true;
 	pmv_cq_take_core(rx);
-	if (__atomic_load_n(&rx->core_waiters, __ATOMIC_ACQUIRE) >
-	    (pmv_cq_waited_here == rx ? 1 : 0))
+	if (pmv_cq_sleepers(rx) > (pmv_cq_waited_here == rx ? 1 : 0))
 		(void) fi_cq_signal(rx->core); /* its entries may be queued */
 	return !pmv_gate_passed(ep, req->seq);
 }

@@ -3,8 +3,9 @@
  * pmv_ct_sc_iwait.c - Scenario initiator-waits: the initiator waits for its
  * own commits' completions as an application may (fi_cq_sread on every
  * wait object, epoll on the CQ's fd or poll on the FI_WRITE counter's fd
- * after fi_trywait, fi_cntr_wait, fi_wait on a wait set and fi_poll on a
- * poll set where libfabric has them (1.x), polling), after idle gaps.
+ * after fi_trywait, fi_cntr_wait, fi_wait on a CQ's or counter's wait set
+ * and fi_poll on a poll set where libfabric has them (1.x), polling),
+ * after idle gaps, posted by the waiting thread or by another.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -13,12 +14,18 @@
 #include "pmv_ct.h"
 
 enum iw_mode { IW_POLL, IW_UNSPEC, IW_FD, IW_POLLFD, IW_EPOLL, IW_CNTR,
-	       IW_CNTR_FD, IW_WAITSET, IW_POLLSET, IW_COUNT };
+	       IW_CNTR_FD, IW_WAITSET, IW_POLLSET, IW_CNTR_SET, IW_COUNT };
 
 static const char *const k_iw_names[IW_COUNT] = {
 	"poll", "unspec", "fd", "pollfd", "epoll", "cntr", "cntr-fd",
-	"waitset", "pollset",
+	"waitset", "pollset", "cntr-waitset",
 };
+
+/* Whether mode m needs wait sets (libfabric 1.x). */
+static bool iw_needs_sets(enum iw_mode m)
+{
+	return m == IW_WAITSET || m == IW_POLLSET || m == IW_CNTR_SET;
+}
 
 #define IW_WAIT_MS 200     /* each wait: a wake that does not come costs
 			    * a whole one, over the harness's watchdog
@@ -30,7 +37,8 @@ struct iw_conn {
 	struct conn c;
 	enum iw_mode mode;
 	struct fid_cntr *cntr;  /* the counter modes: FI_WRITE */
-	struct fid_wait *set;   /* waitset: the transmit CQ's wait set */
+	struct fid_wait *set;   /* waitset: the transmit CQ's wait set;
+				 * cntr-waitset: the counter's */
 	struct fid_poll *pset;  /* pollset: a poll set holding that CQ */
 	int fd;                 /* epoll: an epoll set on the CQ's fd;
 				 * cntr-fd: the counter's fd */
@@ -103,7 +111,14 @@ static void iw_open(struct iw_conn *w, enum iw_mode mode)
 
 	*w = (struct iw_conn){ .mode = mode, .fd = -1 };
 	conn_open_on(&w->c, g_net.info, open_eq(), iw_open_cq(w), open_cq());
-	if (mode == IW_CNTR || mode == IW_CNTR_FD) {
+#if HAVE_WAIT_SETS
+	if (mode == IW_CNTR_SET) {
+		w->set = open_wait_set();
+		attr.wait_obj = FI_WAIT_SET;
+		attr.wait_set = w->set;
+	}
+#endif
+	if (mode == IW_CNTR || mode == IW_CNTR_FD || mode == IW_CNTR_SET) {
 		CHECK(fi_cntr_open(g_net.domain, &attr, &w->cntr, NULL));
 		CHECK(fi_ep_bind(w->c.ep, &w->cntr->fid, FI_WRITE));
 	}
@@ -125,8 +140,8 @@ static void iw_close(struct iw_conn *w)
 	initiator_close_conn(&w->c);
 	if (w->cntr && !close_fid(&w->cntr->fid))
 		die("closing the FI_WRITE counter failed");
-	if (w->set && (!close_fid(&w->c.txcq->fid) ||
-		       !close_fid(&w->set->fid)))
+	if (w->set && ((w->mode == IW_WAITSET &&
+			!close_fid(&w->c.txcq->fid)) || !close_fid(&w->set->fid)))
 		die("closing the wait set or its CQ failed");
 #if HAVE_WAIT_SETS
 	if (w->pset && (fi_poll_del(w->pset, &w->c.txcq->fid, 0) ||
@@ -197,6 +212,10 @@ static bool iw_wait_cntr(struct iw_conn *w, uint64_t count, uint64_t errs)
 		ret = fi_cntr_wait(w->cntr, count + 1, IW_WAIT_MS);
 		if (ret && ret != -FI_ETIMEDOUT && ret != -FI_EAVAIL)
 			die("fi_cntr_wait: %s", errname(ret));
+#if HAVE_WAIT_SETS
+	} else if (w->mode == IW_CNTR_SET) {
+		(void)fi_wait(w->set, IW_WAIT_MS);
+#endif
 	} else if (iw_trywait(&w->cntr->fid)) {
 		(void)poll(&p, 1, IW_WAIT_MS);
 	}
@@ -234,6 +253,9 @@ static void *iw_poster(void *arg)
 
 	sleep_ms(IW_POSTER_LAG_MS);
 	__atomic_store_n(&p->t0, now_us(), __ATOMIC_RELEASE);
+	/* the waiting thread may read its completion before the post
+	 * returns here (sop_post marks it posted after) */
+	__atomic_store_n(&p->s->posted, true, __ATOMIC_RELEASE);
 	sop_post_retry(p->w->c.ep, p->s, 0, 0, NULL);
 	return NULL;
 }
@@ -285,7 +307,8 @@ static void iw_commits(struct iw_conn *w)
  * commits (polling; fi_cq_sread on CQs of wait object FI_WAIT_UNSPEC, _FD
  * and _POLLFD; epoll on the CQ's fd after fi_trywait; fi_cntr_wait on the
  * FI_WRITE counter; poll on that counter's fd after fi_trywait; fi_wait on
- * the CQ's wait set and fi_poll on a poll set holding it, libfabric 1.x),
+ * the CQ's wait set, fi_poll on a poll set holding it and fi_wait on the
+ * counter's wait set, libfabric 1.x),
  * commits after 0, 2, 100 and 1000 ms of idle, posted by the waiting
  * thread and, in the modes that sleep, by another thread once it waits:
  * each durable when it completes (oracle), none waiting for a wait to
@@ -302,7 +325,7 @@ void sc_initiator_waits(void)
 		int mode = run % IW_COUNT;
 		bool by_thread = run >= IW_COUNT;
 
-		if ((mode == IW_WAITSET || mode == IW_POLLSET) && !HAVE_WAIT_SETS)
+		if (iw_needs_sets((enum iw_mode)mode) && !HAVE_WAIT_SETS)
 			continue; /* libfabric 2.x has no wait or poll sets */
 		if (by_thread && (mode == IW_POLL || mode == IW_POLLSET))
 			continue; /* they never sleep */

@@ -375,6 +375,8 @@ struct pmv_cntr {
 	int refs;                   /* pmem endpoints and operations counting
 				     * into it (pmv_ep_cntr.c; atomic) */
 	struct pmv_wait *app_set;   /* the application's wait set, or NULL */
+	uint64_t set_seen;          /* count and errors when fi_wait on its */
+	uint64_t set_seen_errs;     /* set last returned (pmv_wait.c) */
 };
 
 struct pmv_mr {

@@ -301,13 +301,21 @@ static int pmv_cntr_wait(struct fid_cntr *cntr_fid, uint64_t threshold,
 			 int timeout)
 {
 	struct pmv_cntr *cntr = pmv_cntr(cntr_fid);
-	uint64_t errs, woke = 0, deadline = pmv_ms_now() + (uint64_t) timeout;
+
+	/* before any progress: an error that progress counts ends the wait */
+	return pmv_cntr_wait_from(cntr, threshold, fi_cntr_readerr(cntr->core),
+				  timeout);
+}
+
+/* pmv_cntr_wait with the error count errs read before the wait. */
+int pmv_cntr_wait_from(struct pmv_cntr *cntr, uint64_t threshold,
+		       uint64_t errs, int timeout)
+{
+	uint64_t woke = 0, deadline = pmv_ms_now() + (uint64_t) timeout;
 	int left, step, slept;
 	unsigned pass = 0;
 	bool alone = false, spinning;
 
-	/* before any progress: an error that progress counts ends the wait */
-	errs = fi_cntr_readerr(cntr->core);
 	pmv_hooks_run_before_wait(&cntr->hooks);
 	if (!__atomic_load_n(&cntr->hooks.head, __ATOMIC_ACQUIRE) ||
 	    (cntr->domain->transport != PMV_TRANSPORT_TCP &&

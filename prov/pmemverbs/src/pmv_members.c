@@ -122,6 +122,29 @@ static size_t pmv_members_grab(struct pmv_members *ms, size_t from,
 	return n;
 }
 
+/* Ends a look that pmv_members_grab or pmv_members_hold_lone_cntr began. */
+void pmv_members_release(struct pmv_members *ms)
+{
+	pmv_lock(&ms->lock, PMV_LOCK_WAIT_SET);
+	ms->looks--;
+	pmv_unlock(&ms->lock, PMV_LOCK_WAIT_SET);
+}
+
+/* The set's only member if it is a counter, held by a look until
+ * pmv_members_release; NULL otherwise. */
+struct pmv_cntr *pmv_members_hold_lone_cntr(struct pmv_members *ms)
+{
+	struct pmv_cntr *cntr = NULL;
+
+	pmv_lock(&ms->lock, PMV_LOCK_WAIT_SET);
+	if (ms->n == 1 && ms->m[0].cntr) {
+		cntr = ms->m[0].cntr;
+		ms->looks++;
+	}
+	pmv_unlock(&ms->lock, PMV_LOCK_WAIT_SET);
+	return cntr;
+}
+
 /*
  * Runs every member's progress, with no lock held (a member's serving may
  * persist), and returns the highest state; on_ready is called for each
@@ -142,9 +165,7 @@ enum pmv_member_state pmv_members_look(struct pmv_members *ms,
 			if (one == PMV_MEMBER_READY)
 				go_on = on_ready(arg, &got[i]);
 		}
-		pmv_lock(&ms->lock, PMV_LOCK_WAIT_SET);
-		ms->looks--;
-		pmv_unlock(&ms->lock, PMV_LOCK_WAIT_SET);
+		pmv_members_release(ms);
 		from += n;
 	}
 	return state;

@@ -132,6 +132,11 @@ int pmv_members_add(struct pmv_members *ms, struct pmv_cq *cq,
 void pmv_members_remove(struct pmv_members *ms, const void *obj);
 enum pmv_member_state pmv_members_look(struct pmv_members *ms,
 	bool (*on_ready)(void *arg, const struct pmv_member *m), void *arg);
+struct pmv_cntr *pmv_members_hold_lone_cntr(struct pmv_members *ms);
+void pmv_members_release(struct pmv_members *ms);
+/* pmv_cntr.c */
+int pmv_cntr_wait_from(struct pmv_cntr *cntr, uint64_t threshold,
+		       uint64_t errs, int timeout);
 
 /* Connection request handed to the application in an FI_CONNREQ event. */
 struct pmv_connreq {

@@ -45,13 +45,61 @@ static int pmv_wait_left(uint64_t deadline)
 	return now >= deadline ? 0 : (int) (deadline - now);
 }
 
+/* Milliseconds of the next step of a wait of timeout (ms, -1: none) that
+ * ends at deadline: at most PMV_WAIT_PMEM_MS. */
+static int pmv_wait_lone_step(int timeout, uint64_t deadline)
+{
+	int left = timeout < 0 ? PMV_WAIT_PMEM_MS : pmv_wait_left(deadline);
+
+	return left < PMV_WAIT_PMEM_MS ? left : PMV_WAIT_PMEM_MS;
+}
+
+/*
+ * fi_wait on a set whose only member is a counter: the counter's own wait
+ * (pmv_cntr_wait_from, which sleeps on its endpoints' CQ fds: an ack's
+ * bytes wake those, not the core's set, and a commit waited 1 ms, or 100
+ * ms when another thread posted it), until the count or the error count
+ * moved since fi_wait on the set last returned; in steps of at most
+ * PMV_WAIT_PMEM_MS, the longest a close of the counter waits.  1 if the
+ * set has no lone counter.
+ */
+static int pmv_wait_lone_cntr(struct pmv_wait *wait, int timeout,
+			      uint64_t deadline)
+{
+	struct pmv_cntr *cntr;
+	int ret;
+
+	for (;;) {
+		cntr = pmv_members_hold_lone_cntr(&wait->members);
+		if (!cntr)
+			return 1;
+		ret = pmv_cntr_wait_from(cntr,
+			__atomic_load_n(&cntr->set_seen, __ATOMIC_ACQUIRE) + 1,
+			__atomic_load_n(&cntr->set_seen_errs, __ATOMIC_ACQUIRE),
+			pmv_wait_lone_step(timeout, deadline));
+		if (ret != -FI_ETIMEDOUT) {
+			__atomic_store_n(&cntr->set_seen, fi_cntr_read(cntr->core),
+					 __ATOMIC_RELEASE);
+			__atomic_store_n(&cntr->set_seen_errs,
+					 fi_cntr_readerr(cntr->core),
+					 __ATOMIC_RELEASE);
+		}
+		pmv_members_release(&wait->members);
+		if (ret != -FI_ETIMEDOUT)
+			return ret == -FI_EAVAIL ? 0 : ret;
+		if (timeout >= 0 && !pmv_wait_left(deadline))
+			return -FI_ETIMEDOUT;
+	}
+}
+
 /*
  * fi_wait: returns at once if a member holds pmemverbs's entries; while a
  * member has commits in flight, sleeps in the core's set in steps of
  * PMV_WAIT_BUSY_MS with the members' progress between them (an ack
  * landing in memory wakes no wait object: a commit waited for the whole
  * timeout), in steps of PMV_WAIT_PMEM_MS while members have pmem
- * endpoints; otherwise the core's wait.
+ * endpoints; otherwise the core's wait.  A set whose only member is a
+ * counter waits in the counter's wait (pmv_wait_lone_cntr).
  */
 static int pmv_wait_wait(struct fid_wait *waitset, int timeout)
 {
@@ -62,6 +110,9 @@ static int pmv_wait_wait(struct fid_wait *waitset, int timeout)
 	enum pmv_member_state state;
 	int ret, ms;
 
+	ret = pmv_wait_lone_cntr(wait, timeout, deadline);
+	if (ret != 1)
+		return ret;
 	/* counted before the first look: the agent then leaves the members'
 	 * progress to this thread, and signals it if its own progress took
 	 * an ack's bytes (pmv_cq_sleepers: a commit that another thread

@@ -203,6 +203,10 @@ struct pmv_agent;
  * close waits for its serve_lock (its server must finish first).  Test
  * builds abort on any breach (pmv_lock.c).
  */
+/* Kinds of object opened on a domain, counted while open (pmv_domain_hold). */
+enum pmv_dom_obj { PMV_DOM_EP, PMV_DOM_SRX, PMV_DOM_CQ, PMV_DOM_CNTR,
+		   PMV_DOM_AV, PMV_DOM_MR, PMV_DOM_POLL, PMV_DOM_OBJS };
+
 struct pmv_domain {
 	struct fid_domain domain_fid;
 	struct fid_domain *core;
@@ -223,6 +227,8 @@ struct pmv_domain {
 	void *mr_by_desc;
 	struct pmv_agent *agent;  /* started with the first pmem endpoint */
 	struct pmv_eq *eq;        /* bound EQ (pmv_bind_core_eq) */
+	int open_objs[PMV_DOM_OBJS]; /* open, by kind (atomic): it refuses
+				      * to close (pmv_domain_close) */
 	int agent_wake_fd;        /* the agent's eventfd (-1: no agent) */
 	bool agent_sleeping;      /* the agent sleeps on fds (atomic) */
 	uint64_t agent_eps_ver;   /* bumped when an endpoint joins or leaves

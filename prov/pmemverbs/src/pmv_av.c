@@ -73,8 +73,13 @@ static struct fi_ops_av pmv_av_ops = {
 static int pmv_av_close(struct fid *fid)
 {
 	struct pmv_av *av = pmv_container_of(fid, struct pmv_av, av_fid.fid);
-	return pmv_close_wrapper_eq(&av->core->fid, "address vector", av,
-				    av->eq);
+	struct pmv_domain *dom = av->domain;
+	int ret = pmv_close_wrapper_eq(&av->core->fid, "address vector", av,
+				       av->eq);
+
+	if (!ret)
+		pmv_domain_release(dom, PMV_DOM_AV);
+	return ret;
 }
 
 /* Binds the AV to an EQ for asynchronous insertion events. */
@@ -110,6 +115,8 @@ int pmv_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
 		return ret;
 	}
 	av->core->fid.context = av; /* not every core stores the context */
+	av->domain = dom;
+	pmv_domain_hold(dom, PMV_DOM_AV);
 	av->av_fid.fid.fclass = FI_CLASS_AV;
 	av->av_fid.fid.context = context;
 	av->av_fid.fid.ops = &pmv_av_fi_ops;

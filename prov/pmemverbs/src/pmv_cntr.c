@@ -390,6 +390,7 @@ static int pmv_cntr_close(struct fid *fid)
 		return ret;
 	pmv_wait_leave(cntr->app_set, cntr);
 	pmv_hooks_fini(&cntr->hooks);
+	pmv_domain_release(cntr->domain, PMV_DOM_CNTR);
 	free(cntr);
 	return 0;
 }
@@ -424,6 +425,7 @@ int pmv_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 		return ret;
 	}
 	cntr->domain = dom;
+	pmv_domain_hold(dom, PMV_DOM_CNTR); /* pmv_cntr_close releases it */
 	pmv_hooks_init(&cntr->hooks);
 	cntr->cntr_fid.fid.fclass = FI_CLASS_CNTR;
 	cntr->cntr_fid.fid.context = context;

@@ -70,6 +70,7 @@ static int pmv_cq_close(struct fid *fid)
 	pthread_mutex_destroy(&cq->lock);
 	pthread_mutex_destroy(&cq->aux_lock);
 	pmv_hooks_fini(&cq->hooks);
+	pmv_domain_release(cq->domain, PMV_DOM_CQ);
 	free(cq);
 	return 0;
 }
@@ -234,6 +235,7 @@ int pmv_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 		free(cq);
 		return ret;
 	}
+	pmv_domain_hold(dom, PMV_DOM_CQ); /* pmv_cq_close releases it */
 	cq->wait_fd = pmv_cq_core_fd(cq);
 	pthread_mutex_init(&cq->lock, NULL);
 	pthread_mutex_init(&cq->aux_lock, NULL);

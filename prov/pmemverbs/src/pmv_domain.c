@@ -2,6 +2,7 @@
 /*
  * pmemverbs: domain object.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,14 +11,60 @@
 #include "pmv_objects.h"
 #include "pmv_rdm.h"
 
+/*
+ * An object of this kind opened on dom (its core object did): until it
+ * closes (pmv_domain_release), fi_close of dom says -FI_EBUSY without
+ * calling the core's close.  libfabric 2.1's tcp domain unhooks itself
+ * from its EQs before its own busy check, so after a refused close the
+ * EQ no longer progressed it: its endpoints' connection events never came.
+ */
+void pmv_domain_hold(struct pmv_domain *dom, enum pmv_dom_obj kind)
+{
+	__atomic_add_fetch(&dom->open_objs[kind], 1, __ATOMIC_ACQ_REL);
+}
+
+/* The object's core object closed: dom may close once no other is open. */
+void pmv_domain_release(struct pmv_domain *dom, enum pmv_dom_obj kind)
+{
+	__atomic_sub_fetch(&dom->open_objs[kind], 1, __ATOMIC_ACQ_REL);
+}
+
+/* Says in buf what is open on dom ("2 endpoints, 1 memory regions");
+ * false if nothing is. */
+static bool pmv_domain_busy(struct pmv_domain *dom, char *buf, size_t len)
+{
+	static const char *const names[PMV_DOM_OBJS] = {
+		"endpoints", "shared receive contexts", "completion queues",
+		"counters", "address vectors", "memory regions", "poll sets" };
+	size_t at = 0;
+	int n;
+
+	for (int kind = 0; kind < PMV_DOM_OBJS; kind++) {
+		n = __atomic_load_n(&dom->open_objs[kind], __ATOMIC_ACQUIRE);
+		if (n && at < len)
+			at += (size_t) snprintf(buf + at, len - at, "%s%d %s",
+						at ? ", " : "", n, names[kind]);
+	}
+	return at;
+}
+
+/* Refused (-FI_EBUSY) while objects opened on it are open, before the
+ * core's close is called (pmv_domain_hold says why). */
 static int pmv_domain_close(struct fid *fid)
 {
 	struct pmv_domain *dom = pmv_container_of(fid, struct pmv_domain,
 						  domain_fid.fid);
+	char open[200];
 	int ret;
 
-	/* the core refuses while endpoints or regions are open (-FI_EBUSY):
-	 * then the agent must keep serving them */
+	if (pmv_domain_busy(dom, open, sizeof(open))) {
+		PMV_WARN(FI_LOG_DOMAIN, "fi_close: the domain still has %s "
+			 "open; close them first, then the domain (it is left "
+			 "as it was)\n", open);
+		return -FI_EBUSY;
+	}
+	/* the core may still refuse (an endpoint's inbox registration that
+	 * did not close): then the agent must keep serving */
 	ret = pmv_close_core(&dom->core->fid, "domain");
 	if (ret)
 		return ret;

@@ -13,7 +13,7 @@ static struct fid_ep *pmv_core_ep(struct fid_ep *ep)
 	return pmv_container_of(ep, struct pmv_ep, ep_fid)->core;
 }
 
-static void pmv_ep_pmem_fini(struct pmv_ep *ep);
+static bool pmv_ep_pmem_fini(struct pmv_ep *ep);
 
 /*
  * Stops the agent and the CQ's hooks from serving or progressing ep (they
@@ -69,7 +69,9 @@ static int pmv_ep_close(struct fid *fid)
 			pmv_cq_ref_pmem(ep->rx_cq, -1);
 	}
 	pmv_eq_unbind(&ep->eq);
-	pmv_ep_pmem_fini(ep);
+	if (pmv_ep_pmem_fini(ep))
+		pmv_domain_release(ep->domain, fid->fclass == FI_CLASS_SRX_CTX ?
+				   PMV_DOM_SRX : PMV_DOM_EP);
 	free(ep);
 	return 0;
 }
@@ -278,19 +280,25 @@ static int pmv_check_core_order(const struct fi_info *core_info)
 	return -FI_EOPNOTSUPP;
 }
 
-/* Releases what pmv_ep_pmem_init set up (after the core endpoint closed). */
-static void pmv_ep_pmem_fini(struct pmv_ep *ep)
+/* Releases what pmv_ep_pmem_init set up (after the core endpoint closed);
+ * false if the inbox's registration stays open on the core domain. */
+static bool pmv_ep_pmem_fini(struct pmv_ep *ep)
 {
+	bool closed = true;
+
 	pmv_ini_close(ep);
 	/* the endpoint is gone either way; memory the core may still write
 	 * into is not freed */
-	if (pmv_inbox_close(ep))
+	if (pmv_inbox_close(ep)) {
 		PMV_WARN(FI_LOG_EP_CTRL, "the endpoint is closed, but its "
 			 "commit inbox's registration did not close: its %zu "
 			 "bytes stay allocated, and the domain cannot close\n",
 			 ep->inbox.size);
+		closed = false;
+	}
 	pmv_tgt_close(ep);
 	pthread_mutex_destroy(&ep->lock);
+	return closed;
 }
 
 /* Sets up the durability engine of an endpoint opened with FI_RMA_PMEM. */
@@ -357,6 +365,7 @@ int pmv_endpoint(struct fid_domain *domain, struct fi_info *info,
 		pmv_ep_pmem_fini(ep);
 		goto out;
 	}
+	pmv_domain_hold(dom, PMV_DOM_EP);
 	*ep_fid = &ep->ep_fid;
 	ep = NULL;
 out:
@@ -383,6 +392,7 @@ int pmv_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
 	srx->domain = dom;
 	pthread_mutex_init(&srx->lock, NULL);
 	pmv_ep_init_fid(srx, FI_CLASS_SRX_CTX, context);
+	pmv_domain_hold(dom, PMV_DOM_SRX);
 	*rx_ep = &srx->ep_fid;
 	return 0;
 }

@@ -58,6 +58,7 @@ static int pmv_mr_close(struct fid *fid)
 	while (__atomic_load_n(&mr->refs, __ATOMIC_ACQUIRE))
 		sched_yield();
 	pmv_persistence_release(&mr->persistence);
+	pmv_domain_release(mr->domain, PMV_DOM_MR);
 	free(mr);
 	return 0;
 }
@@ -253,6 +254,7 @@ static int pmv_mr_register(struct pmv_domain *dom,
 		free(mr);
 		return ret;
 	}
+	pmv_domain_hold(dom, PMV_DOM_MR);
 	*mr_fid = &mr->mr_fid;
 	return 0;
 }

@@ -82,6 +82,7 @@ int pmv_cq_signal(struct fid_cq *cq_fid);
 struct pmv_av {
 	struct fid_av av_fid;
 	struct fid_av *core;
+	struct pmv_domain *domain;
 	struct pmv_eq *eq;  /* bound EQ (pmv_bind_core_eq) */
 };
 
@@ -112,6 +113,7 @@ struct pmv_wait {
 struct pmv_poll {
 	struct fid_poll poll_fid;
 	struct fid_poll *core;
+	struct pmv_domain *domain;
 	struct pmv_members members; /* fi_poll runs their progress first */
 };
 
@@ -233,6 +235,8 @@ int pmv_ep_peer_connected(struct pmv_ep *ep, const struct pmv_peer *peer);
 /* Object constructors, one file each. */
 int pmv_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 		    void *context);
+void pmv_domain_hold(struct pmv_domain *dom, enum pmv_dom_obj kind);
+void pmv_domain_release(struct pmv_domain *dom, enum pmv_dom_obj kind);
 int pmv_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		    struct fid_domain **domain, void *context);
 int pmv_passive_ep(struct fid_fabric *fabric, struct fi_info *info,

@@ -363,9 +363,13 @@ static struct fi_ops_poll pmv_poll_ops = {
 static int pmv_poll_close(struct fid *fid)
 {
 	struct pmv_poll *poll = pmv_container_of(fid, struct pmv_poll, poll_fid.fid);
+	struct pmv_domain *dom = poll->domain;
+	int ret = pmv_set_close(&poll->core->fid, "poll set", &poll->members,
+				poll);
 
-	return pmv_set_close(&poll->core->fid, "poll set", &poll->members,
-			     poll);
+	if (!ret)
+		pmv_domain_release(dom, PMV_DOM_POLL);
+	return ret;
 }
 
 static struct fi_ops pmv_poll_fi_ops = {
@@ -393,6 +397,8 @@ int pmv_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
 		return ret;
 	}
 	pmv_members_init(&poll->members);
+	poll->domain = dom;
+	pmv_domain_hold(dom, PMV_DOM_POLL);
 	poll->poll_fid.fid.fclass = FI_CLASS_POLL;
 	poll->poll_fid.fid.ops = &pmv_poll_fi_ops;
 	poll->poll_fid.ops = &pmv_poll_ops;

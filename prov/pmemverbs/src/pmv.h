@@ -168,6 +168,10 @@ struct pmv_agent;
 /* Gates a domain keeps (pmv_gate.c): a power of two below 65536. */
 #define PMV_GATES 1024u
 
+/* Kinds of object opened on a domain, counted while open (pmv_domain_hold). */
+enum pmv_dom_obj { PMV_DOM_EP, PMV_DOM_SRX, PMV_DOM_CQ, PMV_DOM_CNTR,
+		   PMV_DOM_AV, PMV_DOM_MR, PMV_DOM_POLL, PMV_DOM_OBJS };
+
 /*
  * Locks.  Each is taken with pmv_lock(&lock, class) (pmv_lock.h), and a
  * thread nests them only in this order, outer first:
@@ -203,10 +207,6 @@ struct pmv_agent;
  * close waits for its serve_lock (its server must finish first).  Test
  * builds abort on any breach (pmv_lock.c).
  */
-/* Kinds of object opened on a domain, counted while open (pmv_domain_hold). */
-enum pmv_dom_obj { PMV_DOM_EP, PMV_DOM_SRX, PMV_DOM_CQ, PMV_DOM_CNTR,
-		   PMV_DOM_AV, PMV_DOM_MR, PMV_DOM_POLL, PMV_DOM_OBJS };
-
 struct pmv_domain {
 	struct fid_domain domain_fid;
 	struct fid_domain *core;
@@ -512,7 +512,7 @@ void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
 		 bool is_error);
 size_t pmv_cq_backlog(struct pmv_cq *cq);
 void pmv_cq_take_core(struct pmv_cq *cq);
-/* The CQ whose core_waiters count this thread's counter wait (pmv_cntr.c) */
+/* The CQ whose core_waiters count this thread's counter wait (pmv_cntr_wait.c) */
 extern __thread const struct pmv_cq *pmv_cq_waited_here;
 
 /* pmv_gate.c */

@@ -11,24 +11,6 @@
 #include "pmv_objects.h"
 #include "pmv_rdm.h"
 
-/*
- * An object of this kind opened on dom (its core object did): until it
- * closes (pmv_domain_release), fi_close of dom says -FI_EBUSY without
- * calling the core's close.  libfabric 2.1's tcp domain unhooks itself
- * from its EQs before its own busy check, so after a refused close the
- * EQ no longer progressed it: its endpoints' connection events never came.
- */
-void pmv_domain_hold(struct pmv_domain *dom, enum pmv_dom_obj kind)
-{
-	__atomic_add_fetch(&dom->open_objs[kind], 1, __ATOMIC_ACQ_REL);
-}
-
-/* The object's core object closed: dom may close once no other is open. */
-void pmv_domain_release(struct pmv_domain *dom, enum pmv_dom_obj kind)
-{
-	__atomic_sub_fetch(&dom->open_objs[kind], 1, __ATOMIC_ACQ_REL);
-}
-
 /* Says in buf what is open on dom ("2 endpoints, 1 memory regions");
  * false if nothing is. */
 static bool pmv_domain_busy(struct pmv_domain *dom, char *buf, size_t len)

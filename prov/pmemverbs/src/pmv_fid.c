@@ -2,7 +2,8 @@
 /*
  * pmemverbs: mapping between the application's pmemverbs fids and the core
  * provider's fids, and the small generic fid operations every object shares
- * (and pmv_info_complete, which pmv_info.c and pmv_rdm_info.c share).
+ * (and pmv_info_complete, which pmv_info.c and pmv_rdm_info.c share, and
+ * the counts of objects open on a domain).
  */
 #include <stdlib.h>
 
@@ -215,4 +216,22 @@ bool pmv_info_complete(struct fi_info *info)
 		info->rx_attr = calloc(1, sizeof(*info->rx_attr));
 	return info->fabric_attr && info->domain_attr && info->ep_attr &&
 	       info->tx_attr && info->rx_attr;
+}
+
+/*
+ * An object of this kind opened on dom (its core object did): until it
+ * closes (pmv_domain_release), fi_close of dom says -FI_EBUSY without
+ * calling the core's close.  libfabric 2.1's tcp domain unhooks itself
+ * from its EQs before its own busy check, so after a refused close the
+ * EQ no longer progressed it: its endpoints' connection events never came.
+ */
+void pmv_domain_hold(struct pmv_domain *dom, enum pmv_dom_obj kind)
+{
+	__atomic_add_fetch(&dom->open_objs[kind], 1, __ATOMIC_ACQ_REL);
+}
+
+/* The object's core object closed: dom may close once no other is open. */
+void pmv_domain_release(struct pmv_domain *dom, enum pmv_dom_obj kind)
+{
+	__atomic_sub_fetch(&dom->open_objs[kind], 1, __ATOMIC_ACQ_REL);
 }

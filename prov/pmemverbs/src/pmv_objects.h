@@ -136,7 +136,7 @@ enum pmv_member_state pmv_members_look(struct pmv_members *ms,
 	bool (*on_ready)(void *arg, const struct pmv_member *m), void *arg);
 struct pmv_cntr *pmv_members_hold_lone_cntr(struct pmv_members *ms);
 void pmv_members_release(struct pmv_members *ms);
-/* pmv_cntr.c */
+/* pmv_cntr_wait.c */
 int pmv_cntr_wait_from(struct pmv_cntr *cntr, uint64_t threshold,
 		       uint64_t errs, int timeout);
 
@@ -206,6 +206,8 @@ int pmv_bind_core(struct fid *core, struct fid *bfid, uint64_t flags);
 int pmv_bind_core_eq(struct fid *core, struct fid *bfid, uint64_t flags,
 		     struct pmv_eq **eq);
 void pmv_eq_unbind(struct pmv_eq **eq);
+void pmv_domain_hold(struct pmv_domain *dom, enum pmv_dom_obj kind);
+void pmv_domain_release(struct pmv_domain *dom, enum pmv_dom_obj kind);
 int pmv_close_wrapper_eq(struct fid *core_fid, const char *what,
 			 void *wrapper, struct pmv_eq *eq);
 int pmv_control_core(struct fid *fid, int command, void *arg);
@@ -235,8 +237,6 @@ int pmv_ep_peer_connected(struct pmv_ep *ep, const struct pmv_peer *peer);
 /* Object constructors, one file each. */
 int pmv_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
 		    void *context);
-void pmv_domain_hold(struct pmv_domain *dom, enum pmv_dom_obj kind);
-void pmv_domain_release(struct pmv_domain *dom, enum pmv_dom_obj kind);
 int pmv_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		    struct fid_domain **domain, void *context);
 int pmv_passive_ep(struct fid_fabric *fabric, struct fi_info *info,

@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
+/*
+ * pmemverbs: the waits of a counter.  With pmem endpoints bound,
+ * fi_cntr_wait (and fi_wait on a wait set whose only member is a counter)
+ * serves them, checks and sleeps on a core CQ of theirs, which the bytes
+ * of a request or an ack wake; otherwise the core's wait.
+ */
+#include <poll.h>
+#include <string.h>
+
+#include "pmv_objects.h"
+
+/* Longest sleep of a counter wait, in ms: fi_cntr_add from another
+ * thread wakes nothing it sleeps on, and closing an endpoint served
+ * through it waits for the sleep to end. */
+#define PMV_CNTR_SLEEP_MS 20
+
+/* While a wait spins, its error count is read once in this many passes:
+ * each read is a pass of the core's progress. */
+#define PMV_CNTR_ERR_EVERY 8
+
+__thread const struct pmv_cq *pmv_cq_waited_here;
+
+/*
+ * The CQ a counter wait sleeps on: the receive CQ (else the transmit CQ)
+ * of the first endpoint served through cntr, held (pmv_tgt_hold: its close
+ * waits) and marked as waited on by this thread, so that the agent leaves
+ * that endpoint's progress to it; NULL if none has a wait object.  *alone:
+ * that endpoint is the only one served through cntr.
+ */
+static struct pmv_cq *pmv_cntr_watch_begin(struct pmv_cntr *cntr,
+					   struct pmv_ep **ep, bool *alone)
+{
+	struct pmv_ep *eps[2];
+	unsigned n = pmv_hooks_hold_eps(&cntr->hooks, eps, 2);
+	struct pmv_cq *cq;
+
+	if (!n)
+		return NULL;
+	if (n > 1)
+		pmv_tgt_release(eps[1]);
+	*ep = eps[0];
+	*alone = n == 1;
+	cq = __atomic_load_n(&(*ep)->rx_cq, __ATOMIC_ACQUIRE);
+	if (!cq || (cq->wait_fd < 0 && !cq->core_wait))
+		cq = __atomic_load_n(&(*ep)->tx_cq, __ATOMIC_ACQUIRE);
+	if (!cq || (cq->wait_fd < 0 && !cq->core_wait)) {
+		pmv_tgt_release(*ep);
+		return NULL;
+	}
+	__atomic_add_fetch(&cq->core_waiters, 1, __ATOMIC_ACQ_REL);
+	pmv_cq_waited_here = cq;
+	return cq;
+}
+
+/*
+ * Serves the counter's endpoints between two sleeps.  When the wait
+ * sleeps on the CQ of the only endpoint served through it (alone), whose
+ * bytes wake it, the endpoint stays this thread's, as in fi_cq_sread (the
+ * progress hooks: the agent leaves it alone); otherwise (another
+ * endpoint's requests would not wake this thread) it is handed to the
+ * agent (before_wait).  An agent handed the endpoint on every pass of a
+ * wait that also served it served a quarter of the requests and spun on
+ * the waiting thread's core for FI_PMEMVERBS_AGENT_SPIN_US after each:
+ * the counter wait's p99 was 17-19 read round trips back to back.
+ */
+static void pmv_cntr_serve(struct pmv_cntr *cntr, bool alone)
+{
+	if (alone)
+		pmv_hooks_run(&cntr->hooks);
+	else
+		pmv_hooks_run_before_wait(&cntr->hooks);
+}
+
+/* Most endpoints a spinning counter wait reads the receive CQ of. */
+#define PMV_CNTR_GATE_EPS 8
+
+/*
+ * One spinning pass of a counter wait reads the receive CQs of the gated
+ * endpoints it serves before it serves them (pmv_cq_take_core), so that a
+ * request whose bytes that read's progress places is served with its
+ * gate entry from the same read.  Placed by the counter's own read
+ * instead, the request waited for the gate's read of the core CQ, one
+ * more pass of the core's progress (libfabric 1.17's tcp: a poll and a
+ * read of the CQ's signal): 0.8-1.7 us of a 64 B commit here.
+ */
+static void pmv_cntr_take_gates(struct pmv_cntr *cntr)
+{
+	struct pmv_ep *eps[PMV_CNTR_GATE_EPS];
+	struct pmv_cq *read[PMV_CNTR_GATE_EPS];
+	unsigned n = pmv_hooks_hold_eps(&cntr->hooks, eps, PMV_CNTR_GATE_EPS);
+	unsigned nread = 0, j;
+	struct pmv_cq *rx;
+
+	for (unsigned i = 0; i < n; i++) {
+		rx = __atomic_load_n(&eps[i]->rx_cq, __ATOMIC_ACQUIRE);
+		/* a CQ the endpoints share is read once: each read is a
+		 * pass of the core's progress */
+		for (j = 0; j < nread && read[j] != rx; j++)
+			;
+		if (rx && j == nread &&
+		    __atomic_load_n(&rx->gated_refs, __ATOMIC_ACQUIRE)) {
+			pmv_cq_take_core(rx);
+			read[nread++] = rx;
+		}
+		pmv_tgt_release(eps[i]);
+	}
+}
+
+/* Undoes pmv_cntr_watch_begin. */
+static void pmv_cntr_watch_end(struct pmv_cq *cq, struct pmv_ep *ep)
+{
+	pmv_cq_waited_here = NULL;
+	__atomic_sub_fetch(&cq->core_waiters, 1, __ATOMIC_ACQ_REL);
+	pmv_tgt_release(ep);
+}
+
+/* Most fds a counter wait polls itself (else it sleeps in fi_wait). */
+#define PMV_CNTR_FDS 64
+
+#if PMV_HAVE_WAIT_SETS /* libfabric 2.x: no core_wait, no list to poll */
+/* Whether an fd readable before (was, n of them) is readable in now. */
+static bool pmv_cntr_still_readable(const struct pollfd *was,
+				    const struct pollfd *now, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (was[i].revents && now[i].revents)
+			return true;
+	return false;
+}
+
+/* Whether an fd of fds (n of them) that woke a poll is readable now. */
+static bool pmv_cntr_readable_again(const struct pollfd *fds, int n)
+{
+	struct pollfd again[PMV_CNTR_FDS];
+
+	memcpy(again, fds, (size_t) n * sizeof(*fds));
+	return poll(again, (nfds_t) n, 0) > 0 &&
+	       pmv_cntr_still_readable(fds, again, n);
+}
+
+/*
+ * After a wake on a wait set's list (fds, n) whose bytes were placed and
+ * served: whether an fd that woke it stays readable through fi_trywait
+ * (which resets the set's signal, its progress taking what came; what it
+ * placed is served) too: the list's own signal (the fd list changed),
+ * which only a wait in the set drains.
+ */
+static bool pmv_cntr_list_signalled(struct pmv_cntr *cntr, struct pmv_cq *cq,
+				    const struct pollfd *fds, int n, bool alone)
+{
+	struct fid *fid = &cq->core->fid;
+
+	if (!pmv_cntr_readable_again(fds, n) ||
+	    fi_trywait(cntr->domain->fabric->core, &fid, 1) != FI_SUCCESS)
+		return false;
+	pmv_cntr_serve(cntr, alone);
+	return pmv_cntr_readable_again(fds, n);
+}
+
+/*
+ * Polls the list of cq's wait set (fds, n of them) up to ms; true if
+ * woken.  After a wake: places what came (the core's progress) and
+ * serves it; if the list's own signal woke it (pmv_cntr_list_signalled),
+ * a wait in the set drains it, once the requests are served (its
+ * progress before it sleeps may place one).
+ */
+static bool pmv_cntr_poll_set(struct pmv_cntr *cntr, struct pmv_cq *cq,
+			      struct pollfd *fds, int n, int ms, bool alone)
+{
+	if (poll(fds, (nfds_t) n, ms) <= 0)
+		return false;
+	(void) fi_cq_read(cq->core, NULL, 0);
+	pmv_cntr_serve(cntr, alone);
+	if (pmv_cntr_list_signalled(cntr, cq, fds, n, alone))
+		(void) fi_wait(cq->core_wait, 1);
+	return true;
+}
+#endif
+
+/*
+ * Sleeps up to ms on cq's fds, which the bytes of a request make
+ * readable: its fd, or the list of its wait set (pmv_cntr_poll_set),
+ * polled here rather than in fi_wait, whose progress before it sleeps may
+ * place a request that then waits in the inbox (the agent leaves the
+ * endpoint to this thread).  First, what the core CQ holds is taken
+ * (fi_cq_read of no entries), else fi_trywait refuses.  True if something
+ * ended it (or it did not sleep): work may follow.
+ */
+static bool pmv_cntr_sleep_on(struct pmv_cntr *cntr, struct pmv_cq *cq,
+			      uint64_t threshold, int ms, bool alone)
+{
+	struct pollfd fds[PMV_CNTR_FDS];
+	struct fid *fid = &cq->core->fid;
+	int n;
+
+	if (fi_trywait(cntr->domain->fabric->core, &fid, 1) != FI_SUCCESS) {
+		(void) fi_cq_read(&cq->cq_fid, NULL, 0);
+		return true;
+	}
+	/* the counter's read progresses the core, which may place a
+	 * request: serve after it, so that none sleeps in an inbox */
+	if (fi_cntr_read(cntr->core) >= threshold)
+		return true;
+	pmv_cntr_serve(cntr, alone);
+	n = pmv_cq_wait_fds(cq, fds, PMV_CNTR_FDS);
+#if PMV_HAVE_WAIT_SETS /* libfabric 2.x: no core_wait (pmv_cq_open_wait_set) */
+	if (cq->core_wait && n <= 0)
+		return fi_wait(cq->core_wait, ms) == FI_SUCCESS;
+	if (cq->core_wait)
+		return pmv_cntr_poll_set(cntr, cq, fds, n, ms, alone);
+#endif
+	return n <= 0 || poll(fds, (nfds_t) n, ms) > 0;
+}
+
+/*
+ * One sleep of a counter wait, at most ms: on a core CQ of its endpoint,
+ * which the bytes of a request wake (pmv_cntr_sleep_on).  In the core's
+ * fi_cntr_wait this thread took a request's bytes (its progress placed
+ * them), completed nothing and slept on, while the agent, which the
+ * bytes woke too, found them gone: a commit to a target waiting on a
+ * counter waited for the wait's timeout.  -1 if there is no such CQ, 1
+ * if woken (or not slept), 0 if it slept the whole time; *alone as
+ * pmv_cntr_watch_begin's.
+ */
+static int pmv_cntr_sleep(struct pmv_cntr *cntr, uint64_t threshold, int ms,
+			  bool *alone)
+{
+	struct pmv_ep *ep = NULL;
+	struct pmv_cq *cq = pmv_cntr_watch_begin(cntr, &ep, alone);
+	bool woken;
+
+	if (!cq)
+		return -1;
+	woken = pmv_cntr_sleep_on(cntr, cq, threshold, ms, *alone);
+	pmv_cntr_watch_end(cq, ep);
+	return woken;
+}
+
+/* True if pmemverbs counts into cntr itself (pmv_ep_cntr.c): the core's
+ * wait would progress no endpoint that moves it. */
+static bool pmv_cntr_counted_here(struct pmv_cntr *cntr)
+{
+	return __atomic_load_n(&cntr->refs, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* Milliseconds left before deadline (pmv_ms_now's clock), at least 0. */
+static int pmv_cntr_left(uint64_t deadline)
+{
+	uint64_t now = pmv_ms_now();
+
+	return now >= deadline ? 0 : (int) (deadline - now);
+}
+
+/*
+ * fi_cntr_wait (pmv_cntr.c) from the error count errs read before any
+ * progress.  With pmem endpoints bound, the wait is pmemverbs's own:
+ * serve (pmv_cntr_serve: handing the endpoints to the agent unless the
+ * wait sleeps on the only one's CQ; spinning, after reading the gated
+ * endpoints' receive CQs, pmv_cntr_take_gates), check, sleep
+ * (pmv_cntr_sleep; 1 ms while commits are in flight: an ack lands in
+ * memory and wakes no fd; not at all for FI_PMEMVERBS_SREAD_SPIN_US
+ * after a wake), again; -FI_EAVAIL when the error count moves,
+ * -FI_ETIMEDOUT at the timeout, as the core's.  Otherwise (not over tcp,
+ * or no CQ with a wait object to sleep on) the core's, unless pmemverbs
+ * counts into the counter itself: then 1 ms naps.
+ */
+int pmv_cntr_wait_from(struct pmv_cntr *cntr, uint64_t threshold,
+		       uint64_t errs, int timeout)
+{
+	uint64_t woke = 0, deadline = pmv_ms_now() + (uint64_t) timeout;
+	int left, step, slept;
+	unsigned pass = 0;
+	bool alone = false, spinning;
+
+	pmv_hooks_run_before_wait(&cntr->hooks);
+	if (!__atomic_load_n(&cntr->hooks.head, __ATOMIC_ACQUIRE) ||
+	    (cntr->domain->transport != PMV_TRANSPORT_TCP &&
+	     !pmv_cntr_counted_here(cntr)))
+		return fi_cntr_wait(cntr->core, threshold, timeout);
+	for (;;) {
+		if (fi_cntr_read(cntr->core) >= threshold)
+			return 0;
+		/* every pass before a sleep; spinning, once in
+		 * PMV_CNTR_ERR_EVERY (each read is a progress pass) */
+		spinning = pmv_wait_spins(woke);
+		if ((!spinning || !(++pass % PMV_CNTR_ERR_EVERY)) &&
+		    fi_cntr_readerr(cntr->core) != errs)
+			return -FI_EAVAIL;
+		left = timeout < 0 ? -1 : pmv_cntr_left(deadline);
+		if (!left)
+			return -FI_ETIMEDOUT;
+		step = pmv_hooks_busy(&cntr->hooks) ? 1 :
+		       left >= 0 && left < PMV_CNTR_SLEEP_MS ? left :
+		       PMV_CNTR_SLEEP_MS;
+		if (!spinning) {
+			slept = pmv_cntr_sleep(cntr, threshold, step, &alone);
+			if (slept < 0 && !pmv_cntr_counted_here(cntr))
+				return fi_cntr_wait(cntr->core, threshold, left);
+			if (slept < 0) { /* nothing to sleep on: a nap */
+				(void) poll(NULL, 0, 1);
+				slept = 0;
+			}
+			woke = slept ? pmv_us_now() : 0;
+		} else {
+			pmv_cntr_take_gates(cntr);
+		}
+		pmv_cntr_serve(cntr, alone);
+	}
+}

@@ -218,6 +218,38 @@ Test(cq, the_agents_progress_wakes_an_application_that_may_sleep_on_the_fd,
 	g_core_staged = 0;
 }
 
+/*
+ * A thread asleep in fi_wait on the CQ's wait set (libfabric 1.x) counts
+ * as the CQ's sleeper: the agent leaves the CQ's progress to it, and
+ * signals the CQ when its own progress took bytes (a commit that another
+ * thread started while one slept in the set waited the set's 100 ms step).
+ */
+Test(cq, a_thread_in_fi_wait_on_the_cqs_set_keeps_its_progress_and_wake,
+     .init = setup_with_pollfd_core_cq, .fini = teardown_pollfd_core_cq)
+{
+	static struct pmv_wait set; /* no members: the teardown's leave of
+				     * it finds none */
+	unsigned reads = g_core_reads;
+	int ctx;
+	char c;
+
+	set.sleepers = 1;
+	g_core_entries[0].op_context = &ctx;
+	g_core_staged = 1;
+	g_cq->app_set = &set;
+	pmv_cq_progress_core(g_cq);
+	cr_assert_eq(g_core_reads, reads, "the agent read a core CQ that a "
+		     "thread in fi_wait on its set sleeps on");
+	pmv_cq_wake_waiters(g_cq, false);
+	cr_assert_eq(read(g_signal_pipe[0], &c, 1), -1, "signalled with "
+		     "nothing found and no commit in flight");
+	pmv_cq_wake_waiters(g_cq, true);
+	cr_assert_eq(read(g_signal_pipe[0], &c, 1), 1, "the agent's progress "
+		     "found entries and woke no thread in fi_wait on the set");
+	g_cq->app_set = NULL;
+	g_core_staged = 0;
+}
+
 /* fi_cq_signal wakes a thread waiting without timeout: -FI_EAGAIN. */
 Test(cq, fi_cq_signal_wakes_a_reader_that_waits_forever,
      .init = setup_with_pollfd_core_cq, .fini = teardown_pollfd_core_cq,

@@ -19,6 +19,11 @@
 #define PMV_WAIT_BUSY_MS 1
 #define PMV_WAIT_PMEM_MS 100
 
+/* Longest step of a lone counter's wait (pmv_wait_lone_cntr): a close of
+ * the counter waits for it to end, and the counter's wait sleeps in
+ * steps as long (fi_cntr_add from another thread wakes nothing). */
+#define PMV_WAIT_LONE_MS 20
+
 /* The longest sleep in the core's set for members in state, ms (-1: no
  * bound) left of the caller's timeout. */
 static int pmv_wait_step(enum pmv_member_state state, int ms)
@@ -46,12 +51,12 @@ static int pmv_wait_left(uint64_t deadline)
 }
 
 /* Milliseconds of the next step of a wait of timeout (ms, -1: none) that
- * ends at deadline: at most PMV_WAIT_PMEM_MS. */
+ * ends at deadline: at most PMV_WAIT_LONE_MS. */
 static int pmv_wait_lone_step(int timeout, uint64_t deadline)
 {
-	int left = timeout < 0 ? PMV_WAIT_PMEM_MS : pmv_wait_left(deadline);
+	int left = timeout < 0 ? PMV_WAIT_LONE_MS : pmv_wait_left(deadline);
 
-	return left < PMV_WAIT_PMEM_MS ? left : PMV_WAIT_PMEM_MS;
+	return left < PMV_WAIT_LONE_MS ? left : PMV_WAIT_LONE_MS;
 }
 
 /*
@@ -60,8 +65,7 @@ static int pmv_wait_lone_step(int timeout, uint64_t deadline)
  * bytes wake those, not the core's set, and a commit waited 1 ms, or 100
  * ms when another thread posted it), until the count or the error count
  * moved since fi_wait on the set last returned; in steps of at most
- * PMV_WAIT_PMEM_MS, the longest a close of the counter waits.  1 if the
- * set has no lone counter.
+ * PMV_WAIT_LONE_MS.  1 if the set has no lone counter.
  */
 static int pmv_wait_lone_cntr(struct pmv_wait *wait, int timeout,
 			      uint64_t deadline)

@@ -340,6 +340,9 @@ struct pmv_cq {
 	bool pmem_once;             /* one was bound once: its acks' errors
 				       may come after it closed (atomic) */
 	int wait_fd;                /* the core CQ's fd (agent sleeps), or -1 */
+	int wake_fd1;               /* 1 + the eventfd a counter wait
+				     * sleeping here polls too, 0 before the
+				     * first (pmv_cq_wake_fd; atomic) */
 	bool wait_pollfd;           /* the core CQ waits on a list of fds */
 	struct fid_wait *core_wait; /* its wait set, ours (tcp), or NULL */
 	struct pmv_wait *app_set;   /* the application's wait set, or NULL */
@@ -528,6 +531,8 @@ struct pmv_ep *pmv_gate_server(struct pmv_domain *dom, unsigned idx);
 void pmv_gate_server_done(struct pmv_domain *dom);
 /* pmv_cq_wait.c */
 int pmv_cq_sleepers(const struct pmv_cq *cq);
+void pmv_cq_wake_sleepers(struct pmv_cq *cq);
+int pmv_cq_wake_fd(struct pmv_cq *cq);
 void pmv_cq_progress_core(struct pmv_cq *cq);
 void pmv_cq_wake_waiters(struct pmv_cq *cq, bool found);
 /* pmv_mr_index.c: regions by key and by descriptor; domain lock held */

@@ -6,6 +6,7 @@
  * of a request or an ack wake; otherwise the core's wait.
  */
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <string.h>
 
 #include "pmv_objects.h"
@@ -178,6 +179,23 @@ static bool pmv_cntr_poll_set(struct pmv_cntr *cntr, struct pmv_cq *cq,
 }
 #endif
 
+/* Polls cq's fds (n of them) and its eventfd (pmv_cq_wake_sleepers) up to
+ * ms, then drains the eventfd; true if woken. */
+static bool pmv_cntr_poll(struct pmv_cq *cq, struct pollfd *fds, int n,
+			  int ms)
+{
+	int wake = n < PMV_CNTR_FDS ? pmv_cq_wake_fd(cq) : -1;
+	eventfd_t v;
+	bool woken;
+
+	if (wake >= 0)
+		fds[n++] = (struct pollfd) { .fd = wake, .events = POLLIN };
+	woken = poll(fds, (nfds_t) n, ms) > 0;
+	if (wake >= 0)
+		(void) eventfd_read(wake, &v);
+	return woken;
+}
+
 /*
  * Sleeps up to ms on cq's fds, which the bytes of a request make
  * readable: its fd, or the list of its wait set (pmv_cntr_poll_set),
@@ -203,6 +221,11 @@ static bool pmv_cntr_sleep_on(struct pmv_cntr *cntr, struct pmv_cq *cq,
 	if (fi_cntr_read(cntr->core) >= threshold)
 		return true;
 	pmv_cntr_serve(cntr, alone);
+	/* a commit that another thread started since ms was chosen, whose
+	 * wake (pmv_ini_wake) the trywait or the last poll's drain took: its
+	 * ack lands in memory, so 1 ms, as for commits in flight before */
+	if (ms > 1 && pmv_hooks_busy(&cntr->hooks))
+		ms = 1;
 	n = pmv_cq_wait_fds(cq, fds, PMV_CNTR_FDS);
 #if PMV_HAVE_WAIT_SETS /* libfabric 2.x: no core_wait (pmv_cq_open_wait_set) */
 	if (cq->core_wait && n <= 0)
@@ -210,7 +233,7 @@ static bool pmv_cntr_sleep_on(struct pmv_cntr *cntr, struct pmv_cq *cq,
 	if (cq->core_wait)
 		return pmv_cntr_poll_set(cntr, cq, fds, n, ms, alone);
 #endif
-	return n <= 0 || poll(fds, (nfds_t) n, ms) > 0;
+	return n <= 0 || pmv_cntr_poll(cq, fds, n, ms);
 }
 
 /*

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pmv_objects.h"
 
@@ -70,6 +71,8 @@ static int pmv_cq_close(struct fid *fid)
 	pthread_mutex_destroy(&cq->lock);
 	pthread_mutex_destroy(&cq->aux_lock);
 	pmv_hooks_fini(&cq->hooks);
+	if (cq->wake_fd1)
+		close(cq->wake_fd1 - 1);
 	pmv_domain_release(cq->domain, PMV_DOM_CQ);
 	free(cq);
 	return 0;

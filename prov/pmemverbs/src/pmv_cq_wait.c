@@ -8,7 +8,9 @@
  * agent thread needs of a CQ (its progress, its fds).
  */
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pmv_objects.h"
 
@@ -312,6 +314,46 @@ int pmv_cq_sleepers(const struct pmv_cq *cq)
 	return __atomic_load_n(&cq->core_waiters, __ATOMIC_SEQ_CST) +
 	       (cq->app_set ? __atomic_load_n(&cq->app_set->sleepers,
 					      __ATOMIC_SEQ_CST) : 0);
+}
+
+/*
+ * A commit started on an endpoint of cq (pmv_ini_wake): a thread asleep
+ * on cq chose its sleep while none was in flight.  It is woken through
+ * the core's signal (fi_cq_sread) and through cq's eventfd, which a
+ * counter wait polls too (pmv_cntr_sleep_on) and which, unlike the
+ * signal, no other thread's fi_trywait of the core CQ drains: the
+ * agent's drained it, and 1 to 6 of 29 commits that another thread
+ * started waited out a counter wait's 20 ms sleep.
+ */
+void pmv_cq_wake_sleepers(struct pmv_cq *cq)
+{
+	int fd;
+
+	if (!pmv_cq_sleepers(cq))
+		return;
+	(void) fi_cq_signal(cq->core);
+	fd = __atomic_load_n(&cq->wake_fd1, __ATOMIC_ACQUIRE) - 1;
+	if (fd >= 0)
+		(void) eventfd_write(fd, 1);
+}
+
+/* cq's eventfd (pmv_cq_wake_sleepers), made on first use: a CQ per
+ * connection must not cost an fd more each; -1 if none can be made. */
+int pmv_cq_wake_fd(struct pmv_cq *cq)
+{
+	int fd1 = __atomic_load_n(&cq->wake_fd1, __ATOMIC_ACQUIRE), fd, none = 0;
+
+	if (fd1)
+		return fd1 - 1;
+	fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (fd >= 0 && !__atomic_compare_exchange_n(&cq->wake_fd1, &none,
+						     fd + 1, false,
+						     __ATOMIC_ACQ_REL,
+						     __ATOMIC_ACQUIRE)) {
+		close(fd); /* another thread's won */
+		fd = none - 1;
+	}
+	return fd;
 }
 
 /*

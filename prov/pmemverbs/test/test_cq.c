@@ -250,6 +250,35 @@ Test(cq, a_thread_in_fi_wait_on_the_cqs_set_keeps_its_progress_and_wake,
 	g_core_staged = 0;
 }
 
+/*
+ * A commit started while a thread sleeps on the CQ (pmv_cq_wake_sleepers)
+ * wakes it through the core's signal and through the CQ's eventfd, which
+ * a counter wait polls too: another thread's fi_trywait of the core CQ
+ * (the agent's) drains the signal, and the sleeper then waited out its
+ * 20 ms sleep.  No sleeper: neither.
+ */
+Test(cq, a_commit_started_wakes_a_sleeper_even_if_the_signal_was_drained,
+     .init = setup_with_pollfd_core_cq, .fini = teardown_pollfd_core_cq)
+{
+	int fd = pmv_cq_wake_fd(g_cq);
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char c;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pmv_cq_wake_fd(g_cq), fd, "a second eventfd was made");
+	pmv_cq_wake_sleepers(g_cq);
+	cr_assert_eq(poll(&p, 1, 0), 0, "woken with no sleeper");
+	cr_assert_eq(read(g_signal_pipe[0], &c, 1), -1, "signalled with no "
+		     "sleeper");
+	g_cq->core_waiters = 1;
+	pmv_cq_wake_sleepers(g_cq);
+	cr_assert_eq(read(g_signal_pipe[0], &c, 1), 1, "the core's signal "
+		     "was not set"); /* drained, as another trywait does */
+	cr_assert_eq(poll(&p, 1, 0), 1, "the eventfd does not wake the "
+		     "sleeper once the core's signal was drained");
+	g_cq->core_waiters = 0;
+}
+
 /* fi_cq_signal wakes a thread waiting without timeout: -FI_EAGAIN. */
 Test(cq, fi_cq_signal_wakes_a_reader_that_waits_forever,
      .init = setup_with_pollfd_core_cq, .fini = teardown_pollfd_core_cq,

@@ -322,7 +322,7 @@ int pmv_cq_sleepers(const struct pmv_cq *cq)
  * the core's signal (fi_cq_sread) and through cq's eventfd, which a
  * counter wait polls too (pmv_cntr_sleep_on) and which, unlike the
  * signal, no other thread's fi_trywait of the core CQ drains: the
- * agent's drained it, and 1 to 6 of 29 commits that another thread
+ * agent's drained it, and 1 to 11 of 29 commits that another thread
  * started waited out a counter wait's 20 ms sleep.
  */
 void pmv_cq_wake_sleepers(struct pmv_cq *cq)

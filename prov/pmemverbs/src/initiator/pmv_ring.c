@@ -36,7 +36,7 @@ bool pmv_ini_ring_full(const struct pmv_ini *ini)
  * completions do not make readable, and the agent leaves the endpoint to
  * it): it is woken (pmv_cq_wake_sleepers), so that its next, short, sleep
  * follows the progress the commit needs (a commit that another thread
- * started waited the sleep out, 17 ms, in 1 to 15 of 29).
+ * started waited the sleep out, 17 ms, in 1 to 11 of 29).
  */
 static void pmv_ini_wake(struct pmv_ini *ini)
 {

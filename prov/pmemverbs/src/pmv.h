@@ -460,6 +460,8 @@ bool pmv_send_conflict(struct pmv_ep *ep, uint64_t key, uint64_t addr,
 
 /* pmv_fault.c: milliseconds on CLOCK_MONOTONIC. */
 uint64_t pmv_ms_now(void);
+/* Milliseconds left until deadline (pmv_ms_now's clock), at least 0. */
+int pmv_ms_until(uint64_t deadline);
 /* Microseconds on CLOCK_MONOTONIC (no test skew). */
 uint64_t pmv_us_now(void);
 extern uint64_t pmv_clock_skew_ms; /* unit tests only: time jumps forward */

@@ -180,7 +180,7 @@ static bool pmv_cntr_poll_set(struct pmv_cntr *cntr, struct pmv_cq *cq,
 #endif
 
 /* Polls cq's fds (n of them) and its eventfd (pmv_cq_wake_sleepers) up to
- * ms, then drains the eventfd; true if woken. */
+ * ms, and drains the eventfd if it woke the poll; true if woken. */
 static bool pmv_cntr_poll(struct pmv_cq *cq, struct pollfd *fds, int n,
 			  int ms)
 {
@@ -191,7 +191,7 @@ static bool pmv_cntr_poll(struct pmv_cq *cq, struct pollfd *fds, int n,
 	if (wake >= 0)
 		fds[n++] = (struct pollfd) { .fd = wake, .events = POLLIN };
 	woken = poll(fds, (nfds_t) n, ms) > 0;
-	if (wake >= 0)
+	if (woken && wake >= 0 && fds[n - 1].revents)
 		(void) eventfd_read(wake, &v);
 	return woken;
 }
@@ -267,14 +267,6 @@ static bool pmv_cntr_counted_here(struct pmv_cntr *cntr)
 	return __atomic_load_n(&cntr->refs, __ATOMIC_ACQUIRE) != 0;
 }
 
-/* Milliseconds left before deadline (pmv_ms_now's clock), at least 0. */
-static int pmv_cntr_left(uint64_t deadline)
-{
-	uint64_t now = pmv_ms_now();
-
-	return now >= deadline ? 0 : (int) (deadline - now);
-}
-
 /*
  * fi_cntr_wait (pmv_cntr.c) from the error count errs read before any
  * progress.  With pmem endpoints bound, the wait is pmemverbs's own:
@@ -310,7 +302,7 @@ int pmv_cntr_wait_from(struct pmv_cntr *cntr, uint64_t threshold,
 		if ((!spinning || !(++pass % PMV_CNTR_ERR_EVERY)) &&
 		    fi_cntr_readerr(cntr->core) != errs)
 			return -FI_EAVAIL;
-		left = timeout < 0 ? -1 : pmv_cntr_left(deadline);
+		left = timeout < 0 ? -1 : pmv_ms_until(deadline);
 		if (!left)
 			return -FI_ETIMEDOUT;
 		step = pmv_hooks_busy(&cntr->hooks) ? 1 :

@@ -171,3 +171,10 @@ uint64_t pmv_ms_now(void)
 	return (uint64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
 	       __atomic_load_n(&pmv_clock_skew_ms, __ATOMIC_RELAXED);
 }
+
+int pmv_ms_until(uint64_t deadline)
+{
+	uint64_t now = pmv_ms_now();
+
+	return now >= deadline ? 0 : (int) (deadline - now);
+}

@@ -42,19 +42,11 @@ static bool pmv_wait_stop(void *arg, const struct pmv_member *m)
 	return false;
 }
 
-/* Milliseconds left until deadline (ms clock), at least 0. */
-static int pmv_wait_left(uint64_t deadline)
-{
-	uint64_t now = pmv_ms_now();
-
-	return now >= deadline ? 0 : (int) (deadline - now);
-}
-
 /* Milliseconds of the next step of a wait of timeout (ms, -1: none) that
  * ends at deadline: at most PMV_WAIT_LONE_MS. */
 static int pmv_wait_lone_step(int timeout, uint64_t deadline)
 {
-	int left = timeout < 0 ? PMV_WAIT_LONE_MS : pmv_wait_left(deadline);
+	int left = timeout < 0 ? PMV_WAIT_LONE_MS : pmv_ms_until(deadline);
 
 	return left < PMV_WAIT_LONE_MS ? left : PMV_WAIT_LONE_MS;
 }
@@ -91,7 +83,7 @@ static int pmv_wait_lone_cntr(struct pmv_wait *wait, int timeout,
 		pmv_members_release(&wait->members);
 		if (ret != -FI_ETIMEDOUT)
 			return ret == -FI_EAVAIL ? 0 : ret;
-		if (timeout >= 0 && !pmv_wait_left(deadline))
+		if (timeout >= 0 && !pmv_ms_until(deadline))
 			return -FI_ETIMEDOUT;
 	}
 }
@@ -129,10 +121,10 @@ static int pmv_wait_wait(struct fid_wait *waitset, int timeout)
 			break;
 		}
 		ms = pmv_wait_step(state, timeout < 0 ? -1 :
-					   pmv_wait_left(deadline));
+					   pmv_ms_until(deadline));
 		ret = fi_wait(wait->core, ms);
 		if (ret != -FI_ETIMEDOUT || state == PMV_MEMBER_IDLE ||
-		    (timeout >= 0 && !pmv_wait_left(deadline)))
+		    (timeout >= 0 && !pmv_ms_until(deadline)))
 			break;
 	}
 	__atomic_sub_fetch(&wait->sleepers, 1, __ATOMIC_SEQ_CST);

@@ -4,6 +4,8 @@
  * pass-through layer (src/), the initiator (initiator/) and the target
  * (target/).  What only one folder uses is in its own header:
  * pmv_objects.h (src/), initiator/pmv_initiator.h, target/pmv_target.h.
+ * The completion objects (CQ, EQ, counter) are in pmv_queues.h, the hook
+ * lists their reads run in pmv_hooks.h.
  *
  * Every pmemverbs object wraps one object of the core provider (verbs or
  * tcp).  Each wrapper starts with its public fid structure, and the core
@@ -260,11 +262,6 @@ struct pmv_tgt;
 
 #include "pmv_hooks.h"
 
-/* pmv_cq_wait.c: the fds a CQ's core wait object is made of (poll.h). */
-struct pollfd;
-struct pmv_cq;
-int pmv_cq_wait_fds(struct pmv_cq *cq, struct pollfd *fds, unsigned max);
-
 /* The RMA counters of a pmem endpoint pmemverbs counts itself (pmv_ep_cntr.c). */
 enum pmv_rma_cntr { PMV_CNTR_WRITE, PMV_CNTR_READ, PMV_CNTR_REMOTE_WRITE,
 		    PMV_RMA_CNTRS };
@@ -317,76 +314,7 @@ static inline bool pmv_ep_first_warning(struct pmv_ep *ep, uint32_t bit)
 	return !(__atomic_fetch_or(&ep->warned, bit, __ATOMIC_RELAXED) & bit);
 }
 
-/* An entry in pmemverbs's own queue (commit, FI_IMMED, error). */
-struct pmv_cq_aux {
-	bool is_error;
-	struct fi_cq_err_entry entry;
-	fi_addr_t src_addr;
-};
-
-struct pmv_cq {
-	struct fid_cq cq_fid;
-	struct fid_cq *core;
-	struct pmv_domain *domain;
-	enum fi_cq_format format;
-	pthread_mutex_t lock;       /* reads of the core CQ ("Locks") */
-	pthread_mutex_t aux_lock;   /* the queue; a leaf ("Locks") */
-	size_t aux_head, aux_count, aux_cap; /* aux_count read without lock */
-	size_t aux_reserved;        /* room promised to entries to come */
-	struct pmv_cq_aux *aux;     /* growable: nothing is ever dropped */
-	struct pmv_iop_pool iops;   /* internal ops completing here */
-	struct pmv_hooks hooks;     /* pmem endpoints' progress */
-	int pmem_refs;              /* pmem endpoints bound (either side) */
-	bool pmem_once;             /* one was bound once: its acks' errors
-				       may come after it closed (atomic) */
-	int wait_fd;                /* the core CQ's fd (agent sleeps), or -1 */
-	int wake_fd1;               /* 1 + the eventfd a counter wait
-				     * sleeping here polls too, 0 before the
-				     * first (pmv_cq_wake_fd; atomic) */
-	bool wait_pollfd;           /* the core CQ waits on a list of fds */
-	struct fid_wait *core_wait; /* its wait set, ours (tcp), or NULL */
-	struct pmv_wait *app_set;   /* the application's wait set, or NULL */
-	bool app_wait_none;         /* the application asked FI_WAIT_NONE */
-	bool app_pollfd_of_fd;      /* it asked FI_WAIT_POLLFD, the core CQ
-				     * waits on one fd: its list (2.x) */
-	int core_waiters;           /* application threads in the core's sread */
-	bool app_armed;             /* fi_trywait said yes, and no read since:
-				     * the application may sleep on its fd
-				     * (atomic) */
-	int gated_refs;             /* gated endpoints receiving here (atomic) */
-	uint64_t gate_entries;      /* gated writes' completions taken (atomic) */
-	int taken_held;             /* threads running internal completions
-				       they took from the core (atomic) */
-	int wakeup;                 /* fi_cq_signal since the last sread (atomic) */
-	uint64_t bytes_us;          /* when bytes last woke its sread (atomic) */
-	bool drain_pending;         /* its sread's wake left fds to look at */
-	char errbuf[160];
-};
-
-static inline struct pmv_cq *pmv_cq(struct fid_cq *cq)
-{
-	return pmv_container_of(cq, struct pmv_cq, cq_fid);
-}
-
-struct pmv_eq {
-	struct fid_eq eq_fid;
-	struct fid_eq *core;
-	struct pmv_hooks hooks;     /* serving of pmem endpoints bound to it */
-	int binds;                  /* open objects bound to it (atomic):
-				     * it refuses to close (pmv_eq_close) */
-};
-
-struct pmv_cntr {
-	struct fid_cntr cntr_fid;
-	struct fid_cntr *core;
-	struct pmv_hooks hooks;     /* serving of pmem endpoints bound to it */
-	struct pmv_domain *domain;
-	int refs;                   /* pmem endpoints and operations counting
-				     * into it (pmv_ep_cntr.c; atomic) */
-	struct pmv_wait *app_set;   /* the application's wait set, or NULL */
-	uint64_t set_seen;          /* count and errors when fi_wait on its */
-	uint64_t set_seen_errs;     /* set last returned (pmv_wait.c) */
-};
+#include "pmv_queues.h"
 
 struct pmv_mr {
 	struct fid_mr mr_fid;
@@ -510,15 +438,6 @@ void pmv_domain_publish_gen(struct pmv_domain *dom);
 void pmv_domain_publish_profiles(struct pmv_domain *dom);
 void pmv_ep_connected(struct pmv_ep *ep);
 
-/* pmv_cq.c: entries pmemverbs raises itself. */
-int pmv_cq_reserve(struct pmv_cq *cq);
-void pmv_cq_unreserve(struct pmv_cq *cq);
-void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
-		 bool is_error);
-size_t pmv_cq_backlog(struct pmv_cq *cq);
-void pmv_cq_take_core(struct pmv_cq *cq);
-/* The CQ whose core_waiters count this thread's counter wait (pmv_cntr_wait.c) */
-extern __thread const struct pmv_cq *pmv_cq_waited_here;
 
 /* pmv_gate.c */
 bool pmv_gate_passed(const struct pmv_ep *ep, uint64_t seq);
@@ -531,12 +450,6 @@ void pmv_gate_put_marks(struct pmv_domain *dom, unsigned word, uint64_t bits);
 void pmv_gate_sweep(struct pmv_domain *dom, uint64_t now_ms);
 struct pmv_ep *pmv_gate_server(struct pmv_domain *dom, unsigned idx);
 void pmv_gate_server_done(struct pmv_domain *dom);
-/* pmv_cq_wait.c */
-int pmv_cq_sleepers(const struct pmv_cq *cq);
-void pmv_cq_wake_sleepers(struct pmv_cq *cq);
-int pmv_cq_wake_fd(struct pmv_cq *cq);
-void pmv_cq_progress_core(struct pmv_cq *cq);
-void pmv_cq_wake_waiters(struct pmv_cq *cq, bool found);
 /* pmv_mr_index.c: regions by key and by descriptor; domain lock held */
 struct pmv_mr *pmv_mr_index_key(struct pmv_domain *dom, uint64_t key);
 bool pmv_mr_index_desc(struct pmv_domain *dom, void *desc);

@@ -38,6 +38,7 @@
 #include "proto/pmv_proto.h"
 #include "pmv_iop.h"
 #include "pmv_lock.h" /* after libfabric's: it checks their calls */
+#include "pmv_wake.h"
 
 #define PMV_PROV_NAME "pmemverbs"
 #define PMV_PROV_VERSION FI_VERSION(0, 1)
@@ -196,8 +197,9 @@ enum pmv_dom_obj { PMV_DOM_EP, PMV_DOM_SRX, PMV_DOM_CQ, PMV_DOM_CNTR,
  *                   operations, which go in ring order
  *   hooks->lock     a hook list's links; hooks run without it, each held
  *                   by a count its removal waits on
- *   cq->aux_lock, the iop pool lock, pmv_files_lock, pmv_agents_lock:
- *   leaves, memory only (ep->lock / srx->lock is never taken).
+ *   cq->aux_lock, the iop pool lock, pmv_files_lock, pmv_agents_lock,
+ *   dom->wakes.lock (pmv_wake.c): leaves, memory only (the last one
+ *   writes eventfds, which never block) (ep->lock / srx->lock is never taken).
  * Never under any pmemverbs lock: a wait (sread, fi_cntr_wait, fi_wait, a
  * poll with a timeout, a yield until something closes), fi_trywait, a
  * control call of the core (fi_close, fi_mr_reg, fi_control).  Posts
@@ -231,6 +233,8 @@ struct pmv_domain {
 	struct pmv_eq *eq;        /* bound EQ (pmv_bind_core_eq) */
 	int open_objs[PMV_DOM_OBJS]; /* open, by kind (atomic): it refuses
 				      * to close (pmv_domain_close) */
+	struct pmv_wakes wakes;   /* application threads asleep on its
+				   * objects (pmv_wake.c) */
 	int agent_wake_fd;        /* the agent's eventfd (-1: no agent) */
 	bool agent_sleeping;      /* the agent sleeps on fds (atomic) */
 	uint64_t agent_eps_ver;   /* bumped when an endpoint joins or leaves

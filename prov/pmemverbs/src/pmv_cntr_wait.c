@@ -6,7 +6,6 @@
  * of a request or an ack wake; otherwise the core's wait.
  */
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <string.h>
 
 #include "pmv_objects.h"
@@ -160,17 +159,21 @@ static bool pmv_cntr_list_signalled(struct pmv_cntr *cntr, struct pmv_cq *cq,
 }
 
 /*
- * Polls the list of cq's wait set (fds, n of them) up to ms; true if
- * woken.  After a wake: places what came (the core's progress) and
- * serves it; if the list's own signal woke it (pmv_cntr_list_signalled),
- * a wait in the set drains it, once the requests are served (its
- * progress before it sleeps may place one).
+ * Polls the list of cq's wait set (fds, n of them, then this thread's
+ * eventfd if wake) up to ms; true if woken.  After a wake by the list:
+ * places what came (the core's progress) and serves it; if the list's own
+ * signal woke it (pmv_cntr_list_signalled), a wait in the set drains it,
+ * once the requests are served (its progress before it sleeps may place
+ * one).
  */
 static bool pmv_cntr_poll_set(struct pmv_cntr *cntr, struct pmv_cq *cq,
-			      struct pollfd *fds, int n, int ms, bool alone)
+			      struct pollfd *fds, int n, nfds_t wake, int ms,
+			      bool alone)
 {
-	if (poll(fds, (nfds_t) n, ms) <= 0)
+	if (poll(fds, (nfds_t) n + wake, ms) <= 0)
 		return false;
+	if (wake && fds[n].revents && !pmv_cntr_readable_again(fds, n))
+		return true; /* the eventfd alone: nothing to place */
 	(void) fi_cq_read(cq->core, NULL, 0);
 	pmv_cntr_serve(cntr, alone);
 	if (pmv_cntr_list_signalled(cntr, cq, fds, n, alone))
@@ -179,38 +182,21 @@ static bool pmv_cntr_poll_set(struct pmv_cntr *cntr, struct pmv_cq *cq,
 }
 #endif
 
-/* Polls cq's fds (n of them) and its eventfd (pmv_cq_wake_sleepers) up to
- * ms, and drains the eventfd if it woke the poll; true if woken. */
-static bool pmv_cntr_poll(struct pmv_cq *cq, struct pollfd *fds, int n,
-			  int ms)
-{
-	int wake = n < PMV_CNTR_FDS ? pmv_cq_wake_fd(cq) : -1;
-	eventfd_t v;
-	bool woken;
-
-	if (wake >= 0)
-		fds[n++] = (struct pollfd) { .fd = wake, .events = POLLIN };
-	woken = poll(fds, (nfds_t) n, ms) > 0;
-	if (woken && wake >= 0 && fds[n - 1].revents)
-		(void) eventfd_read(wake, &v);
-	return woken;
-}
-
 /*
- * Sleeps up to ms on cq's fds, which the bytes of a request make
- * readable: its fd, or the list of its wait set (pmv_cntr_poll_set),
- * polled here rather than in fi_wait, whose progress before it sleeps may
- * place a request that then waits in the inbox (the agent leaves the
- * endpoint to this thread).  First, what the core CQ holds is taken
- * (fi_cq_read of no entries), else fi_trywait refuses.  True if something
- * ended it (or it did not sleep): work may follow.
+ * Sleeps up to ms on cq's fds (fds, n of them, then this thread's eventfd
+ * if wake), which the bytes of a request make readable: its fd, or the
+ * list of its wait set (pmv_cntr_poll_set), polled here rather than in
+ * fi_wait, whose progress before it sleeps may place a request that then
+ * waits in the inbox (the agent leaves the endpoint to this thread).
+ * First, what the core CQ holds is taken (fi_cq_read of no entries), else
+ * fi_trywait refuses.  True if something ended it (or it did not sleep):
+ * work may follow.
  */
-static bool pmv_cntr_sleep_on(struct pmv_cntr *cntr, struct pmv_cq *cq,
-			      uint64_t threshold, int ms, bool alone)
+static bool pmv_cntr_sleep_fds(struct pmv_cntr *cntr, struct pmv_cq *cq,
+			       uint64_t threshold, int ms, bool alone,
+			       struct pollfd *fds, int n, nfds_t wake)
 {
-	struct pollfd fds[PMV_CNTR_FDS];
 	struct fid *fid = &cq->core->fid;
-	int n;
 
 	if (fi_trywait(cntr->domain->fabric->core, &fid, 1) != FI_SUCCESS) {
 		(void) fi_cq_read(&cq->cq_fid, NULL, 0);
@@ -222,18 +208,40 @@ static bool pmv_cntr_sleep_on(struct pmv_cntr *cntr, struct pmv_cq *cq,
 		return true;
 	pmv_cntr_serve(cntr, alone);
 	/* a commit that another thread started since ms was chosen, whose
-	 * wake (pmv_ini_wake) the trywait or the last poll's drain took: its
-	 * ack lands in memory, so 1 ms, as for commits in flight before */
+	 * wake (pmv_ini_wake) came before this thread was listed: its ack
+	 * lands in memory, so 1 ms, as for commits in flight before */
 	if (ms > 1 && pmv_hooks_busy(&cntr->hooks))
 		ms = 1;
-	n = pmv_cq_wait_fds(cq, fds, PMV_CNTR_FDS);
 #if PMV_HAVE_WAIT_SETS /* libfabric 2.x: no core_wait (pmv_cq_open_wait_set) */
 	if (cq->core_wait && n <= 0)
 		return fi_wait(cq->core_wait, ms) == FI_SUCCESS;
 	if (cq->core_wait)
-		return pmv_cntr_poll_set(cntr, cq, fds, n, ms, alone);
+		return pmv_cntr_poll_set(cntr, cq, fds, n, wake, ms, alone);
 #endif
-	return n <= 0 || pmv_cntr_poll(cq, fds, n, ms);
+	return n <= 0 || poll(fds, (nfds_t) n + wake, ms) > 0;
+}
+
+/*
+ * pmv_cntr_sleep_fds on cq's fds and this thread's eventfd, listed as
+ * asleep on cq (pmv_wake.c) before fi_trywait: a commit started on the
+ * endpoint meanwhile (pmv_ini_wake) wakes it, even if another thread's
+ * fi_trywait of the core CQ (the agent's) drained the core's signal (1 to
+ * 11 of 29 commits that another thread started waited out the 20 ms
+ * sleep).
+ */
+static bool pmv_cntr_sleep_on(struct pmv_cntr *cntr, struct pmv_cq *cq,
+			      uint64_t threshold, int ms, bool alone)
+{
+	struct pollfd fds[PMV_CNTR_FDS + 1];
+	int n = pmv_cq_wait_fds(cq, fds, PMV_CNTR_FDS);
+	struct pmv_sleeper s = { .slot = NULL };
+	nfds_t wake = n > 0 ? pmv_sleep_begin(&s, cntr->domain, cq, &fds[n]) :
+			      0;
+	bool woken = pmv_cntr_sleep_fds(cntr, cq, threshold, ms, alone, fds,
+					n, wake);
+
+	(void) pmv_sleep_end(&s);
+	return woken;
 }
 
 /*

@@ -71,8 +71,6 @@ static int pmv_cq_close(struct fid *fid)
 	pthread_mutex_destroy(&cq->lock);
 	pthread_mutex_destroy(&cq->aux_lock);
 	pmv_hooks_fini(&cq->hooks);
-	if (cq->wake_fd1)
-		close(cq->wake_fd1 - 1);
 	pmv_domain_release(cq->domain, PMV_DOM_CQ);
 	free(cq);
 	return 0;

@@ -112,6 +112,9 @@ void pmv_cq_push(struct pmv_cq *cq, const struct fi_cq_err_entry *entry,
 	a->src_addr = FI_ADDR_NOTAVAIL;
 	__atomic_store_n(&cq->aux_count, cq->aux_count + 1, __ATOMIC_RELEASE);
 	pmv_unlock(&cq->aux_lock, PMV_LOCK_CQ_AUX);
+	/* a thread asleep on cq in pmemverbs's own poll sees no fd of the
+	 * core's move for it (the agent queues FI_IMMED and commit entries) */
+	pmv_wake_sleepers_on(cq->domain, cq);
 }
 
 /* Entries pmemverbs holds for the application (an FI_IMMED flood's size). */

@@ -8,7 +8,6 @@
  * agent thread needs of a CQ (its progress, its fds).
  */
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,6 +74,29 @@ static bool pmv_cq_spins(struct pmv_cq *cq)
 }
 
 /*
+ * Polls fds (n of them, room for one more) up to ms with this thread's
+ * eventfd, listed as asleep on cq (pmv_wake.c) before fi_trywait and the
+ * look at cq's queue: an entry pmemverbs queued or a commit started
+ * meanwhile wakes it, even if another thread's fi_trywait of the core CQ
+ * drained the core's signal.  True if bytes (an fd of the core's) woke it.
+ */
+static bool pmv_cq_poll_woken(struct pmv_cq *cq, struct pollfd *fds,
+			      nfds_t n, int ms)
+{
+	struct fid *fid = &cq->core->fid;
+	struct pmv_sleeper s;
+	nfds_t all = n + pmv_sleep_begin(&s, cq->domain, cq, &fds[n]);
+	bool bytes = false;
+
+	if (fi_trywait(cq->domain->fabric->core, &fid, 1) == FI_SUCCESS &&
+	    !pmv_cq_ready(cq) && poll(fds, all, ms) > 0)
+		for (nfds_t i = 0; i < n && !bytes; i++)
+			bytes = fds[i].revents != 0;
+	(void) pmv_sleep_end(&s);
+	return bytes;
+}
+
+/*
  * pmv_cq_poll_core for a core CQ whose wait object is one fd (FI_WAIT_FD,
  * or the fd pmemverbs gave a CQ opened with FI_WAIT_NONE): fi_trywait,
  * then poll on the fd FI_GETWAIT gave, as fi_control(3) describes.  In
@@ -84,13 +106,9 @@ static bool pmv_cq_spins(struct pmv_cq *cq)
  */
 static ssize_t pmv_cq_poll_core_fd(struct pmv_cq *cq, int ms)
 {
-	struct pollfd pfd = { .fd = cq->wait_fd, .events = POLLIN };
-	struct fid *fid = &cq->core->fid;
+	struct pollfd pfd[2] = { { .fd = cq->wait_fd, .events = POLLIN } };
 
-	if (pmv_cq_spins(cq))
-		return -FI_EAGAIN;
-	if (fi_trywait(cq->domain->fabric->core, &fid, 1) != FI_SUCCESS ||
-	    pmv_cq_ready(cq) || poll(&pfd, 1, ms) <= 0)
+	if (pmv_cq_spins(cq) || !pmv_cq_poll_woken(cq, pfd, 1, ms))
 		return -FI_EAGAIN;
 	(void) fi_cq_read(cq->core, NULL, 0); /* place what came */
 	__atomic_store_n(&cq->bytes_us, pmv_us_now(), __ATOMIC_RELAXED);
@@ -144,7 +162,7 @@ static ssize_t pmv_cq_drain_list(struct pmv_cq *cq, void *buf, size_t count,
 static ssize_t pmv_cq_poll_core(struct pmv_cq *cq, void *buf, size_t count,
 				fi_addr_t *src_addr, int ms)
 {
-	struct pollfd fds[PMV_SREAD_FDS];
+	struct pollfd fds[PMV_SREAD_FDS + 1]; /* + this thread's eventfd */
 	struct fi_wait_pollfd list = { .nfds = PMV_SREAD_FDS, .fd = fds };
 	struct fid *fid = &cq->core->fid;
 	bool drain;
@@ -164,8 +182,7 @@ static ssize_t pmv_cq_poll_core(struct pmv_cq *cq, void *buf, size_t count,
 	if (drain)
 		return pmv_cq_drain_list(cq, buf, count, src_addr, fds,
 					 (nfds_t) list.nfds, ms);
-	if (fi_trywait(cq->domain->fabric->core, &fid, 1) != FI_SUCCESS ||
-	    pmv_cq_ready(cq) || poll(fds, (nfds_t) list.nfds, ms) <= 0)
+	if (!pmv_cq_poll_woken(cq, fds, (nfds_t) list.nfds, ms))
 		return -FI_EAGAIN;
 	/* place what came now: the hooks run before the core's read */
 	(void) fi_cq_read(cq->core, NULL, 0);
@@ -298,6 +315,7 @@ int pmv_cq_signal(struct fid_cq *cq_fid)
 	struct pmv_cq *cq = pmv_cq(cq_fid);
 
 	__atomic_store_n(&cq->wakeup, 1, __ATOMIC_RELEASE);
+	pmv_wake_sleepers_on(cq->domain, cq);
 	return fi_cq_signal(cq->core);
 }
 
@@ -317,43 +335,25 @@ int pmv_cq_sleepers(const struct pmv_cq *cq)
 }
 
 /*
- * A commit started on an endpoint of cq (pmv_ini_wake): a thread asleep
- * on cq chose its sleep while none was in flight.  It is woken through
- * the core's signal (fi_cq_sread) and through cq's eventfd, which a
- * counter wait polls too (pmv_cntr_sleep_on) and which, unlike the
- * signal, no other thread's fi_trywait of the core CQ drains: the
- * agent's drained it, and 1 to 11 of 29 commits that another thread
- * started waited out a counter wait's 20 ms sleep.
+ * Wakes the threads that may sleep on cq: through the core's signal
+ * (fi_cq_sread, fi_wait on a set) and their eventfds (pmv_wake.c: polled
+ * in pmemverbs's own sleeps, which another thread's fi_trywait of the
+ * core CQ cannot drain as it drains the signal: the agent's drained it,
+ * and 1 to 11 of 29 commits that another thread started waited out a
+ * counter wait's 20 ms sleep).
  */
-void pmv_cq_wake_sleepers(struct pmv_cq *cq)
+void pmv_cq_wake(struct pmv_cq *cq)
 {
-	int fd;
-
-	if (!pmv_cq_sleepers(cq))
-		return;
 	(void) fi_cq_signal(cq->core);
-	fd = __atomic_load_n(&cq->wake_fd1, __ATOMIC_ACQUIRE) - 1;
-	if (fd >= 0)
-		(void) eventfd_write(fd, 1);
+	pmv_wake_sleepers_on(cq->domain, cq);
 }
 
-/* cq's eventfd (pmv_cq_wake_sleepers), made on first use: a CQ per
- * connection must not cost an fd more each; -1 if none can be made. */
-int pmv_cq_wake_fd(struct pmv_cq *cq)
+/* A commit started on an endpoint of cq (pmv_ini_wake): a thread asleep
+ * on cq chose its sleep while none was in flight; woken if there is one. */
+void pmv_cq_wake_sleepers(struct pmv_cq *cq)
 {
-	int fd1 = __atomic_load_n(&cq->wake_fd1, __ATOMIC_ACQUIRE), fd, none = 0;
-
-	if (fd1)
-		return fd1 - 1;
-	fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (fd >= 0 && !__atomic_compare_exchange_n(&cq->wake_fd1, &none,
-						     fd + 1, false,
-						     __ATOMIC_ACQ_REL,
-						     __ATOMIC_ACQUIRE)) {
-		close(fd); /* another thread's won */
-		fd = none - 1;
-	}
-	return fd;
+	if (pmv_cq_sleepers(cq))
+		pmv_cq_wake(cq);
 }
 
 /*
@@ -398,7 +398,7 @@ void pmv_cq_wake_waiters(struct pmv_cq *cq, bool found)
 	    !__atomic_load_n(&cq->app_armed, __ATOMIC_SEQ_CST))
 		return;
 	if (found || pmv_cq_hooks_busy(cq))
-		(void) fi_cq_signal(cq->core);
+		pmv_cq_wake(cq);
 }
 
 /*

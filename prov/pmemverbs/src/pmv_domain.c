@@ -55,6 +55,7 @@ static int pmv_domain_close(struct fid *fid)
 	pmv_mr_index_fini(dom);
 	pthread_mutex_destroy(&dom->lock);
 	pthread_mutex_destroy(&dom->push_lock);
+	pmv_wakes_fini(&dom->wakes);
 	free(dom);
 	return 0;
 }
@@ -234,6 +235,7 @@ static void pmv_domain_init_pmem(struct pmv_domain *dom,
 {
 	pthread_mutex_init(&dom->lock, NULL);
 	pthread_mutex_init(&dom->push_lock, NULL);
+	pmv_wakes_init(&dom->wakes);
 	dom->mr_mode = core_info->domain_attr->mr_mode;
 	dom->caps = info->caps | (info->domain_attr ? info->domain_attr->caps : 0);
 	dom->inject_size = core_info->tx_attr->inject_size;

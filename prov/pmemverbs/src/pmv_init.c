@@ -11,10 +11,12 @@
 
 struct pmv_params pmv_params;
 
-/* libfabric unloads the plugin: no agent thread may still run its code. */
+/* libfabric unloads the plugin: no agent thread may still run its code,
+ * nor a thread-exit destructor of its (pmv_wake_fini). */
 static void pmv_cleanup(void)
 {
 	pmv_agent_stop_all();
+	pmv_wake_fini();
 }
 
 struct fi_provider pmv_prov = {

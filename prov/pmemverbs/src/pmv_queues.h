@@ -32,9 +32,6 @@ struct pmv_cq {
 	bool pmem_once;             /* one was bound once: its acks' errors
 				       may come after it closed (atomic) */
 	int wait_fd;                /* the core CQ's fd (agent sleeps), or -1 */
-	int wake_fd1;               /* 1 + the eventfd a counter wait
-				     * sleeping here polls too, 0 before the
-				     * first (pmv_cq_wake_fd; atomic) */
 	bool wait_pollfd;           /* the core CQ waits on a list of fds */
 	struct fid_wait *core_wait; /* its wait set, ours (tcp), or NULL */
 	struct pmv_wait *app_set;   /* the application's wait set, or NULL */
@@ -93,7 +90,7 @@ extern __thread const struct pmv_cq *pmv_cq_waited_here;
 int pmv_cq_wait_fds(struct pmv_cq *cq, struct pollfd *fds, unsigned max);
 int pmv_cq_sleepers(const struct pmv_cq *cq);
 void pmv_cq_wake_sleepers(struct pmv_cq *cq);
-int pmv_cq_wake_fd(struct pmv_cq *cq);
+void pmv_cq_wake(struct pmv_cq *cq);
 void pmv_cq_progress_core(struct pmv_cq *cq);
 void pmv_cq_wake_waiters(struct pmv_cq *cq, bool found);
 

@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cq_fixture.h"
@@ -19,6 +20,29 @@ bool wait_for_flag(volatile int *flag)
 	     i++)
 		usleep(1000);
 	return __atomic_load_n(flag, __ATOMIC_ACQUIRE);
+}
+
+/* pmemverbs's sleeps (polls of at least 50 ms; the fixture's own are
+ * shorter or unwatched) running, and those that ended by their timeout,
+ * while g_watch_polls: a test sees what ended a sleep, not how long it
+ * took. */
+volatile int g_watch_polls, g_long_polls_in, g_long_polls_timed_out;
+
+/* The provider's polls, linked into this program, resolve here. */
+int (poll)(struct pollfd *fds, nfds_t n, int timeout)
+{
+	struct timespec ts = { .tv_sec = timeout / 1000,
+			       .tv_nsec = (timeout % 1000) * 1000000L };
+	bool watched = timeout >= 50 &&
+		       __atomic_load_n(&g_watch_polls, __ATOMIC_ACQUIRE);
+	int ret;
+
+	if (watched)
+		__atomic_add_fetch(&g_long_polls_in, 1, __ATOMIC_ACQ_REL);
+	ret = ppoll(fds, n, timeout < 0 ? NULL : &ts, NULL);
+	if (watched && !ret)
+		__atomic_add_fetch(&g_long_polls_timed_out, 1, __ATOMIC_ACQ_REL);
+	return ret;
 }
 
 /* Counts the calling thread's yields (the provider's, linked into this
@@ -161,9 +185,14 @@ static ssize_t fake_cq_sread(struct fid_cq *cq, void *buf, size_t count,
 	return -FI_EAGAIN;
 }
 
+/* The core's signal is lost: another thread's fi_trywait drained it. */
+bool g_core_signal_lost;
+
 static int fake_cq_signal(struct fid_cq *cq)
 {
 	(void) cq;
+	if (g_core_signal_lost)
+		return 0;
 	return write(g_signal_pipe[1], "s", 1) == 1 ? 0 : -FI_EIO;
 }
 
@@ -377,6 +406,20 @@ void teardown_pollfd_core_cq(void)
 	g_core_wait_progresses = false;
 	g_core_placed = 0;
 	g_core_slept_after_placing = 0;
+	g_core_signal_lost = false;
+	g_watch_polls = g_long_polls_in = g_long_polls_timed_out = 0;
 	close(g_signal_pipe[0]);
 	close(g_signal_pipe[1]);
+}
+
+ssize_t g_sread_ret;
+
+/* A thread in fi_cq_sread on g_cq without timeout; its return: g_sread_ret. */
+void *sread_forever_thread(void *arg)
+{
+	uint64_t buf[8];
+
+	(void) arg;
+	g_sread_ret = fi_cq_sread(&g_cq->cq_fid, buf, 1, NULL, -1);
+	return NULL;
 }

@@ -31,8 +31,18 @@ extern int g_wait_last_ms;
 extern bool g_core_wait_progresses;
 extern volatile int g_core_placed;
 extern unsigned g_core_slept_after_placing;
+/* fi_cq_signal on the core CQ does nothing: another thread's fi_trywait
+ * drained the signal. */
+extern bool g_core_signal_lost;
+/* While g_watch_polls, the provider's polls of 50 ms or more running and
+ * those that ended by their timeout (poll is interposed). */
+extern volatile int g_watch_polls, g_long_polls_in, g_long_polls_timed_out;
 /* sched_yield calls made by the calling thread. */
 extern _Thread_local unsigned g_thread_yields;
+
+/* A thread in fi_cq_sread on g_cq without timeout, and its return. */
+void *sread_forever_thread(void *arg);
+extern ssize_t g_sread_ret;
 
 /* Waits (5 s at most) until another thread sets *flag; true if it did. */
 bool wait_for_flag(volatile int *flag);

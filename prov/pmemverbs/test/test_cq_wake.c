@@ -4,26 +4,17 @@
  * (pmv_cq_wait.c) over a fake core CQ: the agent's progress signals an
  * application that may sleep on the fd; a thread in fi_wait on the CQ's
  * set keeps its progress and wake; a commit started wakes a sleeper even
- * if the core's signal was drained; fi_cq_signal wakes a reader that waits
- * forever.  The fake core: cq_fixture.c; the rest of the CQ: test_cq.c.
+ * if the core's signal was drained, and so does an entry queued by
+ * another thread (on the one-fd and list paths); fi_cq_signal wakes a
+ * reader that waits forever.  The fake core: cq_fixture.c; the rest of the CQ: test_cq.c.
  */
 #include <poll.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "cq_fixture.h"
 
 TestSuite(cq_wake, .fini = teardown);
-
-static ssize_t g_sread_ret;
-
-static void *sread_forever_thread(void *arg)
-{
-	uint64_t buf[8];
-
-	(void) arg;
-	g_sread_ret = fi_cq_sread(&g_cq->cq_fid, buf, 1, NULL, -1);
-	return NULL;
-}
 
 /*
  * An application that may sleep on the CQ's fd (fi_trywait said yes, and
@@ -89,32 +80,96 @@ Test(cq_wake, a_thread_in_fi_wait_on_the_cqs_set_keeps_its_progress_and_wake,
 
 /*
  * A commit started while a thread sleeps on the CQ (pmv_cq_wake_sleepers)
- * wakes it through the core's signal and through the CQ's eventfd, which
- * a counter wait polls too: another thread's fi_trywait of the core CQ
- * (the agent's) drains the signal, and the sleeper then waited out its
- * 20 ms sleep.  No sleeper: neither.
+ * wakes it through the core's signal and through the eventfd it listed
+ * as asleep on the CQ (pmv_wake.c): another thread's fi_trywait of the
+ * core CQ (the agent's) drains the signal, and the sleeper then waited
+ * out a counter wait's 20 ms sleep.  No sleeper: neither; a thread asleep
+ * on another object: not it.
  */
 Test(cq_wake, a_commit_started_wakes_a_sleeper_even_if_the_signal_was_drained,
      .init = setup_with_pollfd_core_cq, .fini = teardown_pollfd_core_cq)
 {
-	int fd = pmv_cq_wake_fd(g_cq);
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct pmv_sleeper here, elsewhere;
+	struct pollfd p, q;
 	char c;
 
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(pmv_cq_wake_fd(g_cq), fd, "a second eventfd was made");
+	cr_assert_eq(pmv_sleep_begin(&here, g_cq->domain, g_cq, &p), 1);
 	pmv_cq_wake_sleepers(g_cq);
-	cr_assert_eq(poll(&p, 1, 0), 0, "woken with no sleeper");
+	cr_assert_eq(poll(&p, 1, 0), 0, "woken with no sleeper counted");
 	cr_assert_eq(read(g_signal_pipe[0], &c, 1), -1, "signalled with no "
 		     "sleeper");
 	g_cq->core_waiters = 1;
 	pmv_cq_wake_sleepers(g_cq);
+	g_cq->core_waiters = 0;
 	cr_assert_eq(read(g_signal_pipe[0], &c, 1), 1, "the core's signal "
 		     "was not set"); /* drained, as another trywait does */
 	cr_assert_eq(poll(&p, 1, 0), 1, "the eventfd does not wake the "
 		     "sleeper once the core's signal was drained");
-	g_cq->core_waiters = 0;
+	cr_assert(pmv_sleep_end(&here), "the wake was not seen");
+	cr_assert_eq(poll(&p, 1, 0), 0, "the eventfd was not drained");
+	cr_assert_eq(pmv_sleep_begin(&elsewhere, g_cq->domain, &elsewhere, &q),
+		     1);
+	pmv_wake_sleepers_on(g_cq->domain, g_cq);
+	cr_assert_eq(poll(&q, 1, 0), 0, "a thread asleep on another object "
+		     "was woken");
+	cr_assert(!pmv_sleep_end(&elsewhere));
+	cr_assert_eq(g_cq->domain->wakes.count, 0, "a sleeper stayed listed");
 }
+
+static ssize_t g_sread_got;
+
+static void *sread_5s_thread(void *arg)
+{
+	struct fi_cq_entry entry;
+
+	(void) arg;
+	g_sread_got = fi_cq_sread(&g_cq->cq_fid, &entry, 1, NULL, 5000);
+	return NULL;
+}
+
+/*
+ * An entry pmemverbs queues from another thread (the agent's FI_IMMED,
+ * a commit the agent completed) while a thread sleeps in fi_cq_sread on
+ * the core CQ's fds ends that sleep, although the core's signal that
+ * goes with it was drained by another thread's fi_trywait: the sleep
+ * ends by a readable fd, not by its timeout (100 ms steps).
+ */
+static void check_a_queued_entry_ends_the_sleep(void)
+{
+	struct fi_cq_err_entry e = { .flags = FI_RMA | FI_REMOTE_WRITE };
+	pthread_t t;
+
+	g_core_signal_lost = true;
+	g_watch_polls = 1;
+	cr_assert_eq(pthread_create(&t, NULL, sread_5s_thread, NULL), 0);
+	cr_assert(wait_for_flag(&g_long_polls_in), "the reader never slept "
+		  "on the core CQ's fds");
+	cr_assert_eq(pmv_cq_reserve(g_cq), 0);
+	pmv_cq_push(g_cq, &e, false);
+	(void) fi_cq_signal(g_cq->core); /* as pmv_agent_immed; lost */
+	pthread_join(t, NULL);
+	cr_assert_eq(g_sread_got, 1, "fi_cq_sread returned %zd", g_sread_got);
+	cr_assert_eq(g_long_polls_timed_out, 0, "the reader slept out its "
+		     "step with an entry queued for it");
+}
+
+Test(cq_wake, a_queued_entry_ends_an_sread_on_the_core_fd,
+     .init = setup_with_pollfd_cq_no_wait_set,
+     .fini = teardown_pollfd_core_cq, .timeout = 20)
+{
+	cr_assert_geq(g_cq->wait_fd, 0, "not the one-fd path");
+	check_a_queued_entry_ends_the_sleep();
+}
+
+#if PMV_HAVE_WAIT_SETS
+Test(cq_wake, a_queued_entry_ends_an_sread_on_the_core_list,
+     .init = setup_with_pollfd_core_cq, .fini = teardown_pollfd_core_cq,
+     .timeout = 20)
+{
+	cr_assert(g_cq->wait_fd < 0 && g_cq->wait_pollfd, "not the list path");
+	check_a_queued_entry_ends_the_sleep();
+}
+#endif
 
 /* fi_cq_signal wakes a thread waiting without timeout: -FI_EAGAIN. */
 Test(cq_wake, fi_cq_signal_wakes_a_reader_that_waits_forever,

@@ -32,7 +32,7 @@ static void pmv_agent_immed(struct pmv_cq *rx, const struct pmv_req *req)
 		.data = req->data,
 	};
 
-	pmv_cq_push(rx, &e, false);
+	pmv_cq_push(rx, &e, false); /* wakes pmemverbs's own sleeps */
 	if (rx->core) /* a reader blocked in the core wakes */
 		(void) fi_cq_signal(rx->core);
 }

@@ -27,6 +27,6 @@ bool pmv_serve_gate_shut(const struct pmv_ep *ep, const struct pmv_req *req)
 		return true;
 	pmv_cq_take_core(rx);
 	if (pmv_cq_sleepers(rx) > (pmv_cq_waited_here == rx ? 1 : 0))
-		(void) fi_cq_signal(rx->core); /* its entries may be queued */
+		pmv_cq_wake(rx); /* its entries may be queued */
 	return !pmv_gate_passed(ep, req->seq);
 }

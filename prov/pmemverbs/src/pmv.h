@@ -198,8 +198,9 @@ enum pmv_dom_obj { PMV_DOM_EP, PMV_DOM_SRX, PMV_DOM_CQ, PMV_DOM_CNTR,
  *   hooks->lock     a hook list's links; hooks run without it, each held
  *                   by a count its removal waits on
  *   cq->aux_lock, the iop pool lock, pmv_files_lock, pmv_agents_lock,
- *   dom->wakes.lock (pmv_wake.c): leaves, memory only (the last one
- *   writes eventfds, which never block) (ep->lock / srx->lock is never taken).
+ *   pmv_wake_key_lock, dom->wakes.lock (pmv_wake.c; the last writes
+ *   eventfds, which never block): leaves, memory only (ep->lock /
+ *   srx->lock is never taken).
  * Never under any pmemverbs lock: a wait (sread, fi_cntr_wait, fi_wait, a
  * poll with a timeout, a yield until something closes), fi_trywait, a
  * control call of the core (fi_close, fi_mr_reg, fi_control).  Posts

@@ -25,6 +25,7 @@ static const char *const pmv_lock_names[PMV_LOCK_CLASSES] = {
 	[PMV_LOCK_FILES] = "pmv_files_lock",
 	[PMV_LOCK_WAIT_SET] = "a wait set's lock",
 	[PMV_LOCK_AGENTS] = "pmv_agents_lock",
+	[PMV_LOCK_WAKE_KEY] = "pmv_wake_key_lock",
 	[PMV_LOCK_WAKES] = "a domain's wakes lock",
 };
 

@@ -37,6 +37,7 @@ enum pmv_lock_class {
 	PMV_LOCK_FILES,   /* pmv_files_lock: files of PAGE regions */
 	PMV_LOCK_WAIT_SET, /* set->lock: a wait set's members (a leaf) */
 	PMV_LOCK_AGENTS,  /* pmv_agents_lock: the running agents */
+	PMV_LOCK_WAKE_KEY, /* pmv_wake_key_lock: threads' eventfd key (a leaf) */
 	PMV_LOCK_WAKES,   /* dom->wakes.lock: a domain's sleepers (a leaf) */
 	PMV_LOCK_CLASSES,
 };

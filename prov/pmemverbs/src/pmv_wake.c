@@ -9,52 +9,76 @@
 
 #include "pmv.h"
 
-/* 1 + this thread's eventfd; 0: none made yet.  Closed at thread exit
- * (pmv_wake_key's destructor); the main thread's at process exit. */
-static __thread int pmv_thread_wake_fd1;
+/*
+ * Each thread's eventfd, kept under pmv_wake_key, whose destructor closes
+ * it when the thread exits.  The key is deleted at unload (no destructor
+ * of ours may run once the code is gone) and made again if the provider
+ * is initialised again: gen tells a thread's eventfd from before that,
+ * which it puts under the new key.
+ */
+static __thread int pmv_thread_wake_fd1;  /* 1 + the eventfd; 0: none */
+static __thread unsigned pmv_thread_wake_gen;
 static pthread_key_t pmv_wake_key;
-static pthread_once_t pmv_wake_once = PTHREAD_ONCE_INIT;
-static bool pmv_wake_key_made;
+static pthread_mutex_t pmv_wake_key_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned pmv_wake_key_gen;         /* 0: no key (under the lock) */
 
 static void pmv_wake_fd_close(void *fd1)
 {
 	close((int) (intptr_t) fd1 - 1);
 }
 
-static void pmv_wake_key_make(void)
+/* The key's generation, made if there is none; 0 if none can be made. */
+static unsigned pmv_wake_key_get(void)
 {
-	pmv_wake_key_made = !pthread_key_create(&pmv_wake_key,
-						pmv_wake_fd_close);
+	static unsigned made;
+	unsigned gen;
+
+	gen = __atomic_load_n(&pmv_wake_key_gen, __ATOMIC_ACQUIRE);
+	if (gen)
+		return gen;
+	pmv_lock(&pmv_wake_key_lock, PMV_LOCK_WAKE_KEY);
+	if (!pmv_wake_key_gen && !pthread_key_create(&pmv_wake_key,
+						     pmv_wake_fd_close))
+		__atomic_store_n(&pmv_wake_key_gen, ++made, __ATOMIC_RELEASE);
+	gen = pmv_wake_key_gen;
+	pmv_unlock(&pmv_wake_key_lock, PMV_LOCK_WAKE_KEY);
+	return gen;
 }
 
 /* This thread's eventfd, made on its first sleep; -1 if none can be. */
 static int pmv_thread_wake_fd(void)
 {
-	int fd;
+	unsigned gen = pmv_wake_key_get();
+	int fd1 = pmv_thread_wake_fd1;
 
-	if (pmv_thread_wake_fd1)
-		return pmv_thread_wake_fd1 - 1;
-	(void) pthread_once(&pmv_wake_once, pmv_wake_key_make);
-	if (!pmv_wake_key_made)
+	if (!gen)
 		return -1;
-	fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (pthread_setspecific(pmv_wake_key, (void *) (intptr_t) (fd + 1))) {
-		close(fd);
+	if (fd1 && pmv_thread_wake_gen == gen)
+		return fd1 - 1;
+	if (!fd1) {
+		fd1 = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) + 1;
+		if (!fd1)
+			return -1;
+	}
+	if (pthread_setspecific(pmv_wake_key, (void *) (intptr_t) fd1)) {
+		close(fd1 - 1);
+		pmv_thread_wake_fd1 = 0;
 		return -1;
 	}
-	pmv_thread_wake_fd1 = fd + 1;
-	return fd;
+	pmv_thread_wake_fd1 = fd1;
+	pmv_thread_wake_gen = gen;
+	return fd1 - 1;
 }
 
 /* At unload: no destructor of ours may run after the code is gone (the
  * eventfds of threads still alive stay open, one each). */
 void pmv_wake_fini(void)
 {
-	if (pmv_wake_key_made)
+	pmv_lock(&pmv_wake_key_lock, PMV_LOCK_WAKE_KEY);
+	if (pmv_wake_key_gen)
 		(void) pthread_key_delete(pmv_wake_key);
-	pmv_wake_key_made = false;
+	__atomic_store_n(&pmv_wake_key_gen, 0, __ATOMIC_RELEASE);
+	pmv_unlock(&pmv_wake_key_lock, PMV_LOCK_WAKE_KEY);
 }
 
 void pmv_wakes_init(struct pmv_wakes *wakes)

@@ -6,8 +6,10 @@
  * set keeps its progress and wake; a commit started wakes a sleeper even
  * if the core's signal was drained, and so does an entry queued by
  * another thread (on the one-fd and list paths); fi_cq_signal wakes a
- * reader that waits forever.  The fake core: cq_fixture.c; the rest of the CQ: test_cq.c.
+ * reader that waits forever; a thread's eventfd closes with it, and the
+ * provider initialised again gives them still.  The fake core: cq_fixture.c; the rest of the CQ: test_cq.c.
  */
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -185,4 +187,49 @@ Test(cq_wake, fi_cq_signal_wakes_a_reader_that_waits_forever,
 	pthread_join(t, NULL);
 	cr_assert_eq(g_sread_ret, -FI_EAGAIN, "fi_cq_sread returned %zd",
 		     g_sread_ret);
+}
+
+static int g_thread_fd = -1;
+
+/* A thread that sleeps once on g_cq (its eventfd is made), then exits. */
+static void *sleep_once_thread(void *arg)
+{
+	struct pmv_sleeper s;
+	struct pollfd p;
+
+	(void) arg;
+	if (pmv_sleep_begin(&s, g_cq->domain, g_cq, &p))
+		g_thread_fd = p.fd;
+	(void) pmv_sleep_end(&s);
+	return NULL;
+}
+
+/*
+ * A thread's eventfd is closed when the thread exits, and a provider
+ * initialised again after its unload (pmv_wake_fini: libfabric's cleanup)
+ * still gives its threads eventfds: the first version made its key once
+ * per process, and after the unload's key deletion a thread slept without
+ * one.
+ */
+Test(cq_wake, a_threads_eventfd_lives_with_it_and_the_provider_reloads,
+     .init = setup_with_pollfd_core_cq, .fini = teardown_pollfd_core_cq)
+{
+	struct pmv_sleeper s;
+	struct pollfd p;
+	pthread_t t;
+
+	cr_assert_eq(pthread_create(&t, NULL, sleep_once_thread, NULL), 0);
+	pthread_join(t, NULL);
+	cr_assert_geq(g_thread_fd, 0, "the thread got no eventfd");
+	cr_assert_eq(fcntl(g_thread_fd, F_GETFD), -1, "the exited thread's "
+		     "eventfd is still open");
+	pmv_wake_fini();
+	cr_assert_eq(pmv_sleep_begin(&s, g_cq->domain, g_cq, &p), 1,
+		     "no eventfd after the provider was initialised again");
+	(void) pmv_sleep_end(&s);
+	g_thread_fd = -1;
+	cr_assert_eq(pthread_create(&t, NULL, sleep_once_thread, NULL), 0);
+	pthread_join(t, NULL);
+	cr_assert_geq(g_thread_fd, 0, "a new thread got no eventfd");
+	cr_assert_eq(fcntl(g_thread_fd, F_GETFD), -1, "its eventfd outlived it");
 }

@@ -69,6 +69,8 @@ void serve_setup(void)
 	t_nacks = 0;
 	t_core_busy = false;
 	t_req_gen = 0;
+	t_core_waits = 0;
+	t_core_cntr_progress = NULL;
 	pthread_mutex_init(&t_dom.lock, NULL);
 	open_region();
 	t_rx = calloc(1, sizeof(*t_rx));

@@ -31,6 +31,16 @@ extern struct pmv_ep t_ep;
 extern struct pmv_cq *t_rx;
 extern uint8_t *t_region; /* the region's mapping (BASE in it) */
 
+/* serve_core_fixture.c: the fake core's counter (its reads return 7),
+ * EQ, domain (t_core_dom: fi_cntr_open) and fabric (t_fab: fi_eq_open;
+ * a test may set t_core_fab_ops.trywait). */
+extern struct fi_ops t_fake_fi_ops;   /* a close that does nothing */
+extern struct fid_domain t_core_dom;
+extern struct fi_ops_fabric t_core_fab_ops;
+extern struct pmv_fabric t_fab;
+extern int t_core_waits;              /* its fi_cntr_wait, fi_eq_sread calls */
+extern void (*t_core_cntr_progress)(void); /* run by each counter read */
+
 /* The suites' init and fini. */
 void serve_setup(void);
 void serve_teardown(void);

@@ -15,83 +15,6 @@
 TestSuite(serve_wait, .init = serve_setup, .fini = serve_teardown);
 
 
-static int fake_close(struct fid *fid)
-{
-	(void) fid;
-	return 0;
-}
-
-static struct fi_ops g_fake_fi_ops = { .size = sizeof(struct fi_ops),
-				       .close = fake_close };
-
-static uint64_t fake_cntr_read(struct fid_cntr *cntr)
-{
-	(void) cntr;
-	return 7;
-}
-
-static int g_waits; /* the fake core's fi_cntr_wait and fi_eq_sread calls */
-
-static int fake_cntr_wait(struct fid_cntr *cntr, uint64_t threshold,
-			  int timeout)
-{
-	(void) cntr; (void) threshold; (void) timeout;
-	g_waits++;
-	return -FI_ETIMEDOUT;
-}
-
-static struct fi_ops_cntr g_fake_cntr_ops = {
-	.size = sizeof(struct fi_ops_cntr), .read = fake_cntr_read,
-	.readerr = fake_cntr_read, .wait = fake_cntr_wait };
-static struct fid_cntr g_core_cntr = { .fid.ops = &g_fake_fi_ops,
-				       .ops = &g_fake_cntr_ops };
-
-static int fake_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
-			  struct fid_cntr **cntr, void *context)
-{
-	(void) domain; (void) attr; (void) context;
-	*cntr = &g_core_cntr;
-	return 0;
-}
-
-static ssize_t fake_eq_read(struct fid_eq *eq, uint32_t *event, void *buf,
-			    size_t len, uint64_t flags)
-{
-	(void) eq; (void) event; (void) buf; (void) len; (void) flags;
-	return -FI_EAGAIN;
-}
-
-static ssize_t fake_eq_sread(struct fid_eq *eq, uint32_t *event, void *buf,
-			     size_t len, int timeout, uint64_t flags)
-{
-	(void) eq; (void) event; (void) buf; (void) len; (void) timeout;
-	(void) flags;
-	g_waits++;
-	return -FI_EAGAIN;
-}
-
-static struct fi_ops_eq g_fake_eq_ops = { .size = sizeof(struct fi_ops_eq),
-					  .read = fake_eq_read,
-					  .sread = fake_eq_sread };
-static struct fid_eq g_core_eq = { .fid.ops = &g_fake_fi_ops,
-				   .ops = &g_fake_eq_ops };
-
-static int fake_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
-			struct fid_eq **eq, void *context)
-{
-	(void) fabric; (void) attr; (void) context;
-	*eq = &g_core_eq;
-	return 0;
-}
-
-static struct fi_ops_domain g_fake_dom_ops = {
-	.size = sizeof(struct fi_ops_domain), .cntr_open = fake_cntr_open };
-static struct fid_domain g_core_dom = { .ops = &g_fake_dom_ops };
-static struct fi_ops_fabric g_fake_fab_ops = {
-	.size = sizeof(struct fi_ops_fabric), .eq_open = fake_eq_open };
-static struct fid_fabric g_core_fab = { .ops = &g_fake_fab_ops };
-static struct pmv_fabric g_fab = { .core = &g_core_fab };
-
 static struct fid_cntr *g_cntr;
 static struct fid_eq *g_eq;
 static int g_wake_fd;
@@ -103,14 +26,14 @@ static void setup_bound(void)
 	struct fi_cntr_attr cntr_attr = { .wait_obj = FI_WAIT_UNSPEC };
 	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_UNSPEC };
 
-	g_waits = 0;
-	t_dom.core = &g_core_dom;
+	t_core_waits = 0;
+	t_dom.core = &t_core_dom;
 	g_wake_fd = eventfd(0, EFD_NONBLOCK);
 	cr_assert_geq(g_wake_fd, 0);
 	t_dom.agent_wake_fd = g_wake_fd;
 	cr_assert_eq(pmv_cntr_open(&t_dom.domain_fid, &cntr_attr, &g_cntr,
 				   NULL), 0);
-	cr_assert_eq(pmv_eq_open(&g_fab.fabric_fid, &eq_attr, &g_eq, NULL), 0);
+	cr_assert_eq(pmv_eq_open(&t_fab.fabric_fid, &eq_attr, &g_eq, NULL), 0);
 	t_ep.cntr[1] = pmv_container_of(g_cntr, struct pmv_cntr, cntr_fid);
 	t_ep.eq = pmv_container_of(g_eq, struct pmv_eq, eq_fid);
 	pmv_serve_attach(&t_ep);
@@ -200,7 +123,7 @@ Test(serve_wait, a_counter_or_eq_wait_serves_then_hands_the_endpoint_to_the_agen
 	(void) agent_wakes();
 	put_req(1, KEY, BASE + 64, 64, 0);
 	cr_assert_eq(fi_cntr_wait(g_cntr, 8, 10), -FI_ETIMEDOUT);
-	cr_assert_eq(g_waits, 1);
+	cr_assert_eq(t_core_waits, 1);
 	cr_assert_eq(ack_status(1), 0, "fi_cntr_wait did not serve first");
 	cr_assert_eq(t_ep.cntr[1]->hooks.app_ms, 0,
 		     "the agent would leave the endpoint to a sleeping thread");
@@ -296,7 +219,7 @@ static int fake_trywait(struct fid_fabric *fabric, struct fid **fids,
 	return FI_SUCCESS;
 }
 
-static struct fid_cq g_core_rx = { .fid.ops = &g_fake_fi_ops };
+static struct fid_cq g_core_rx = { .fid.ops = &t_fake_fi_ops };
 
 Test(serve_wait, a_counter_wait_on_its_endpoints_cq_keeps_serving_it,
      .init = setup_bound, .fini = teardown_bound)
@@ -304,8 +227,8 @@ Test(serve_wait, a_counter_wait_on_its_endpoints_cq_keeps_serving_it,
 	int fd = eventfd(1, EFD_NONBLOCK); /* readable: bytes keep coming */
 
 	cr_assert_geq(fd, 0);
-	g_fake_fab_ops.trywait = fake_trywait;
-	t_dom.fabric = &g_fab;
+	t_core_fab_ops.trywait = fake_trywait;
+	t_dom.fabric = &t_fab;
 	t_dom.transport = PMV_TRANSPORT_TCP;
 	t_rx->core = &g_core_rx;
 	t_rx->wait_fd = fd;
@@ -314,7 +237,7 @@ Test(serve_wait, a_counter_wait_on_its_endpoints_cq_keeps_serving_it,
 	/* 300 ms: room for three sleeps on a loaded machine (30 ms gave
 	 * "the wait slept 2 times" at load 8 on 2 cores) */
 	cr_assert_eq(fi_cntr_wait(g_cntr, 8, 300), -FI_ETIMEDOUT);
-	cr_assert_eq(g_waits, 0, "the wait fell back to the core's");
+	cr_assert_eq(t_core_waits, 0, "the wait fell back to the core's");
 	cr_assert_gt(g_trywaits, 2, "the wait slept %d times", g_trywaits);
 	cr_assert_eq(ack_status(1), 0, "the wait did not serve first");
 	cr_assert_eq(ack_status(2), 0, "a request that came in the wait "
@@ -324,6 +247,6 @@ Test(serve_wait, a_counter_wait_on_its_endpoints_cq_keeps_serving_it,
 	cr_assert_eq(agent_wakes(), 0, "the agent was woken to serve it");
 	t_rx->wait_fd = -1;
 	t_dom.transport = 0;
-	g_fake_fab_ops.trywait = NULL;
+	t_core_fab_ops.trywait = NULL;
 	close(fd);
 }

@@ -387,18 +387,35 @@ void pmv_cq_progress_core(struct pmv_cq *cq)
  * an application thread that may sleep on cq's wait object
  * (pmv_cq_sleepers, or on its fd since fi_trywait said yes and it has not
  * read since) is woken through it (fi_cq_signal) if entries may be there
- * (found) or commits are in flight (an ack may have landed), as that
- * progress took the bytes whose arrival would have woken it: an
- * initiator's 8-byte read after 2 ms idle waited its fi_cq_sread's whole
- * 100 ms step in 19 of 400 reads, its epoll's 200 ms in 1%.
+ * (found, or queued by pmemverbs) or commits are in flight (an ack may
+ * have landed), as that progress took the bytes whose arrival would have
+ * woken it, and fi_trywait reset the signal that went with an entry
+ * pmemverbs queued: an initiator's 8-byte read after 2 ms idle waited its
+ * fi_cq_sread's whole 100 ms step in 19 of 400 reads, its epoll's 200 ms
+ * in 1%.
  */
 void pmv_cq_wake_waiters(struct pmv_cq *cq, bool found)
 {
 	if (!pmv_cq_sleepers(cq) &&
 	    !__atomic_load_n(&cq->app_armed, __ATOMIC_SEQ_CST))
 		return;
-	if (found || pmv_cq_hooks_busy(cq))
+	if (found || pmv_cq_backlog(cq) || pmv_cq_hooks_busy(cq))
 		pmv_cq_wake(cq);
+}
+
+/*
+ * The agent's fi_trywait of cq's core before it sleeps (fabric: the
+ * core's): true if the core says cq is busy.  Its progress, or its reset
+ * of the core's signal, may have taken an application thread's wake,
+ * which pmv_cq_wake_waiters gives back.
+ */
+bool pmv_cq_agent_trywait(struct pmv_cq *cq, struct fid_fabric *fabric)
+{
+	struct fid *fid = &cq->core->fid;
+	bool busy = fi_trywait(fabric, &fid, 1) != FI_SUCCESS;
+
+	pmv_cq_wake_waiters(cq, busy);
+	return busy;
 }
 
 /*

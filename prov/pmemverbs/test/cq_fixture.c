@@ -251,11 +251,20 @@ static struct fi_ops_domain g_fake_dom_ops = {
 };
 static struct fid_domain g_fake_core_dom = { .ops = &g_fake_dom_ops };
 
-/* The core fabric's fi_trywait: nothing to wait for (the pipe says when). */
+bool g_trywait_drains;
+
+/* The core fabric's fi_trywait: nothing to wait for (the pipe says when);
+ * with g_trywait_drains it resets the signal, as libfabric's util wait
+ * objects do. */
 static int fake_trywait(struct fid_fabric *fabric, struct fid **fids,
 			int count)
 {
+	char c[8];
+
 	(void) fabric; (void) fids; (void) count;
+	if (g_trywait_drains)
+		while (read(g_signal_pipe[0], c, sizeof(c)) > 0)
+			;
 	return FI_SUCCESS;
 }
 
@@ -407,6 +416,7 @@ void teardown_pollfd_core_cq(void)
 	g_core_placed = 0;
 	g_core_slept_after_placing = 0;
 	g_core_signal_lost = false;
+	g_trywait_drains = false;
 	g_watch_polls = g_long_polls_in = g_long_polls_timed_out = 0;
 	close(g_signal_pipe[0]);
 	close(g_signal_pipe[1]);

@@ -34,6 +34,7 @@ extern unsigned g_core_slept_after_placing;
 /* fi_cq_signal on the core CQ does nothing: another thread's fi_trywait
  * drained the signal. */
 extern bool g_core_signal_lost;
+extern bool g_trywait_drains; /* the core's fi_trywait resets its signal */
 /* While g_watch_polls, the provider's polls of 50 ms or more running and
  * those that ended by their timeout (poll is interposed). */
 extern volatile int g_watch_polls, g_long_polls_in, g_long_polls_timed_out;

@@ -173,6 +173,51 @@ Test(cq_wake, a_queued_entry_ends_an_sread_on_the_core_list,
 }
 #endif
 
+/* An application thread that polls the CQ's fd up to 2 s (its epoll
+ * after fi_trywait), watched: g_long_polls_timed_out if nothing ends it. */
+static void *poll_cq_fd_thread(void *arg)
+{
+	struct pollfd p = { .fd = g_signal_pipe[0], .events = POLLIN };
+
+	(void) arg;
+	(void) poll(&p, 1, 2000);
+	return NULL;
+}
+
+/*
+ * The application armed the CQ (its fi_trywait said yes) and sleeps on
+ * its fd; pmemverbs queues an entry and signals the core CQ (the agent's
+ * FI_IMMED).  The agent's own fi_trywait of that core CQ before it sleeps
+ * resets the signal, as libfabric's util wait objects do: it signals
+ * again, since the CQ holds an entry, and the application's poll ends by
+ * the fd, not its timeout.  (Was: only an entry in the core CQ or a
+ * commit in flight signalled again; the fd stayed quiet until the
+ * application's own timeout.)
+ */
+Test(cq_wake, the_agents_trywait_gives_back_the_signal_of_a_queued_entry,
+     .init = setup_with_pollfd_cq_no_wait_set,
+     .fini = teardown_pollfd_core_cq, .timeout = 20)
+{
+	struct fi_cq_err_entry e = { .flags = FI_RMA | FI_REMOTE_WRITE };
+	struct fi_cq_entry got;
+	pthread_t t;
+
+	g_trywait_drains = true;
+	/* as pmemverbs's fi_trywait arms it (pmv_trywait_core_fids) */
+	__atomic_store_n(&g_cq->app_armed, true, __ATOMIC_SEQ_CST);
+	cr_assert_eq(pmv_cq_reserve(g_cq), 0);
+	pmv_cq_push(g_cq, &e, false);
+	(void) fi_cq_signal(g_cq->core); /* as pmv_agent_immed */
+	cr_assert_not(pmv_cq_agent_trywait(g_cq, g_dom.fabric->core));
+	g_watch_polls = 1;
+	cr_assert_eq(pthread_create(&t, NULL, poll_cq_fd_thread, NULL), 0);
+	pthread_join(t, NULL);
+	cr_assert_eq(g_long_polls_in, 1, "the application never polled");
+	cr_assert_eq(g_long_polls_timed_out, 0, "the application slept out "
+		     "its poll with an entry queued for it");
+	cr_assert_eq(fi_cq_read(&g_cq->cq_fid, &got, 1), 1);
+}
+
 /* fi_cq_signal wakes a thread waiting without timeout: -FI_EAGAIN. */
 Test(cq_wake, fi_cq_signal_wakes_a_reader_that_waits_forever,
      .init = setup_with_pollfd_core_cq, .fini = teardown_pollfd_core_cq,

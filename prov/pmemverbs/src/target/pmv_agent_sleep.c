@@ -170,17 +170,10 @@ static bool pmv_agent_list_cqs(struct pmv_agent *agent, size_t n)
 static bool pmv_agent_nothing_pending(struct pmv_domain *dom, size_t n)
 {
 	struct pmv_agent *agent = dom->agent;
-	struct fid *fid;
-	bool busy;
 
-	for (size_t i = 0; i < agent->cqs.n; i++) {
-		fid = &agent->cqs.cq[i]->core->fid;
-		busy = fi_trywait(dom->fabric->core, &fid, 1) != FI_SUCCESS;
-		/* its progress may have taken an application's wake */
-		pmv_cq_wake_waiters(agent->cqs.cq[i], busy);
-		if (busy)
+	for (size_t i = 0; i < agent->cqs.n; i++)
+		if (pmv_cq_agent_trywait(agent->cqs.cq[i], dom->fabric->core))
 			return false;
-	}
 	agent->app_waits = false;
 	for (size_t k = 0; k < n; k++) {
 		if (pmv_serve_pending(agent->snap[k]))

@@ -88,10 +88,12 @@ void pmv_cntr_take_gates(struct pmv_cntr *cntr)
 {
 	struct pmv_ep *eps[PMV_CNTR_GATE_EPS];
 	struct pmv_cq *read[PMV_CNTR_GATE_EPS];
-	unsigned n = pmv_hooks_hold_eps(&cntr->hooks, eps, PMV_CNTR_GATE_EPS);
-	unsigned nread = 0, j;
+	unsigned n, nread = 0, j;
 	struct pmv_cq *rx;
 
+	if (cntr->domain->transport != PMV_TRANSPORT_TCP)
+		return; /* gates are tcp's (pmv_gate_open): nothing to hold */
+	n = pmv_hooks_hold_eps(&cntr->hooks, eps, PMV_CNTR_GATE_EPS);
 	for (unsigned i = 0; i < n; i++) {
 		rx = __atomic_load_n(&eps[i]->rx_cq, __ATOMIC_ACQUIRE);
 		/* a CQ the endpoints share is read once: each read is a

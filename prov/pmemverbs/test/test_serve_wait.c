@@ -26,7 +26,6 @@ static void setup_bound(void)
 	struct fi_cntr_attr cntr_attr = { .wait_obj = FI_WAIT_UNSPEC };
 	struct fi_eq_attr eq_attr = { .wait_obj = FI_WAIT_UNSPEC };
 
-	t_core_waits = 0;
 	t_dom.core = &t_core_dom;
 	g_wake_fd = eventfd(0, EFD_NONBLOCK);
 	cr_assert_geq(g_wake_fd, 0);

@@ -113,7 +113,8 @@ enum conn_kind {
 
 /* Scenario wait-modes: how a passive target waits (target_wait_once). */
 enum wait_mode { WM_NONE, WM_UNSPEC, WM_FD, WM_POLLFD, WM_EPOLL, WM_CNTR,
-		 WM_EQ, WM_NOREAD, WM_WAITSET, WM_POLLSET, WM_COUNT };
+		 WM_EQ, WM_NOREAD, WM_WAITSET, WM_POLLSET, WM_CNTR_EPOLL,
+		 WM_IMMED_EPOLL, WM_COUNT };
 
 /* Wait sets and poll sets: libfabric 1.x (2.0 deprecated them). */
 #define HAVE_WAIT_SETS (FI_MAJOR_VERSION < 2)

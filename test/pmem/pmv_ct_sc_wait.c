@@ -19,7 +19,7 @@
 
 static const char *const k_wait_names[WM_COUNT] = {
 	"none", "unspec", "fd", "pollfd", "epoll", "cntr", "eq", "noread",
-	"waitset", "pollset",
+	"waitset", "pollset", "cntr+epoll", "immed+epoll",
 };
 
 /* The CQs' wait object for a mode: its own for the fi_cq_sread modes and
@@ -28,7 +28,8 @@ static enum fi_wait_obj wm_cq_wait_obj(enum wait_mode mode)
 {
 	switch (mode) {
 	case WM_UNSPEC: return FI_WAIT_UNSPEC;
-	case WM_FD: case WM_EPOLL: return FI_WAIT_FD;
+	case WM_FD: case WM_EPOLL: case WM_CNTR_EPOLL: case WM_IMMED_EPOLL:
+		return FI_WAIT_FD;
 	case WM_POLLFD: return FI_WAIT_POLLFD;
 	default: return FI_WAIT_NONE;
 	}
@@ -55,7 +56,7 @@ void target_open_wait(struct conn *c, struct fi_info *info,
 	if (mode == WM_POLLSET)
 		g_t.poll_set = open_poll_set(c->rxcq);
 #endif
-	if (mode == WM_CNTR) {
+	if (mode == WM_CNTR || mode == WM_CNTR_EPOLL) {
 		CHECK(fi_cntr_open(g_net.domain, &attr, &g_t.wait_cntr, NULL));
 		track_fid(&g_t.wait_cntr->fid);
 		CHECK(fi_ep_bind(c->ep, &g_t.wait_cntr->fid, FI_RECV));
@@ -114,7 +115,7 @@ static void target_wait_once(struct conn *c, enum wait_mode mode)
 		ret = fi_cq_sread(c->rxcq, &e, 1, NULL, WM_WAIT_MS);
 	else if (mode == WM_EPOLL)
 		target_wait_epoll(c->rxcq);
-	else if (mode == WM_CNTR)
+	else if (mode == WM_CNTR || mode == WM_CNTR_EPOLL)
 		ret = fi_cntr_wait(g_t.wait_cntr, fi_cntr_read(g_t.wait_cntr) + 1,
 				   WM_WAIT_MS);
 	else if (mode == WM_EQ)
@@ -138,6 +139,112 @@ static void target_wait_once(struct conn *c, enum wait_mode mode)
 		    errname(ret), ret);
 }
 
+/* The epolling thread's timeout: no multiple of an idle gap
+ * (sc_gapped_sop), whose commit would otherwise come as it expires. */
+#define WM_READER_MS 170
+
+/*
+ * cntr+epoll and immed+epoll: a second thread of the target epolls the
+ * receive CQ's fd, after fi_trywait, for the FI_IMMED entries of the
+ * commits and reads them, while the main thread waits on its counter
+ * (cntr+epoll: that wait sleeps on the same fd, fi_trywait first) or
+ * sleeps (immed+epoll: the agent serves what the reader does not).  An
+ * entry found after the epoll slept its whole WM_READER_MS with the fd
+ * quiet is a wake another thread's fi_trywait took (quiet_found).
+ */
+struct wm_reader {
+	struct fid_cq *cq;
+	int fd, epfd;
+	unsigned entries, quiet_found;
+	bool stop;
+	pthread_t thread;
+};
+
+/* Modes whose commits carry FI_IMMED, read by a thread that epolls. */
+static bool wm_reads_immed(enum wait_mode mode)
+{
+	return mode == WM_CNTR_EPOLL || mode == WM_IMMED_EPOLL;
+}
+
+/* Whether fd is readable now. */
+static bool wm_fd_readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) > 0;
+}
+
+/* One epoll (after fi_trywait) and one read of r's CQ. */
+static void wm_reader_once(struct wm_reader *r)
+{
+	struct fid *fid = &r->cq->fid;
+	struct fi_cq_data_entry e;
+	struct epoll_event ev;
+	bool quiet = false;
+	ssize_t ret;
+
+	if (fi_trywait(g_net.fabric, &fid, 1) == FI_SUCCESS &&
+	    epoll_wait(r->epfd, &ev, 1, WM_READER_MS) == 0)
+		quiet = !wm_fd_readable(r->fd);
+	ret = fi_cq_read(r->cq, &e, 1);
+	if (ret == -FI_EAGAIN)
+		return;
+	if (ret != 1 || (e.flags & IMMED_FLAGS) != IMMED_FLAGS)
+		die("cntr+epoll: the epolling thread read %s (flags %#llx), "
+		    "not an FI_IMMED entry", ret == 1 ? "an entry" :
+		    errname(ret), (unsigned long long)e.flags);
+	__atomic_add_fetch(&r->entries, 1, __ATOMIC_RELEASE);
+	r->quiet_found += quiet;
+}
+
+static void *wm_reader_main(void *arg)
+{
+	struct wm_reader *r = arg;
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&r->entries, __ATOMIC_ACQUIRE) <
+	       SC_GAPPED_COMMITS)
+		wm_reader_once(r);
+	return NULL;
+}
+
+static void wm_reader_start(struct wm_reader *r, struct fid_cq *cq)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	*r = (struct wm_reader){ .cq = cq };
+	CHECK(fi_control(&cq->fid, FI_GETWAIT, &r->fd));
+	r->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (r->epfd < 0 || epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->fd, &ev))
+		die("cntr+epoll: epoll on the CQ's wait fd: %s",
+		    strerror(errno));
+	errno = pthread_create(&r->thread, NULL, wm_reader_main, r);
+	if (errno)
+		die("cntr+epoll: pthread_create: %s", strerror(errno));
+}
+
+/* Once the flag came: gives the reader up to IDLE_MS for the last
+ * entries, stops it; its verdict into rsp. */
+static void wm_reader_stop(struct wm_reader *r, struct status_rsp *rsp)
+{
+	int64_t deadline = deadline_in(IDLE_MS);
+
+	while (__atomic_load_n(&r->entries, __ATOMIC_ACQUIRE) <
+	       SC_GAPPED_COMMITS && before(deadline))
+		sleep_ms(1);
+	__atomic_store_n(&r->stop, true, __ATOMIC_RELEASE);
+	pthread_join(r->thread, NULL);
+	close(r->epfd);
+	if (rsp->status)
+		return;
+	if (r->entries != SC_GAPPED_COMMITS || r->quiet_found)
+		rsp->status = -FI_EIO;
+	snprintf(rsp->detail, sizeof(rsp->detail), "epoller read %u of %d "
+		 "FI_IMMED entries, %u after a %d ms epoll timed out on a "
+		 "quiet fd (expected 0)", r->entries, SC_GAPPED_COMMITS,
+		 r->quiet_found, WM_READER_MS);
+}
+
 /*
  * The target's side of wait-modes: sets the marker, waits in its mode
  * until the flag arrives (the main connection's bytes are the agent's to
@@ -150,9 +257,12 @@ void target_on_wait(const struct idle_req *req)
 	uint64_t *flag = (uint64_t *)(void *)(vol + req->flag_off);
 	int64_t deadline = deadline_in(IDLE_MS);
 	struct status_rsp rsp = { 0 };
+	struct wm_reader reader;
 
 	if (!g_t.wait_conn)
 		die("WAIT without a wait-modes connection");
+	if (wm_reads_immed(g_t.wait_mode))
+		wm_reader_start(&reader, g_t.wait_conn->rxcq);
 	__atomic_store_n(marker, 1, __ATOMIC_SEQ_CST);
 	while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != req->flag_value &&
 	       before(deadline))
@@ -164,6 +274,8 @@ void target_on_wait(const struct idle_req *req)
 			 "arrive within %d ms while the target waited (%s)",
 			 IDLE_MS, k_wait_names[g_t.wait_mode]);
 	}
+	if (wm_reads_immed(g_t.wait_mode))
+		wm_reader_stop(&reader, &rsp);
 	g_t.wait_conn = NULL;
 	ctl_send(MSG_WAIT_DONE, &rsp, sizeof(rsp));
 }
@@ -190,14 +302,23 @@ static void wm_target_stops(const struct idle_req *req, uint64_t seed,
 			    const char *mode)
 {
 	const struct status_rsp *rsp;
+	char check[64];
 
 	if (plain_write_wait(REG_VOL, req->flag_off, 8, seed))
 		die("wait-modes (%s): writing the flag failed", mode);
 	rsp = ctl_expect(MSG_WAIT_DONE, sizeof(*rsp), NULL);
 	if (rsp->status)
 		die("wait-modes (%s): %s", mode, rsp->detail);
+	if (rsp->detail[0]) { /* its epolling thread's count */
+		snprintf(check, sizeof(check), "wait-modes/%s/woken", mode);
+		verdict(true, check_name(check), "%s", rsp->detail);
+	}
 	ctl_release();
 }
+
+/* The flags of the timed commits: FI_IMMED in cntr+epoll, whose target
+ * reads their entries. */
+static uint64_t g_wm_flags;
 
 /* One commit on c (arg) after idle_ms, waited for; its time in us. */
 static int64_t wm_commit(void *arg, unsigned i, int idle_ms)
@@ -206,7 +327,7 @@ static int64_t wm_commit(void *arg, unsigned i, int idle_ms)
 	struct sop *s = sc_gapped_sop(i, idle_ms);
 	int64_t t0 = now_us();
 
-	sop_post_retry(c->ep, s, 0, 0, c->txcq);
+	sop_post_retry(c->ep, s, i ? g_wm_flags : 0, 0, c->txcq);
 	if (sc_wait(g_sc.nops - 1, c->txcq, STEP_MS))
 		die("wait-modes: %s did not complete within %d ms", sop_str(s),
 		    STEP_MS);
@@ -227,7 +348,8 @@ static void wm_commits(struct conn *c, enum wait_mode mode)
  * wait-modes: for each way a target application may wait (fi_cq_sread on
  * CQs of every wait object, epoll on FI_GETWAIT's fd with fi_trywait,
  * fi_cntr_wait, fi_eq_sread, no reads at all; with libfabric 1.x fi_wait
- * on the CQs' wait set, fi_poll on a poll set), commits after 0, 2, 100
+ * on the CQs' wait set, fi_poll on a poll set; FI_IMMED commits read by a
+ * thread that epolls, beside a counter wait or none), commits after 0, 2, 100
  * and 1000 ms of idle: each durable when read (oracle), none waiting for
  * the target's wait to time out (watchdog SC_GAPPED_BOUND_MS).
  */
@@ -248,6 +370,7 @@ void sc_wait_modes(void)
 		initiator_open_conn(&c, true);
 		conn_connect(&c, (char)(KIND_WAIT + mode));
 		(void)wm_commit(&c, 0, 0); /* learns the key's profile */
+		g_wm_flags = wm_reads_immed(mode) ? FI_IMMED : 0;
 		wm_target_waits(&req);
 		wm_commits(&c, (enum wait_mode)mode);
 		wm_target_stops(&req, seed, k_wait_names[mode]);

@@ -151,10 +151,8 @@ static bool pmv_cntr_readable_again(const struct pollfd *fds, int n)
 static bool pmv_cntr_list_signalled(struct pmv_cntr *cntr, struct pmv_cq *cq,
 				    const struct pollfd *fds, int n, bool alone)
 {
-	struct fid *fid = &cq->core->fid;
-
 	if (!pmv_cntr_readable_again(fds, n) ||
-	    fi_trywait(cntr->domain->fabric->core, &fid, 1) != FI_SUCCESS)
+	    pmv_cq_sleeper_trywait(cq, cntr->domain->fabric->core))
 		return false;
 	pmv_cntr_serve(cntr, alone);
 	return pmv_cntr_readable_again(fds, n);
@@ -198,9 +196,7 @@ static bool pmv_cntr_sleep_fds(struct pmv_cntr *cntr, struct pmv_cq *cq,
 			       uint64_t threshold, int ms, bool alone,
 			       struct pollfd *fds, int n, nfds_t wake)
 {
-	struct fid *fid = &cq->core->fid;
-
-	if (fi_trywait(cntr->domain->fabric->core, &fid, 1) != FI_SUCCESS) {
+	if (pmv_cq_sleeper_trywait(cq, cntr->domain->fabric->core)) {
 		(void) fi_cq_read(&cq->cq_fid, NULL, 0);
 		return true;
 	}

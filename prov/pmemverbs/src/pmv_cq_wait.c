@@ -419,6 +419,26 @@ bool pmv_cq_agent_trywait(struct pmv_cq *cq, struct fid_fabric *fabric)
 }
 
 /*
+ * A counter wait's fi_trywait of cq's core before it sleeps on cq's fd
+ * (fabric: the core's): true if the core says cq is busy.  Its reset of
+ * the core's signal may take the wake of an application thread that
+ * polls cq's fd (armed by fi_trywait, app_armed) for an entry pmemverbs
+ * queued or the core holds: given back.  Not pmv_cq_wake_waiters: this
+ * thread is one of cq's sleepers, and would wake itself on every commit
+ * in flight.
+ */
+bool pmv_cq_sleeper_trywait(struct pmv_cq *cq, struct fid_fabric *fabric)
+{
+	struct fid *fid = &cq->core->fid;
+	bool busy = fi_trywait(fabric, &fid, 1) != FI_SUCCESS;
+
+	if (__atomic_load_n(&cq->app_armed, __ATOMIC_SEQ_CST) &&
+	    (busy || pmv_cq_backlog(cq)))
+		(void) fi_cq_signal(cq->core);
+	return busy;
+}
+
+/*
  * The fds a CQ's core wait object is made of (FI_GETWAIT), into fds (room
  * for max): its fd, or its list.  Returns how many, 0 if the agent cannot
  * sleep on it, or minus the room it needs if max is too small.

@@ -94,5 +94,6 @@ void pmv_cq_wake(struct pmv_cq *cq);
 void pmv_cq_progress_core(struct pmv_cq *cq);
 void pmv_cq_wake_waiters(struct pmv_cq *cq, bool found);
 bool pmv_cq_agent_trywait(struct pmv_cq *cq, struct fid_fabric *fabric);
+bool pmv_cq_sleeper_trywait(struct pmv_cq *cq, struct fid_fabric *fabric);
 
 #endif /* PMV_QUEUES_H */

@@ -249,3 +249,67 @@ Test(serve_wait, a_counter_wait_on_its_endpoints_cq_keeps_serving_it,
 	t_core_fab_ops.trywait = NULL;
 	close(fd);
 }
+
+/*
+ * A core CQ whose signal is an eventfd (g_signal_fd), as the tcp core's
+ * util wait object: fi_cq_signal makes it readable, the fake fabric's
+ * fi_trywait (drain_trywait) resets it.
+ */
+static int g_signal_fd = -1;
+
+static int signal_core_cq(struct fid_cq *cq)
+{
+	(void) cq;
+	return eventfd_write(g_signal_fd, 1) ? -FI_EIO : 0;
+}
+
+static int drain_trywait(struct fid_fabric *fabric, struct fid **fids,
+			 int count)
+{
+	eventfd_t n;
+
+	(void) fabric; (void) fids; (void) count;
+	(void) eventfd_read(g_signal_fd, &n);
+	return FI_SUCCESS;
+}
+
+static struct fi_ops_cq g_signal_cq_ops = { .size = sizeof(struct fi_ops_cq),
+					    .signal = signal_core_cq };
+static struct fid_cq g_signal_rx = { .fid.ops = &t_fake_fi_ops,
+				     .ops = &g_signal_cq_ops };
+
+/*
+ * An application thread epolls the receive CQ's fd (fi_trywait said yes
+ * to it: app_armed) for an entry pmemverbs queued there (an FI_IMMED
+ * completion) while another thread waits on the endpoint's counter.  The
+ * counter wait's fi_trywait of the same core CQ before each sleep resets
+ * the core's signal, as util's does: the entry's wake must be given back,
+ * else the epolling thread sleeps on to its timeout.
+ */
+Test(serve_wait, a_counter_waits_trywait_gives_back_an_armed_readers_signal,
+     .init = setup_bound, .fini = teardown_bound, .timeout = 20)
+{
+	struct fi_cq_err_entry e = { .flags = FI_RMA | FI_REMOTE_WRITE };
+	struct pollfd p;
+
+	g_signal_fd = eventfd(0, EFD_NONBLOCK);
+	cr_assert_geq(g_signal_fd, 0);
+	t_core_fab_ops.trywait = drain_trywait;
+	t_dom.fabric = &t_fab;
+	t_dom.transport = PMV_TRANSPORT_TCP;
+	t_rx->core = &g_signal_rx;
+	t_rx->wait_fd = g_signal_fd;
+	__atomic_store_n(&t_rx->app_armed, true, __ATOMIC_SEQ_CST);
+	cr_assert_eq(pmv_cq_reserve(t_rx), 0);
+	pmv_cq_push(t_rx, &e, false);
+	cr_assert_eq(fi_cq_signal(t_rx->core), 0); /* as pmv_agent_immed */
+	cr_assert_eq(fi_cntr_wait(g_cntr, 8, 50), -FI_ETIMEDOUT);
+	p = (struct pollfd) { .fd = g_signal_fd, .events = POLLIN };
+	cr_assert_eq(poll(&p, 1, 0), 1, "the counter wait's fi_trywait took "
+		     "the signal of an entry queued for a thread armed on the "
+		     "CQ's fd");
+	t_rx->wait_fd = -1;
+	t_dom.transport = 0;
+	t_core_fab_ops.trywait = NULL;
+	close(g_signal_fd);
+}

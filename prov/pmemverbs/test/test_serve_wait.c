@@ -5,7 +5,7 @@
  * serve_fixture.h: a target that polls only a counter or its EQ acks
  * commits with no agent thread, one about to sleep in their wait hands
  * its endpoints back, and a counter wait on its endpoint's CQ fd keeps
- * serving it.
+ * serving it and gives back the signal of a thread armed on that CQ.
  */
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -220,17 +220,35 @@ static int fake_trywait(struct fid_fabric *fabric, struct fid **fids,
 
 static struct fid_cq g_core_rx = { .fid.ops = &t_fake_fi_ops };
 
+/* The counter's endpoint over a tcp fabric whose fi_trywait is trywait;
+ * its receive CQ's core is core_cq, which waits on fd. */
+static void wait_on_rx(struct fid_cq *core_cq, int fd,
+		       int (*trywait)(struct fid_fabric *, struct fid **, int))
+{
+	cr_assert_geq(fd, 0);
+	t_core_fab_ops.trywait = trywait;
+	t_dom.fabric = &t_fab;
+	t_dom.transport = PMV_TRANSPORT_TCP;
+	t_rx->core = core_cq;
+	t_rx->wait_fd = fd;
+}
+
+/* Undoes wait_on_rx, closing fd. */
+static void wait_on_rx_end(int fd)
+{
+	t_rx->wait_fd = -1;
+	t_dom.transport = 0;
+	t_core_fab_ops.trywait = NULL;
+	close(fd);
+}
+
+
 Test(serve_wait, a_counter_wait_on_its_endpoints_cq_keeps_serving_it,
      .init = setup_bound, .fini = teardown_bound)
 {
 	int fd = eventfd(1, EFD_NONBLOCK); /* readable: bytes keep coming */
 
-	cr_assert_geq(fd, 0);
-	t_core_fab_ops.trywait = fake_trywait;
-	t_dom.fabric = &t_fab;
-	t_dom.transport = PMV_TRANSPORT_TCP;
-	t_rx->core = &g_core_rx;
-	t_rx->wait_fd = fd;
+	wait_on_rx(&g_core_rx, fd, fake_trywait);
 	(void) agent_wakes();
 	put_req(1, KEY, BASE + 64, 64, 0);
 	/* 300 ms: room for three sleeps on a loaded machine (30 ms gave
@@ -244,10 +262,7 @@ Test(serve_wait, a_counter_wait_on_its_endpoints_cq_keeps_serving_it,
 	cr_assert_eq(g_handed, 0, "the endpoint was the agent's in %d of %d "
 		     "sleeps of a wait that served it", g_handed, g_trywaits - 1);
 	cr_assert_eq(agent_wakes(), 0, "the agent was woken to serve it");
-	t_rx->wait_fd = -1;
-	t_dom.transport = 0;
-	t_core_fab_ops.trywait = NULL;
-	close(fd);
+	wait_on_rx_end(fd);
 }
 
 /*
@@ -293,12 +308,7 @@ Test(serve_wait, a_counter_waits_trywait_gives_back_an_armed_readers_signal,
 	struct pollfd p;
 
 	g_signal_fd = eventfd(0, EFD_NONBLOCK);
-	cr_assert_geq(g_signal_fd, 0);
-	t_core_fab_ops.trywait = drain_trywait;
-	t_dom.fabric = &t_fab;
-	t_dom.transport = PMV_TRANSPORT_TCP;
-	t_rx->core = &g_signal_rx;
-	t_rx->wait_fd = g_signal_fd;
+	wait_on_rx(&g_signal_rx, g_signal_fd, drain_trywait);
 	__atomic_store_n(&t_rx->app_armed, true, __ATOMIC_SEQ_CST);
 	cr_assert_eq(pmv_cq_reserve(t_rx), 0);
 	pmv_cq_push(t_rx, &e, false);
@@ -308,8 +318,5 @@ Test(serve_wait, a_counter_waits_trywait_gives_back_an_armed_readers_signal,
 	cr_assert_eq(poll(&p, 1, 0), 1, "the counter wait's fi_trywait took "
 		     "the signal of an entry queued for a thread armed on the "
 		     "CQ's fd");
-	t_rx->wait_fd = -1;
-	t_dom.transport = 0;
-	t_core_fab_ops.trywait = NULL;
-	close(g_signal_fd);
+	wait_on_rx_end(g_signal_fd);
 }

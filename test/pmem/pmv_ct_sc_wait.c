@@ -190,7 +190,7 @@ static void wm_reader_once(struct wm_reader *r)
 	if (ret == -FI_EAGAIN)
 		return;
 	if (ret != 1 || (e.flags & IMMED_FLAGS) != IMMED_FLAGS)
-		die("cntr+epoll: the epolling thread read %s (flags %#llx), "
+		die("wait-modes: the epolling thread read %s (flags %#llx), "
 		    "not an FI_IMMED entry", ret == 1 ? "an entry" :
 		    errname(ret), (unsigned long long)e.flags);
 	__atomic_add_fetch(&r->entries, 1, __ATOMIC_RELEASE);
@@ -216,11 +216,11 @@ static void wm_reader_start(struct wm_reader *r, struct fid_cq *cq)
 	CHECK(fi_control(&cq->fid, FI_GETWAIT, &r->fd));
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (r->epfd < 0 || epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->fd, &ev))
-		die("cntr+epoll: epoll on the CQ's wait fd: %s",
+		die("wait-modes: epoll on the CQ's wait fd: %s",
 		    strerror(errno));
 	errno = pthread_create(&r->thread, NULL, wm_reader_main, r);
 	if (errno)
-		die("cntr+epoll: pthread_create: %s", strerror(errno));
+		die("wait-modes: pthread_create: %s", strerror(errno));
 }
 
 /* Once the flag came: gives the reader up to IDLE_MS for the last
@@ -316,8 +316,8 @@ static void wm_target_stops(const struct idle_req *req, uint64_t seed,
 	ctl_release();
 }
 
-/* The flags of the timed commits: FI_IMMED in cntr+epoll, whose target
- * reads their entries. */
+/* The flags of the timed commits: FI_IMMED in the modes whose target
+ * reads their entries (wm_reads_immed). */
 static uint64_t g_wm_flags;
 
 /* One commit on c (arg) after idle_ms, waited for; its time in us. */

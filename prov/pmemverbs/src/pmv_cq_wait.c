@@ -403,6 +403,14 @@ void pmv_cq_wake_waiters(struct pmv_cq *cq, bool found)
 		pmv_cq_wake(cq);
 }
 
+/* fi_trywait of cq's core alone (fabric: the core's): true if busy. */
+static bool pmv_cq_core_busy(struct pmv_cq *cq, struct fid_fabric *fabric)
+{
+	struct fid *fid = &cq->core->fid;
+
+	return fi_trywait(fabric, &fid, 1) != FI_SUCCESS;
+}
+
 /*
  * The agent's fi_trywait of cq's core before it sleeps (fabric: the
  * core's): true if the core says cq is busy.  Its progress, or its reset
@@ -411,8 +419,7 @@ void pmv_cq_wake_waiters(struct pmv_cq *cq, bool found)
  */
 bool pmv_cq_agent_trywait(struct pmv_cq *cq, struct fid_fabric *fabric)
 {
-	struct fid *fid = &cq->core->fid;
-	bool busy = fi_trywait(fabric, &fid, 1) != FI_SUCCESS;
+	bool busy = pmv_cq_core_busy(cq, fabric);
 
 	pmv_cq_wake_waiters(cq, busy);
 	return busy;
@@ -429,8 +436,7 @@ bool pmv_cq_agent_trywait(struct pmv_cq *cq, struct fid_fabric *fabric)
  */
 bool pmv_cq_sleeper_trywait(struct pmv_cq *cq, struct fid_fabric *fabric)
 {
-	struct fid *fid = &cq->core->fid;
-	bool busy = fi_trywait(fabric, &fid, 1) != FI_SUCCESS;
+	bool busy = pmv_cq_core_busy(cq, fabric);
 
 	if (__atomic_load_n(&cq->app_armed, __ATOMIC_SEQ_CST) &&
 	    (busy || pmv_cq_backlog(cq)))

@@ -66,21 +66,31 @@ void target_open_wait(struct conn *c, struct fi_info *info,
 	g_t.wait_mode = mode;
 }
 
+/* Adds cq's wait fd (FI_GETWAIT, into *fd) to epfd, made first if < 0;
+ * returns epfd. */
+static int wm_epoll_add(int epfd, struct fid_cq *cq, int *fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	if (epfd < 0)
+		epfd = epoll_create1(EPOLL_CLOEXEC);
+	CHECK(fi_control(&cq->fid, FI_GETWAIT, fd));
+	if (epfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, *fd, &ev))
+		die("epoll on the CQ's wait fd: %s", strerror(errno));
+	return epfd;
+}
+
 /* epoll on the receive CQ's fd (FI_GETWAIT) once fi_trywait allows. */
 static void target_wait_epoll(struct fid_cq *cq)
 {
 	static struct fid_cq *watched;
 	static int epfd = -1;
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev;
 	struct fid *fid = &cq->fid;
 	int fd;
 
 	if (watched != cq) {
-		if (epfd < 0)
-			epfd = epoll_create1(EPOLL_CLOEXEC);
-		CHECK(fi_control(fid, FI_GETWAIT, &fd));
-		if (epfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev))
-			die("epoll on the CQ's wait fd: %s", strerror(errno));
+		epfd = wm_epoll_add(epfd, cq, &fd);
 		watched = cq;
 	}
 	if (fi_trywait(g_net.fabric, &fid, 1) == FI_SUCCESS)
@@ -210,14 +220,8 @@ static void *wm_reader_main(void *arg)
 
 static void wm_reader_start(struct wm_reader *r, struct fid_cq *cq)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
-
 	*r = (struct wm_reader){ .cq = cq };
-	CHECK(fi_control(&cq->fid, FI_GETWAIT, &r->fd));
-	r->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (r->epfd < 0 || epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->fd, &ev))
-		die("wait-modes: epoll on the CQ's wait fd: %s",
-		    strerror(errno));
+	r->epfd = wm_epoll_add(-1, cq, &r->fd);
 	errno = pthread_create(&r->thread, NULL, wm_reader_main, r);
 	if (errno)
 		die("wait-modes: pthread_create: %s", strerror(errno));

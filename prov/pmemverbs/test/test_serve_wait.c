@@ -242,7 +242,6 @@ static void wait_on_rx_end(int fd)
 	close(fd);
 }
 
-
 Test(serve_wait, a_counter_wait_on_its_endpoints_cq_keeps_serving_it,
      .init = setup_bound, .fini = teardown_bound)
 {

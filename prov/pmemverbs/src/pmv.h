@@ -128,6 +128,12 @@ struct pmv_persistence {
 	uint64_t file_errors;  /* its persist errors when registered */
 	uintptr_t map_start;   /* the mapping's first address */
 	uint64_t map_offset;   /* and its offset in the file */
+	/* PAGE on a regular file: pmemverbs's own read-only mapping of the
+	 * region's pages through the record's descriptor, which its msync
+	 * persists (target/pmv_file.c); else NULL */
+	void *view;
+	size_t view_len;
+	uint64_t view_offset;  /* the view's first byte in the file */
 };
 
 /* Registration generations count closes and may wrap: true if a is older. */

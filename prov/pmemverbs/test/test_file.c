@@ -270,3 +270,77 @@ Test(file, a_writeback_error_consumed_by_an_fsync_is_remembered,
 {
 	check_wb_error_remembered(false);
 }
+
+/*
+ * A PAGE region is persisted through pmemverbs's own view of its file:
+ * pages that the application's mapping dirtied reach the disk by the
+ * view's msync, with that mapping gone (over tcp, where the core's recv
+ * dirtied them: no dirtying store, and nothing of the application's
+ * mapping is used).
+ */
+Test(file, a_page_persist_writes_the_pages_through_its_own_view,
+     .timeout = 60, .fini = wb_fs_teardown)
+{
+	struct pmv_persistence p;
+	struct wb_fs *fs = &g_fs;
+	uint8_t *map;
+	int fd, ret;
+
+	unsetenv("PMEM2_FORCE_GRANULARITY");
+	wb_fs_setup(fs);
+	map = map_file(fs->path, &fd);
+	cr_assert_eq(fsync(fd), 0);
+	cr_assert_eq(pmv_persistence_detect(map, LEN, &p), 0);
+	cr_assert_eq(p.profile, FI_PMEM_PROFILE_PAGE);
+	p.cpu_written = true;
+	memset(map, 0x6b, PAGE);
+	cr_assert_eq(munmap(map, LEN), 0);
+	ret = pmv_persist(&p, map, PAGE);
+	cr_assert_eq(ret, 0, "the persist failed (%d) once the application's "
+		     "mapping was gone", ret);
+	cr_assert_eq(wb_byte_on_disk(fs->path), 0x6b, "the page dirtied "
+		     "through the application's mapping did not reach the "
+		     "disk");
+	pmv_persistence_release(&p);
+	close(fd);
+}
+
+/* Mappings of this process (lines of /proc/self/maps). */
+static int mappings(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	int n = 0, c;
+
+	cr_assert_not_null(f);
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+/* Each PAGE registration's view is unmapped at its release. */
+Test(file, a_released_page_region_leaves_no_mapping)
+{
+	char path[] = "/var/tmp/pmv_view_XXXXXX";
+	struct pmv_persistence p;
+	uint8_t *map;
+	int fd, before;
+
+	unsetenv("PMEM2_FORCE_GRANULARITY");
+	close(mkstemp(path));
+	map = map_file(path, &fd);
+	unlink(path);
+	before = mappings();
+	for (int i = 0; i < 200; i++) {
+		cr_assert_eq(pmv_persistence_detect(map + PAGE, 3 * PAGE, &p),
+			     0);
+		cr_assert_eq(p.profile, FI_PMEM_PROFILE_PAGE);
+		cr_assert_not_null(p.view);
+		cr_assert_eq(pmv_persist(&p, map + 2 * PAGE + 5, 100), 0);
+		pmv_persistence_release(&p);
+	}
+	cr_assert_eq(mappings(), before, "200 registrations and releases "
+		     "left %d mappings behind", mappings() - before);
+	munmap(map, LEN);
+	close(fd);
+}

@@ -8,13 +8,17 @@
  * count of the persist errors seen on the file.
  *
  * Linux reports a writeback error once per open file description (errseq):
- * the first msync through a mapping of the file gets it, later ones find
- * the pages clean and succeed, although the data never reached the disk.
- * So an error, once seen by any persist of the file (msync, or the record's
- * own descriptor, checked after every msync), is remembered: every later
- * commit on a region registered before it fails (PMV_ERR_PERSIST, FI_EIO:
- * durability unknown) until the application registers the region again,
- * whose registration starts clean.
+ * an fsync of the application's descriptor, or an msync through its
+ * mapping, gets it, and later ones find the pages clean and succeed,
+ * although the data never reached the disk.  So pmemverbs persists a PAGE
+ * region through a read-only mapping of its own (the view) of the record's
+ * descriptor, which nothing else syncs: msync(2) syncs the file range
+ * through the mapping's file (vfs_fsync_range), whichever mapping dirtied
+ * the pages, and reports to that file every error since its last sync.
+ * An error, once seen, is remembered: every later commit on a region
+ * registered before it fails (PMV_ERR_PERSIST, FI_EIO: durability
+ * unknown) until the application registers the region again, whose
+ * registration starts clean.
  *
  * A file truncated under a live registration has lost the pages past its
  * end: a store or a cache flush there raises SIGBUS.  Each persist and
@@ -27,6 +31,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -93,6 +98,9 @@ void pmv_file_detach(struct pmv_persistence *p)
 {
 	struct pmv_file *f = p->file, **pp;
 
+	if (p->view)
+		munmap(p->view, p->view_len);
+	p->view = NULL;
 	if (!f)
 		return;
 	p->file = NULL;
@@ -165,20 +173,55 @@ int pmv_file_check(const struct pmv_persistence *p, const void *addr,
 }
 
 /*
- * After an msync of a region that succeeded: a writeback error of the file
- * that another descriptor's fsync, or an msync through the same mapping,
- * already consumed shows once on the record's own descriptor; -FI_EIO.
+ * Maps the view of [addr, addr + len) of a PAGE region on a regular file
+ * (none for other regions): 0, or -FI_ENOMEM if it cannot be mapped.
  */
-int pmv_file_wb_check(const struct pmv_persistence *p, const void *addr,
+int pmv_file_view_map(struct pmv_persistence *p, const void *addr,
 		      size_t len)
 {
-	if (!p->file || !p->file->regular ||
-	    !sync_file_range(p->file->fd, (off_t) pmv_file_offset(p, addr),
-			     (off_t) len, SYNC_FILE_RANGE_WAIT_AFTER))
+	uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
+	uint64_t off = pmv_file_offset(p, addr);
+	uint64_t start = off & ~(page - 1);
+	uint64_t end = (off + len + page - 1) & ~(page - 1);
+	void *view;
+
+	if (p->kind != PMV_PERSIST_MSYNC || !p->file || !p->file->regular)
 		return 0;
-	PMV_WARN(FI_LOG_MR, "the region's file reported a writeback error "
-		 "(%s): data written to it may be lost, its durability "
-		 "unknown; the commit fails with FI_EIO\n", strerror(errno));
+	view = mmap(NULL, end - start, PROT_READ, MAP_SHARED, p->file->fd,
+		    (off_t) start);
+	if (view == MAP_FAILED) {
+		PMV_WARN(FI_LOG_MR, "fi_mr_reg: cannot map the region's file "
+			 "for its persists (mmap: %s); free address space or "
+			 "mappings (vm.max_map_count) and register again\n",
+			 strerror(errno));
+		return -FI_ENOMEM;
+	}
+	p->view = view;
+	p->view_len = end - start;
+	p->view_offset = start;
+	return 0;
+}
+
+/*
+ * Persists [addr, addr + len) of a region through its view: 0, -FI_EIO if
+ * msync failed (a writeback error of the file since the view's last sync
+ * included), or 1 if the region has no view (the caller msyncs).
+ */
+int pmv_file_view_sync(const struct pmv_persistence *p, const void *addr,
+		       size_t len)
+{
+	uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
+	uint64_t off = pmv_file_offset(p, addr);
+	uint64_t start = off & ~(page - 1);
+
+	if (!p->view)
+		return 1;
+	if (!msync((char *) p->view + (start - p->view_offset),
+		   off + len - start, MS_SYNC))
+		return 0;
+	PMV_WARN(FI_LOG_MR, "msync of a PAGE-profile region failed (%s): "
+		 "data written to it may be lost, its durability unknown; "
+		 "the commit fails with FI_EIO\n", strerror(errno));
 	return -FI_EIO;
 }
 

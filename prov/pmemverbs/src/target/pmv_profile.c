@@ -96,22 +96,34 @@ static void pmv_dirty_pages(uintptr_t start, uintptr_t end, uintptr_t page)
 		__atomic_fetch_or((uint64_t *) start, 0, __ATOMIC_RELAXED);
 }
 
-/* Persists a page-cache range with msync; 0 or -FI_EIO. */
+/*
+ * Persists a page-cache range with msync: through the region's view, which
+ * reports writeback errors that the application's descriptor consumed
+ * (pmv_file.c), else through the application's mapping; 0 or -FI_EIO.
+ */
 static int pmv_msync_persist(const struct pmv_persistence *p,
 			     const void *ptr, size_t size)
 {
 	uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
 	uintptr_t start = (uintptr_t) ptr & ~(page - 1);
 	uintptr_t end = (uintptr_t) ptr + size;
+	int ret;
 
 	/* MS_ASYNC writes nothing; its ENOMEM says the range is unmapped,
-	 * where a store would fault.  Writes that came by a CPU store (the
-	 * tcp core's recv) dirtied their pages themselves: msync only. */
-	if (p->writable && !p->cpu_written &&
-	    !msync((void *) start, end - start, MS_ASYNC))
+	 * where a store would fault: the pages cannot be dirtied, the commit
+	 * fails.  Writes that came by a CPU store (the tcp core's recv)
+	 * dirtied their pages themselves: msync only. */
+	if (p->writable && !p->cpu_written) {
+		if (msync((void *) start, end - start, MS_ASYNC))
+			goto failed;
 		pmv_dirty_pages(start, end, page);
+	}
+	ret = pmv_file_view_sync(p, ptr, size);
+	if (ret <= 0)
+		return ret;
 	if (!msync((void *) start, end - start, MS_SYNC))
 		return 0;
+failed:
 	PMV_WARN(FI_LOG_MR, "msync of a PAGE-profile region failed: %s; the "
 		 "commit fails with FI_EIO\n", strerror(errno));
 	return -FI_EIO;
@@ -136,10 +148,7 @@ int pmv_persist(const struct pmv_persistence *p, const void *addr,
 		return ret;
 	switch (p->kind) {
 	case PMV_PERSIST_MSYNC:
-		/* the file's own check always: an error msync reports
-		 * must not show again to a region registered after it */
-		ret = pmv_msync_persist(p, addr, len);
-		if (pmv_file_wb_check(p, addr, len) || ret) {
+		if (pmv_msync_persist(p, addr, len)) {
 			pmv_file_failed(p);
 			return -FI_EIO;
 		}
@@ -386,7 +395,10 @@ int pmv_persistence_detect(const void *addr, size_t len,
 	if (pmv_probe_file(fd, pmv_cpu_flush_ok(fd, &map), p))
 		pmv_persistence_page(p);
 	pmv_persistence_file(p, &map, fd);
-	return 0;
+	ret = pmv_file_view_map(p, addr, len);
+	if (ret)
+		pmv_persistence_release(p);
+	return ret;
 }
 
 /*
@@ -397,7 +409,7 @@ int pmv_persistence_detect(const void *addr, size_t len,
 int pmv_persistence_from_map(struct pmem2_map *map, struct pmv_persistence *p)
 {
 	struct pmv_mapping mapping;
-	int fd;
+	int fd, ret;
 
 	pmv_persistence_volatile(p);
 	if (!map)
@@ -409,9 +421,14 @@ int pmv_persistence_from_map(struct pmem2_map *map, struct pmv_persistence *p)
 		return 0;
 	p->writable = mapping.writable;
 	fd = mapping.anonymous ? -1 : pmv_open_mapped_file(&mapping);
-	if (fd >= 0)
-		pmv_persistence_file(p, &mapping, fd);
-	return 0;
+	if (fd < 0)
+		return 0;
+	pmv_persistence_file(p, &mapping, fd);
+	ret = pmv_file_view_map(p, pmem2_map_get_address(map),
+				pmem2_map_get_size(map));
+	if (ret)
+		pmv_persistence_release(p);
+	return ret;
 }
 
 void pmv_persistence_release(struct pmv_persistence *p)

@@ -71,8 +71,10 @@ void pmv_file_attach(struct pmv_persistence *p, int fd);
 void pmv_file_detach(struct pmv_persistence *p);
 int pmv_file_check(const struct pmv_persistence *p, const void *addr,
 		   size_t len);
-int pmv_file_wb_check(const struct pmv_persistence *p, const void *addr,
+int pmv_file_view_map(struct pmv_persistence *p, const void *addr,
 		      size_t len);
+int pmv_file_view_sync(const struct pmv_persistence *p, const void *addr,
+		       size_t len);
 void pmv_file_failed(const struct pmv_persistence *p);
 
 /* pmv_oracle.c: test hooks of serving */

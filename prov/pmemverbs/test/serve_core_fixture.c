@@ -3,12 +3,14 @@
  * The target's unit tests' fake core counter, EQ, domain and fabric
  * (serve_fixture.h): what a pmemverbs counter or EQ opened over t_core_dom
  * and t_fab reads and waits on.  A read of the counter is the core's
- * progress: it runs t_core_cntr_progress if a test set one.
+ * progress: it runs t_core_cntr_progress if a test set one.  Its count
+ * is 7 and what fi_cntr_add added (t_core_cntr_added).
  */
 #include "serve_fixture.h"
 
 int t_core_waits;
 void (*t_core_cntr_progress)(void);
+uint64_t t_core_cntr_added;
 
 static int fake_close(struct fid *fid)
 {
@@ -24,7 +26,14 @@ static uint64_t fake_cntr_read(struct fid_cntr *cntr)
 	(void) cntr;
 	if (t_core_cntr_progress)
 		t_core_cntr_progress();
-	return 7;
+	return 7 + t_core_cntr_added;
+}
+
+static int fake_cntr_add(struct fid_cntr *cntr, uint64_t value)
+{
+	(void) cntr;
+	t_core_cntr_added += value;
+	return 0;
 }
 
 static int fake_cntr_wait(struct fid_cntr *cntr, uint64_t threshold,
@@ -37,7 +46,8 @@ static int fake_cntr_wait(struct fid_cntr *cntr, uint64_t threshold,
 
 static struct fi_ops_cntr fake_cntr_ops = {
 	.size = sizeof(struct fi_ops_cntr), .read = fake_cntr_read,
-	.readerr = fake_cntr_read, .wait = fake_cntr_wait };
+	.readerr = fake_cntr_read, .add = fake_cntr_add,
+	.wait = fake_cntr_wait };
 static struct fid_cntr fake_core_cntr = { .fid.ops = &t_fake_fi_ops,
 					  .ops = &fake_cntr_ops };
 

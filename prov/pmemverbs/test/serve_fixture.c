@@ -71,6 +71,7 @@ void serve_setup(void)
 	t_req_gen = 0;
 	t_core_waits = 0;
 	t_core_cntr_progress = NULL;
+	t_core_cntr_added = 0;
 	pthread_mutex_init(&t_dom.lock, NULL);
 	open_region();
 	t_rx = calloc(1, sizeof(*t_rx));

@@ -40,6 +40,7 @@ extern struct fi_ops_fabric t_core_fab_ops;
 extern struct pmv_fabric t_fab;
 extern int t_core_waits;              /* its fi_cntr_wait, fi_eq_sread calls */
 extern void (*t_core_cntr_progress)(void); /* run by each counter read */
+extern uint64_t t_core_cntr_added;   /* what fi_cntr_add added to it */
 
 /* The suites' init and fini. */
 void serve_setup(void);

@@ -68,6 +68,25 @@ Test(serve_wait, polling_a_counter_serves_and_acks_a_request,
 }
 
 /*
+ * A counter bound for FI_RECV and FI_REMOTE_WRITE: the read that serves an
+ * FI_IMMED commit returns it counted (it was counted only in the next).
+ */
+Test(serve_wait, a_counter_read_counts_the_fi_immed_commit_it_served,
+     .init = setup_bound, .fini = teardown_bound)
+{
+	t_ep.rma_cntr[PMV_CNTR_REMOTE_WRITE] = t_ep.cntr[1];
+	put_req(1, KEY, BASE, 64, PMV_REQ_IMMED);
+	cr_assert_eq(fi_cntr_read(g_cntr), 8, "the read that served an "
+		     "FI_IMMED commit did not count it");
+	cr_assert_eq(ack_status(1), 0);
+	put_req(2, KEY, BASE + 64, 64, PMV_REQ_IMMED);
+	cr_assert_eq(fi_cntr_readerr(g_cntr), 9, "fi_cntr_readerr's serving "
+		     "was counted after its read");
+	cr_assert_eq(ack_status(2), 0);
+	t_ep.rma_cntr[PMV_CNTR_REMOTE_WRITE] = NULL;
+}
+
+/*
  * The agent leaves an endpoint to the application only while it polls:
  * reads in two distinct milliseconds within PMV_SERVE_DEFER_MS of each
  * other.  One read now and then (a target that reads its CQ every 200 ms)

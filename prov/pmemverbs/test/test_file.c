@@ -344,3 +344,58 @@ Test(file, a_released_page_region_leaves_no_mapping)
 	munmap(map, LEN);
 	close(fd);
 }
+
+/* Sets the pool of 2 MiB huge pages (vm.nr_hugepages); the old value. */
+static long set_huge_pages(long n)
+{
+	FILE *f = fopen("/proc/sys/vm/nr_hugepages", "r+");
+	long old = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &old) != 1)
+		old = -1;
+	rewind(f);
+	fprintf(f, "%ld\n", n);
+	fclose(f);
+	return old;
+}
+
+static long g_huge_pages_before = -1;
+
+static void huge_pages_restore(void)
+{
+	if (g_huge_pages_before >= 0)
+		set_huge_pages(g_huge_pages_before);
+}
+
+/*
+ * A region on hugetlbfs (a memfd with MFD_HUGETLB), whose mappings must
+ * start at a huge page's offset: it registers, persists and releases (its
+ * view is aligned to the file's block size, a huge page).
+ */
+Test(file, a_page_region_on_huge_pages_registers_and_persists,
+     .fini = huge_pages_restore)
+{
+	size_t huge = 2 << 20;
+	struct pmv_persistence p;
+	uint8_t *map;
+	int fd;
+
+	if (geteuid())
+		cr_skip_test("needs root: vm.nr_hugepages");
+	g_huge_pages_before = set_huge_pages(4);
+	fd = memfd_create("pmv_huge", MFD_HUGETLB);
+	cr_assert_geq(fd, 0, "memfd_create(MFD_HUGETLB): %s", strerror(errno));
+	cr_assert_eq(ftruncate(fd, (off_t) (2 * huge)), 0);
+	map = mmap(NULL, 2 * huge, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert_neq(map, MAP_FAILED, "mmap of huge pages: %s",
+		      strerror(errno));
+	cr_assert_eq(pmv_persistence_detect(map + huge + PAGE, 3 * PAGE, &p),
+		     0, "a region on huge pages did not register");
+	memset(map + huge + PAGE, 0x3c, 100);
+	cr_assert_eq(pmv_persist(&p, map + huge + PAGE + 8, 90), 0);
+	pmv_persistence_release(&p);
+	munmap(map, 2 * huge);
+	close(fd);
+}

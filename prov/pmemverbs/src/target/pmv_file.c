@@ -43,6 +43,7 @@ struct pmv_file {
 	ino_t ino;
 	int fd;            /* pmemverbs's own open file description */
 	bool regular;      /* a regular file: it has a size to check */
+	uint64_t blksize;  /* its st_blksize: a huge page on hugetlbfs */
 	unsigned refs;     /* regions of the file (under pmv_files_lock) */
 	uint64_t errors;   /* persist errors seen on the file (atomic) */
 };
@@ -82,6 +83,7 @@ void pmv_file_attach(struct pmv_persistence *p, int fd)
 		*f = (struct pmv_file) { .next = pmv_files, .dev = st.st_dev,
 					 .ino = st.st_ino, .fd = fd,
 					 .regular = S_ISREG(st.st_mode),
+					 .blksize = (uint64_t) st.st_blksize,
 					 .refs = 1 };
 		pmv_files = f;
 		fd = -1;
@@ -173,20 +175,34 @@ int pmv_file_check(const struct pmv_persistence *p, const void *addr,
 }
 
 /*
+ * The alignment of a view of f: its block size where that is a larger
+ * power of two than a page (hugetlbfs maps only whole huge pages), else a
+ * page.
+ */
+static uint64_t pmv_file_view_align(const struct pmv_file *f, uint64_t page)
+{
+	uint64_t b = f->blksize;
+
+	return b > page && !(b & (b - 1)) ? b : page;
+}
+
+/*
  * Maps the view of [addr, addr + len) of a PAGE region on a regular file
  * (none for other regions): 0, or -FI_ENOMEM if it cannot be mapped.
  */
 int pmv_file_view_map(struct pmv_persistence *p, const void *addr,
 		      size_t len)
 {
-	uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
-	uint64_t off = pmv_file_offset(p, addr);
-	uint64_t start = off & ~(page - 1);
-	uint64_t end = (off + len + page - 1) & ~(page - 1);
+	uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE), align, off, start,
+		 end;
 	void *view;
 
 	if (p->kind != PMV_PERSIST_MSYNC || !p->file || !p->file->regular)
 		return 0;
+	align = pmv_file_view_align(p->file, page);
+	off = pmv_file_offset(p, addr);
+	start = off & ~(align - 1);
+	end = (off + len + align - 1) & ~(align - 1);
 	view = mmap(NULL, end - start, PROT_READ, MAP_SHARED, p->file->fd,
 		    (off_t) start);
 	if (view == MAP_FAILED) {

@@ -219,9 +219,10 @@ int pmv_file_view_map(struct pmv_persistence *p, const void *addr,
 }
 
 /*
- * Persists [addr, addr + len) of a region through its view: 0, -FI_EIO if
- * msync failed (a writeback error of the file since the view's last sync
- * included), or 1 if the region has no view (the caller msyncs).
+ * Persists [addr, addr + len) of a region through its view: 0, -1 with
+ * errno if msync failed (a writeback error of the file since the view's
+ * last sync included), or 1 if the region has no view (the caller
+ * msyncs).
  */
 int pmv_file_view_sync(const struct pmv_persistence *p, const void *addr,
 		       size_t len)
@@ -232,13 +233,8 @@ int pmv_file_view_sync(const struct pmv_persistence *p, const void *addr,
 
 	if (!p->view)
 		return 1;
-	if (!msync((char *) p->view + (start - p->view_offset),
-		   off + len - start, MS_SYNC))
-		return 0;
-	PMV_WARN(FI_LOG_MR, "msync of a PAGE-profile region failed (%s): "
-		 "data written to it may be lost, its durability unknown; "
-		 "the commit fails with FI_EIO\n", strerror(errno));
-	return -FI_EIO;
+	return msync((char *) p->view + (start - p->view_offset),
+		     off + len - start, MS_SYNC) ? -1 : 0;
 }
 
 /* Remembers that a persist of p's file failed: its regions' commits fail. */

@@ -119,12 +119,11 @@ static int pmv_msync_persist(const struct pmv_persistence *p,
 		pmv_dirty_pages(start, end, page);
 	}
 	ret = pmv_file_view_sync(p, ptr, size);
-	if (ret <= 0)
-		return ret;
-	if (!msync((void *) start, end - start, MS_SYNC))
+	if (!ret || (ret > 0 && !msync((void *) start, end - start, MS_SYNC)))
 		return 0;
 failed:
-	PMV_WARN(FI_LOG_MR, "msync of a PAGE-profile region failed: %s; the "
+	PMV_WARN(FI_LOG_MR, "msync of a PAGE-profile region failed (%s): data "
+		 "written to it may be lost, its durability unknown; the "
 		 "commit fails with FI_EIO\n", strerror(errno));
 	return -FI_EIO;
 }

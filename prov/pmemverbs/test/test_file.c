@@ -399,3 +399,74 @@ Test(file, a_page_region_on_huge_pages_registers_and_persists,
 	munmap(map, 2 * huge);
 	close(fd);
 }
+
+/*
+ * The kernel's account of the mapping at addr (/proc/self/smaps): its
+ * resident kB (pages it maps), and whether it is locked (VmFlags "lo").
+ */
+static void smaps_of(const void *addr, long *rss_kb, bool *locked)
+{
+	char line[512], want[32];
+	FILE *f = fopen("/proc/self/smaps", "r");
+	bool in = false;
+
+	cr_assert_not_null(f);
+	snprintf(want, sizeof(want), "%lx-", (unsigned long) addr);
+	*rss_kb = -1;
+	*locked = false;
+	while (fgets(line, sizeof(line), f)) {
+		if (strchr(line, '-') && strchr(line, '-') < strchr(line, ' ')
+		    && line[0] != ' ' && strncmp(line, "VmFlags", 7))
+			in = !strncmp(line, want, strlen(want));
+		else if (in && !strncmp(line, "Rss:", 4))
+			*rss_kb = strtol(line + 4, NULL, 10);
+		else if (in && !strncmp(line, "VmFlags:", 8))
+			*locked = strstr(line, " lo") != NULL;
+	}
+	fclose(f);
+	cr_assert_geq(*rss_kb, 0, "no mapping at %p in /proc/self/smaps",
+		      addr);
+}
+
+/*
+ * An application that locks its memory (mlockall(MCL_FUTURE), common
+ * with RDMA) registers a PAGE region: the view, which only msync uses,
+ * maps no page and stays unlocked.  A readable view was faulted in and
+ * locked at registration: page tables over the whole region, a read of
+ * every page not in memory, the region counted twice against
+ * RLIMIT_MEMLOCK.
+ */
+Test(file, a_page_regions_view_maps_no_page_under_mlockall)
+{
+	char path[] = "/var/tmp/pmv_lock_XXXXXX";
+	size_t len = 16 << 20;
+	struct pmv_persistence p;
+	long rss_kb;
+	bool locked;
+	uint8_t *map;
+	int fd;
+
+	unsetenv("PMEM2_FORCE_GRANULARITY");
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	unlink(path);
+	cr_assert_eq(ftruncate(fd, (off_t) len), 0);
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert_neq(map, MAP_FAILED);
+	if (mlockall(MCL_CURRENT | MCL_FUTURE))
+		cr_skip_test("mlockall: %s (RLIMIT_MEMLOCK)", strerror(errno));
+	cr_assert_eq(pmv_persistence_detect(map, len, &p), 0);
+	cr_assert_eq(p.profile, FI_PMEM_PROFILE_PAGE);
+	cr_assert_not_null(p.view);
+	smaps_of(p.view, &rss_kb, &locked);
+	cr_assert_eq(rss_kb, 0, "the view maps %ld kB of the %zu kB region "
+		     "(populated at registration)", rss_kb, len >> 10);
+	cr_assert_not(locked, "the view is locked (counted against "
+		      "RLIMIT_MEMLOCK beside the application's mapping)");
+	memset(map + PAGE, 0x4d, 100);
+	cr_assert_eq(pmv_persist(&p, map + PAGE, 100), 0);
+	pmv_persistence_release(&p);
+	munlockall();
+	munmap(map, len);
+	close(fd);
+}

@@ -11,10 +11,11 @@
  * an fsync of the application's descriptor, or an msync through its
  * mapping, gets it, and later ones find the pages clean and succeed,
  * although the data never reached the disk.  So pmemverbs persists a PAGE
- * region through a read-only mapping of its own (the view) of the record's
- * descriptor, which nothing else syncs: msync(2) syncs the file range
- * through the mapping's file (vfs_fsync_range), whichever mapping dirtied
- * the pages, and reports to that file every error since its last sync.
+ * region through a mapping of its own (the view, with no access) of the
+ * record's descriptor, which nothing else syncs: msync(2) syncs the file
+ * range through the mapping's file (vfs_fsync_range), whichever mapping
+ * dirtied the pages, and reports to that file every error since its last
+ * sync.
  * An error, once seen, is remembered: every later commit on a region
  * registered before it fails (PMV_ERR_PERSIST, FI_EIO: durability
  * unknown) until the application registers the region again, whose
@@ -189,6 +190,10 @@ static uint64_t pmv_file_view_align(const struct pmv_file *f, uint64_t page)
 /*
  * Maps the view of [addr, addr + len) of a PAGE region on a regular file
  * (none for other regions): 0, or -FI_ENOMEM if it cannot be mapped.
+ * msync needs no access to the view's pages, so it has none: under
+ * mlockall(MCL_FUTURE) a readable view would be faulted in (page tables
+ * over the region, a read of each page not in memory) and locked; this
+ * one maps no page, and munlock takes it out of the locked count.
  */
 int pmv_file_view_map(struct pmv_persistence *p, const void *addr,
 		      size_t len)
@@ -203,15 +208,18 @@ int pmv_file_view_map(struct pmv_persistence *p, const void *addr,
 	off = pmv_file_offset(p, addr);
 	start = off & ~(align - 1);
 	end = (off + len + align - 1) & ~(align - 1);
-	view = mmap(NULL, end - start, PROT_READ, MAP_SHARED, p->file->fd,
+	view = mmap(NULL, end - start, PROT_NONE, MAP_SHARED, p->file->fd,
 		    (off_t) start);
 	if (view == MAP_FAILED) {
 		PMV_WARN(FI_LOG_MR, "fi_mr_reg: cannot map the region's file "
 			 "for its persists (mmap: %s); free address space or "
-			 "mappings (vm.max_map_count) and register again\n",
+			 "mappings (vm.max_map_count), or under "
+			 "mlockall(MCL_FUTURE) raise RLIMIT_MEMLOCK by the "
+			 "region's size, and register again\n",
 			 strerror(errno));
 		return -FI_ENOMEM;
 	}
+	(void) munlock(view, end - start); /* unlocked unless MCL_FUTURE */
 	p->view = view;
 	p->view_len = end - start;
 	p->view_offset = start;

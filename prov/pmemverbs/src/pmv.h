@@ -115,11 +115,11 @@ enum pmv_persist_kind {
 
 struct pmem2_map;
 struct pmv_file;
+struct pmv_view;
 struct pmv_persistence {
 	enum fi_pmem_profile profile;
 	enum pmv_persist_kind kind;
 	void (*cpu_persist)(const void *ptr, size_t size);    /* libpmem2's */
-	struct pmem2_map *map; /* pmemverbs's probe mapping, or NULL */
 	bool writable; /* the mapping is writable: msync may dirty its pages */
 	bool cpu_written; /* every write lands by a CPU store (the tcp core's
 			   * recv): pages are dirtied by it, not re-dirtied */
@@ -128,12 +128,12 @@ struct pmv_persistence {
 	uint64_t file_errors;  /* its persist errors when registered */
 	uintptr_t map_start;   /* the mapping's first address */
 	uint64_t map_offset;   /* and its offset in the file */
-	/* PAGE on a regular file: pmemverbs's own read-only mapping of the
-	 * region's pages through the record's descriptor, which its msync
-	 * persists (target/pmv_file.c); else NULL */
-	void *view;
-	size_t view_len;
-	uint64_t view_offset;  /* the view's first byte in the file */
+	size_t map_len;        /* and its length */
+	/* PAGE on a regular file: pmemverbs's own mapping, with no access,
+	 * of the application's mapping's range of the file through the
+	 * record's descriptor, which its msync persists; shared by the
+	 * regions in that range (target/pmv_file.c); else NULL */
+	struct pmv_view *view;
 };
 
 /* Registration generations count closes and may wrap: true if a is older. */

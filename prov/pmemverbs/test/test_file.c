@@ -458,7 +458,7 @@ Test(file, a_page_regions_view_maps_no_page_under_mlockall)
 	cr_assert_eq(pmv_persistence_detect(map, len, &p), 0);
 	cr_assert_eq(p.profile, FI_PMEM_PROFILE_PAGE);
 	cr_assert_not_null(p.view);
-	smaps_of(p.view, &rss_kb, &locked);
+	smaps_of(p.view->addr, &rss_kb, &locked);
 	cr_assert_eq(rss_kb, 0, "the view maps %ld kB of the %zu kB region "
 		     "(populated at registration)", rss_kb, len >> 10);
 	cr_assert_not(locked, "the view is locked (counted against "
@@ -467,6 +467,48 @@ Test(file, a_page_regions_view_maps_no_page_under_mlockall)
 	cr_assert_eq(pmv_persist(&p, map + PAGE, 100), 0);
 	pmv_persistence_release(&p);
 	munlockall();
+	munmap(map, len);
+	close(fd);
+}
+
+/*
+ * Regions registered in one mapping of a file (subranges of one heap,
+ * each its own key) share one view: 2000 of them add a few mappings,
+ * not 2000 (vm.max_map_count is 65530 by default, and a view per region
+ * made registrations fail with FI_ENOMEM past it).  Each still persists.
+ */
+Test(file, page_regions_of_one_mapping_share_its_view)
+{
+	enum { N = 2000 };
+	char path[] = "/var/tmp/pmv_share_XXXXXX";
+	size_t len = (size_t) N * PAGE;
+	static struct pmv_persistence p[N];
+	uint8_t *map;
+	int fd, before;
+
+	unsetenv("PMEM2_FORCE_GRANULARITY");
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	unlink(path);
+	cr_assert_eq(ftruncate(fd, (off_t) len), 0);
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert_neq(map, MAP_FAILED);
+	before = mappings();
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(pmv_persistence_detect(map + (size_t) i * PAGE,
+						    PAGE, &p[i]), 0,
+			     "region %d did not register", i);
+	cr_assert_lt(mappings() - before, 8, "%d regions of one mapping added "
+		     "%d mappings", N, mappings() - before);
+	for (int i = 0; i < N; i += 97) {
+		map[(size_t) i * PAGE + 7] = (uint8_t) i;
+		cr_assert_eq(pmv_persist(&p[i], map + (size_t) i * PAGE + 7,
+					 1), 0);
+	}
+	for (int i = 0; i < N; i++)
+		pmv_persistence_release(&p[i]);
+	cr_assert_eq(mappings(), before, "the shared view outlived its "
+		     "regions");
 	munmap(map, len);
 	close(fd);
 }

@@ -28,6 +28,7 @@
  * the store is not caught (fi_pmemverbs(7)).
  */
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -47,10 +48,13 @@ struct pmv_file {
 	uint64_t blksize;  /* its st_blksize: a huge page on hugetlbfs */
 	unsigned refs;     /* regions of the file (under pmv_files_lock) */
 	uint64_t errors;   /* persist errors seen on the file (atomic) */
+	struct pmv_view *views; /* (under pmv_files_lock) */
 };
 
 static pthread_mutex_t pmv_files_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pmv_file *pmv_files;
+
+static void pmv_file_view_unmap(struct pmv_persistence *p);
 
 /* The record of (dev, ino), with a reference; NULL if none.  Locked. */
 static struct pmv_file *pmv_file_find(dev_t dev, ino_t ino)
@@ -101,11 +105,9 @@ void pmv_file_detach(struct pmv_persistence *p)
 {
 	struct pmv_file *f = p->file, **pp;
 
-	if (p->view)
-		munmap(p->view, p->view_len);
-	p->view = NULL;
 	if (!f)
 		return;
+	pmv_file_view_unmap(p);
 	p->file = NULL;
 	pmv_lock(&pmv_files_lock, PMV_LOCK_FILES);
 	if (--f->refs) {
@@ -127,6 +129,170 @@ static uint64_t pmv_file_offset(const struct pmv_persistence *p,
 				const void *addr)
 {
 	return p->map_offset + ((uintptr_t) addr - p->map_start);
+}
+
+/*
+ * The alignment of a view of f: its block size where that is a larger
+ * power of two than a page (hugetlbfs maps only whole huge pages), else a
+ * page.
+ */
+static uint64_t pmv_file_view_align(const struct pmv_file *f, uint64_t page)
+{
+	uint64_t b = f->blksize;
+
+	return b > page && !(b & (b - 1)) ? b : page;
+}
+
+/* A view of f holding [off, end), with a reference; NULL if none.  Locked. */
+static struct pmv_view *pmv_file_view_find(struct pmv_file *f, uint64_t off,
+					   uint64_t end)
+{
+	struct pmv_view *v;
+
+	for (v = f->views; v; v = v->next)
+		if (v->offset <= off && end <= v->offset + v->len)
+			break;
+	if (v)
+		v->refs++;
+	return v;
+}
+
+/*
+ * Maps a view of [start, end) of f.  msync needs no access to its pages,
+ * so it has none: under mlockall(MCL_FUTURE) a readable view would be
+ * faulted in (page tables over the range, a read of each page not in
+ * memory) and locked; this one maps no page, and munlock takes it out of
+ * the locked count.  NULL if it cannot be mapped.
+ */
+static struct pmv_view *pmv_file_view_new(struct pmv_file *f, uint64_t start,
+					  uint64_t end)
+{
+	struct pmv_view *v = malloc(sizeof(*v));
+	void *addr = v ? mmap(NULL, end - start, PROT_NONE, MAP_SHARED,
+			      f->fd, (off_t) start) : MAP_FAILED;
+
+	if (addr == MAP_FAILED) {
+		PMV_WARN(FI_LOG_MR, "fi_mr_reg: cannot map the region's file "
+			 "for its persists (%s: %s); free memory, address "
+			 "space or mappings (vm.max_map_count), or under "
+			 "mlockall(MCL_FUTURE) raise RLIMIT_MEMLOCK by the "
+			 "mapping's size, and register again\n",
+			 v ? "mmap" : "malloc", strerror(v ? errno : ENOMEM));
+		free(v);
+		return NULL;
+	}
+	(void) munlock(addr, end - start); /* unlocked unless MCL_FUTURE */
+	*v = (struct pmv_view) { .addr = addr, .offset = start,
+				 .len = end - start, .refs = 1 };
+	return v;
+}
+
+/* A view of p's file holding [off, end), with a reference; NULL if none. */
+static struct pmv_view *pmv_file_view_share(const struct pmv_persistence *p,
+					    uint64_t off, uint64_t end)
+{
+	struct pmv_view *v;
+
+	pmv_lock(&pmv_files_lock, PMV_LOCK_FILES);
+	v = pmv_file_view_find(p->file, off, end);
+	pmv_unlock(&pmv_files_lock, PMV_LOCK_FILES);
+	return v;
+}
+
+/*
+ * Maps a new view for [off, end) of p's region: of the application's
+ * whole mapping (p->map_offset, p->map_len) and the region, aligned for
+ * the file.  NULL if it cannot be mapped.
+ */
+static struct pmv_view *pmv_file_view_new_for(const struct pmv_persistence *p,
+					      uint64_t off, uint64_t end)
+{
+	uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
+	uint64_t align = pmv_file_view_align(p->file, page);
+	uint64_t map_end = p->map_offset + p->map_len;
+	uint64_t start = off < p->map_offset ? off : p->map_offset;
+
+	if (end < map_end)
+		end = map_end;
+	return pmv_file_view_new(p->file, start & ~(align - 1),
+				 (end + align - 1) & ~(align - 1));
+}
+
+/*
+ * Gives a PAGE region on a regular file (none for other regions) the view
+ * of its file that holds [addr, addr + len): one that another region's
+ * registration made, or a new one (mapped with no lock held).  0, or
+ * -FI_ENOMEM if it cannot be mapped.
+ */
+int pmv_file_view_map(struct pmv_persistence *p, const void *addr,
+		      size_t len)
+{
+	uint64_t off, end;
+	struct pmv_view *mine;
+
+	if (p->kind != PMV_PERSIST_MSYNC || !p->file || !p->file->regular)
+		return 0;
+	off = pmv_file_offset(p, addr);
+	end = off + len;
+	if ((p->view = pmv_file_view_share(p, off, end)))
+		return 0;
+	if (!(mine = pmv_file_view_new_for(p, off, end)))
+		return -FI_ENOMEM;
+	pmv_lock(&pmv_files_lock, PMV_LOCK_FILES);
+	p->view = pmv_file_view_find(p->file, off, end); /* another's? */
+	if (!p->view) {
+		mine->next = p->file->views;
+		p->file->views = p->view = mine;
+		mine = NULL;
+	}
+	pmv_unlock(&pmv_files_lock, PMV_LOCK_FILES);
+	if (mine) {
+		munmap(mine->addr, mine->len);
+		free(mine);
+	}
+	return 0;
+}
+
+/* Drops p's reference to its view; the last region unmaps it. */
+static void pmv_file_view_unmap(struct pmv_persistence *p)
+{
+	struct pmv_view *v = p->view, **pp;
+
+	if (!v)
+		return;
+	p->view = NULL;
+	pmv_lock(&pmv_files_lock, PMV_LOCK_FILES);
+	if (--v->refs) {
+		v = NULL;
+	} else {
+		for (pp = &p->file->views; *pp != v; pp = &(*pp)->next)
+			;
+		*pp = v->next;
+	}
+	pmv_unlock(&pmv_files_lock, PMV_LOCK_FILES);
+	if (v) {
+		munmap(v->addr, v->len);
+		free(v);
+	}
+}
+
+/*
+ * Persists [addr, addr + len) of a region through its view: 0, -1 with
+ * errno if msync failed (a writeback error of the file since the view's
+ * last sync included), or 1 if the region has no view (the caller
+ * msyncs).
+ */
+int pmv_file_view_sync(const struct pmv_persistence *p, const void *addr,
+		       size_t len)
+{
+	uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
+	uint64_t off = pmv_file_offset(p, addr);
+	uint64_t start = off & ~(page - 1);
+
+	if (!p->view)
+		return 1;
+	return msync(p->view->addr + (start - p->view->offset),
+		     off + len - start, MS_SYNC) ? -1 : 0;
 }
 
 /*
@@ -173,76 +339,6 @@ int pmv_file_check(const struct pmv_persistence *p, const void *addr,
 		return -FI_EIO;
 	}
 	return pmv_file_size_check(p, addr, len);
-}
-
-/*
- * The alignment of a view of f: its block size where that is a larger
- * power of two than a page (hugetlbfs maps only whole huge pages), else a
- * page.
- */
-static uint64_t pmv_file_view_align(const struct pmv_file *f, uint64_t page)
-{
-	uint64_t b = f->blksize;
-
-	return b > page && !(b & (b - 1)) ? b : page;
-}
-
-/*
- * Maps the view of [addr, addr + len) of a PAGE region on a regular file
- * (none for other regions): 0, or -FI_ENOMEM if it cannot be mapped.
- * msync needs no access to the view's pages, so it has none: under
- * mlockall(MCL_FUTURE) a readable view would be faulted in (page tables
- * over the region, a read of each page not in memory) and locked; this
- * one maps no page, and munlock takes it out of the locked count.
- */
-int pmv_file_view_map(struct pmv_persistence *p, const void *addr,
-		      size_t len)
-{
-	uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE), align, off, start,
-		 end;
-	void *view;
-
-	if (p->kind != PMV_PERSIST_MSYNC || !p->file || !p->file->regular)
-		return 0;
-	align = pmv_file_view_align(p->file, page);
-	off = pmv_file_offset(p, addr);
-	start = off & ~(align - 1);
-	end = (off + len + align - 1) & ~(align - 1);
-	view = mmap(NULL, end - start, PROT_NONE, MAP_SHARED, p->file->fd,
-		    (off_t) start);
-	if (view == MAP_FAILED) {
-		PMV_WARN(FI_LOG_MR, "fi_mr_reg: cannot map the region's file "
-			 "for its persists (mmap: %s); free address space or "
-			 "mappings (vm.max_map_count), or under "
-			 "mlockall(MCL_FUTURE) raise RLIMIT_MEMLOCK by the "
-			 "region's size, and register again\n",
-			 strerror(errno));
-		return -FI_ENOMEM;
-	}
-	(void) munlock(view, end - start); /* unlocked unless MCL_FUTURE */
-	p->view = view;
-	p->view_len = end - start;
-	p->view_offset = start;
-	return 0;
-}
-
-/*
- * Persists [addr, addr + len) of a region through its view: 0, -1 with
- * errno if msync failed (a writeback error of the file since the view's
- * last sync included), or 1 if the region has no view (the caller
- * msyncs).
- */
-int pmv_file_view_sync(const struct pmv_persistence *p, const void *addr,
-		       size_t len)
-{
-	uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
-	uint64_t off = pmv_file_offset(p, addr);
-	uint64_t start = off & ~(page - 1);
-
-	if (!p->view)
-		return 1;
-	return msync((char *) p->view + (start - p->view_offset),
-		     off + len - start, MS_SYNC) ? -1 : 0;
 }
 
 /* Remembers that a persist of p's file failed: its regions' commits fail. */

@@ -249,12 +249,17 @@ static void pmv_persistence_set(struct pmv_persistence *p,
 	}
 }
 
-/* Maps the file behind fd with libpmem2 to learn its granularity. */
+/*
+ * Maps the file behind fd with libpmem2 to learn its granularity, and
+ * unmaps it: its persist function needs no map, and a mapping kept per
+ * registration counts against vm.max_map_count.
+ */
 static int pmv_probe_file(int fd, bool cpu_flush_ok,
 			  struct pmv_persistence *p)
 {
 	struct pmem2_config *cfg = NULL;
 	struct pmem2_source *src = NULL;
+	struct pmem2_map *map;
 	size_t align;
 	int ret = -FI_EIO;
 
@@ -263,20 +268,20 @@ static int pmv_probe_file(int fd, bool cpu_flush_ok,
 	    pmem2_config_set_required_store_granularity(cfg,
 						PMEM2_GRANULARITY_PAGE) ||
 	    pmem2_config_set_length(cfg, align) ||
-	    pmem2_map_new(&p->map, cfg, src)) {
+	    pmem2_map_new(&map, cfg, src)) {
 		PMV_INFO(FI_LOG_MR, "libpmem2 cannot map the region's file "
 			 "(%s); treating it as page cache\n", pmem2_errormsg());
-		p->map = NULL;
 		goto out;
 	}
-	p->profile = pmv_profile_decide(pmem2_map_get_store_granularity(p->map),
+	p->profile = pmv_profile_decide(pmem2_map_get_store_granularity(map),
 					cpu_flush_ok);
 	if (p->profile == FI_PMEM_PROFILE_PAGE && !cpu_flush_ok &&
-	    pmem2_map_get_store_granularity(p->map) != PMEM2_GRANULARITY_PAGE)
+	    pmem2_map_get_store_granularity(map) != PMEM2_GRANULARITY_PAGE)
 		PMV_INFO(FI_LOG_MR, "the region is a DAX file mapped without "
 			 "MAP_SYNC: profile PAGE (msync); map it with "
 			 "MAP_SHARED_VALIDATE | MAP_SYNC for CPU flushes\n");
-	pmv_persistence_set(p, p->map);
+	pmv_persistence_set(p, map);
+	(void) pmem2_map_delete(&map);
 	ret = 0;
 out:
 	pmem2_source_delete(&src);
@@ -347,6 +352,7 @@ static void pmv_persistence_file(struct pmv_persistence *p,
 {
 	p->map_start = map->start;
 	p->map_offset = map->offset;
+	p->map_len = map->end - map->start;
 	pmv_file_attach(p, fd);
 }
 
@@ -432,7 +438,5 @@ int pmv_persistence_from_map(struct pmem2_map *map, struct pmv_persistence *p)
 
 void pmv_persistence_release(struct pmv_persistence *p)
 {
-	if (p->map)
-		pmem2_map_delete(&p->map);
 	pmv_file_detach(p);
 }

@@ -67,6 +67,21 @@ int pmv_place(const struct pmv_persistence *p, void *dst, const void *src,
 	      size_t len, bool uncached);
 
 /* pmv_file.c: what pmemverbs knows of a region's file */
+/*
+ * A view: pmemverbs's mapping, with no access, of a range of a file
+ * through its record's descriptor.  The regions that lie in its range
+ * share it (a heap's subranges registered as many keys), so that views
+ * add a mapping per application mapping, not per region (each counts
+ * against vm.max_map_count).
+ */
+struct pmv_view {
+	struct pmv_view *next;
+	char *addr;
+	uint64_t offset;   /* of its first byte in the file */
+	uint64_t len;
+	unsigned refs;     /* regions persisted through it (its file's lock) */
+};
+
 void pmv_file_attach(struct pmv_persistence *p, int fd);
 void pmv_file_detach(struct pmv_persistence *p);
 int pmv_file_check(const struct pmv_persistence *p, const void *addr,

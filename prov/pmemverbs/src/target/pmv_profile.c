@@ -335,36 +335,29 @@ static bool pmv_mapping_is_sync(uintptr_t start)
 #endif
 
 /*
- * False if statx says fd's file is not DAX: no mapping of it can be
- * MAP_SYNC (mmap refuses), so its smaps need not be read, which the
- * kernel builds by walking the page tables of every mapping listed
- * before the region's (21 ms beside 2 GiB of the application's memory).
- * True where the kernel does not say.
- */
-static bool pmv_file_may_be_dax(int fd)
-{
-	struct statx stx;
-
-	if (statx(fd, "", AT_EMPTY_PATH, 0, &stx) ||
-	    !(stx.stx_attributes_mask & STATX_ATTR_DAX))
-		return true;
-	return stx.stx_attributes & STATX_ATTR_DAX;
-}
-
-/*
  * True if CPU flushes alone make the file's mapped bytes durable:
- * device-DAX, a MAP_SYNC mapping, or a granularity a test forced.
+ * device-DAX, a MAP_SYNC mapping, or a granularity a test forced.  The
+ * mapping's smaps are read only if statx does not say the file is not DAX
+ * (STATX_ATTR_DAX, Linux 5.8): no mapping of another file can be MAP_SYNC
+ * (mmap refuses), and the kernel builds smaps by walking the page tables
+ * of every mapping listed before the region's (21 ms beside 2 GiB of the
+ * application's memory).
  */
 static bool pmv_cpu_flush_ok(int fd, const struct pmv_mapping *map)
 {
 	const char *forced = getenv("PMEM2_FORCE_GRANULARITY");
-	struct stat st;
+	struct statx stx;
 
 	if (forced && *forced)
 		return true;
-	if (!fstat(fd, &st) && S_ISCHR(st.st_mode))
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_TYPE, &stx))
+		return pmv_mapping_is_sync(map->start);
+	if (S_ISCHR(stx.stx_mode))
 		return true;
-	return pmv_file_may_be_dax(fd) && pmv_mapping_is_sync(map->start);
+	if ((stx.stx_attributes_mask & STATX_ATTR_DAX) &&
+	    !(stx.stx_attributes & STATX_ATTR_DAX))
+		return false;
+	return pmv_mapping_is_sync(map->start);
 }
 
 /* Ties p to the file fd opens, which mapping map maps (fd is taken). */

@@ -171,7 +171,7 @@ run_debian13() {
 	section "Debian 13 (libfabric 2.1) in a debootstrap root"
 	out=$(bash "$ROOT/test/debian13/run_debian13.sh" 28000 2>&1)
 	printf '%s\n' "$out" | grep -a -v '^PASS'
-	count_result "$out"
+	add_suite "${FUNCNAME[0]}" "$out"
 }
 run_debian13
 

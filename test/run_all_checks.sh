@@ -4,7 +4,7 @@
 # examples, the fabtests and benchmark programs as tests (fi_pmem_commit,
 # RemoteLog, idle targets, counter targets, fi_pmem_lat on RDM),
 # fi_pingpong, and the Debian package.  Sourced by test/run_all.sh; uses
-# its ROOT, BUILD, add and count_result.
+# its ROOT, BUILD, add and add_suite (pmv_suite.sh).
 
 # Runs a server in the background, then its client; PASS NAME when both
 # exit 0, else FAIL NAME and the server's last lines.
@@ -107,7 +107,7 @@ run_config_errors() {
 	local out
 	out=$(bash "$ROOT/test/failure/run_config_errors.sh" "$BUILD" "$1" 2>&1)
 	printf '%s\n' "$out" | grep -E '^FAIL|passed'
-	count_result "$out"
+	add_suite "${FUNCNAME[0]}" "$out"
 }
 
 # The examples as make built them in the build tree (the package test
@@ -116,7 +116,7 @@ run_examples_built() {
 	local out
 	out=$(FI_PROVIDER_PATH=$BUILD/.libs bash "$ROOT/examples/run_examples.sh" "$1" "$BUILD" 2>&1)
 	printf '%s\n' "$out"
-	count_result "$out"
+	add_suite "${FUNCNAME[0]}" "$out"
 }
 
 # The source layout (DESIGN.md section 3): no call cycle between files,
@@ -150,7 +150,7 @@ run_fuzz() {
 	section "fuzzing the wire format (libFuzzer)"
 	out=$(bash "$ROOT/test/fuzz/run_fuzz.sh" 2>&1)
 	printf '%s\n' "$out" | grep -v 'passed, '
-	count_result "$out"
+	add_suite "${FUNCNAME[0]}" "$out"
 }
 
 # Idle cost (issue 13 #5): 256 FI_RMA_PMEM connections between two
@@ -184,7 +184,7 @@ run_sread_then_sleep() {
 	section "the end of an fi_cq_sread hands its endpoint back to the agent (fi_pmem_idle -m sread-sleep)"
 	out=$(bash "$ROOT/test/idle/run_sread_then_sleep.sh" "$BUILD" 9425 2>&1)
 	printf '%s\n' "$out" | grep -v 'passed, '
-	count_result "$out"
+	add_suite "${FUNCNAME[0]}" "$out"
 }
 
 # Idle between commits: a passive target (fi_pmem_lat: separate transmit
@@ -339,5 +339,5 @@ run_package() {
 	fi
 	out=$(bash "$ROOT/test/package/run_package_test.sh" "$deb" "$BUILD" "$port" 2>&1)
 	printf '%s\n' "$out" | grep -v 'passed, '
-	count_result "$out"
+	add_suite "${FUNCNAME[0]}" "$out"
 }

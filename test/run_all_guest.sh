@@ -2,7 +2,7 @@
 # run_all_guest.sh: what test/run_all.sh runs in or around a QEMU guest and
 # a killed target: preparing the guest, the verbs-core boots (devdax,
 # fsdax), the crash loop and the power cuts.  Sourced by test/run_all.sh;
-# uses its ROOT, BUILD, VERBS_ONLY, add and count_result.
+# uses its ROOT, BUILD, VERBS_ONLY, add and add_suite (pmv_suite.sh).
 
 # Installs what the guest needs (vm.sh --install: qemu, Debian's kernel,
 # busybox, rdma-core, ndctl), once, before anything looks for it.
@@ -79,7 +79,7 @@ run_crash() {
 	out=$(PMV_CRASH_CYCLES=$cycles PMV_CRASH_RESTART_EVERY=$every \
 	      bash "$ROOT/test/crash/run_crash.sh" "$dir" "$port_base" 2>&1)
 	printf '%s\n' "$out" | grep -a -v '^PASS'
-	count_result "$out"
+	add_suite "${FUNCNAME[0]}" "$out"
 }
 
 # Power cuts (issue 11 item 4): the QEMU guest killed at random points
@@ -92,6 +92,6 @@ run_powercut() {
 	guest_ready powercut || return
 	out=$(bash "$ROOT/test/crash/run_powercut.sh" "$BUILD" "$cuts" 2>&1)
 	printf '%s\n' "$out" | grep -a -v '^PASS'
-	count_result "$out"
+	add_suite "${FUNCNAME[0]}" "$out"
 	echo "(power cuts: $((SECONDS - start)) s, software emulation)"
 }

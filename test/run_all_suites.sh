@@ -3,8 +3,9 @@
 # (normal, sanitizers, TSan, valgrind): unit tests, two-process
 # integration, upstream fabtests, durability (MSG and RDM), hostile peer,
 # threads, Sandia OpenSHMEM, dead and frozen targets; suite_script, which
-# runs one suite's script, and count_result, which counts its "N passed,
-# N failed" line.  Sourced by test/run_all.sh; uses its ROOT and add.
+# runs one suite's script.  Sourced by test/run_all.sh; uses its ROOT and
+# add, and pmv_suite.sh's add_suite, which counts a suite's "N passed,
+# N failed" line.
 
 # Runs the Criterion unit tests of one build and counts its synthesis line.
 run_unit() {
@@ -30,7 +31,7 @@ run_integration() {
 	      bash "$ROOT/test/integration/run_itests.sh" \
 	      "$dir/test/integration/pmv_itest" pmemverbs 2>&1)
 	printf '%s\n' "$out"
-	count_result "$out"
+	add_suite "${FUNCNAME[0]}" "$out"
 }
 
 # libfabric's own fabtests 1.17 (built once into /var/cache/pmemverbs from
@@ -47,7 +48,7 @@ run_upstream_fabtests() {
 	section "upstream fabtests (fi_rma_bw, fi_ubertest RDM RMA) through pmemverbs as through tcp"
 	out=$(bash "$ROOT/test/fabtests/run_upstream.sh" "$dir" "$port_base" 2>&1)
 	printf '%s\n' "$out" | grep -a -v -E '^PASS [^:]*: tcp passes too'
-	count_result "$out"
+	add_suite "${FUNCNAME[0]}" "$out"
 }
 
 # Runs a suite's script with build DIR's plugin and the VAR=VALUE
@@ -59,7 +60,7 @@ suite_script() {
 	while [[ $1 =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; do env+=("$1"); shift; done
 	out=$(env FI_PROVIDER_PATH="$dir/.libs" "${env[@]}" bash "$@" 2>&1)
 	printf '%s\n' "$out" | grep -v '^PASS'
-	count_result "$out"
+	add_suite "${FUNCNAME[0]}" "$out"
 }
 
 # Runs the durability tests (oracle, contents, fault, bad input, exit).
@@ -138,7 +139,7 @@ run_valgrind() {
 	section "two-process tests under valgrind"
 	out=$(bash "$ROOT/test/run_valgrind.sh" "$dir" "$port_base" 2>&1)
 	printf '%s\n' "$out" | grep -v '^PASS'
-	count_result "$out"
+	add_suite "${FUNCNAME[0]}" "$out"
 }
 
 # Sandia OpenSHMEM's own tests (a subset of its `make check`, 2 PEs) through
@@ -149,19 +150,8 @@ run_sos() {
 	section "Sandia OpenSHMEM's tests through pmemverbs as through tcp"
 	out=$(bash "$ROOT/test/sos/run_sos.sh" "$dir" "$port_base" 2>&1)
 	printf '%s\n' "$out" | grep -a -v '^PASS [^:]*$'
-	count_result "$out"
+	add_suite "${FUNCNAME[0]}" "$out"
 	echo "(SOS tests: $((SECONDS - start)) s)"
-}
-
-# Counts a suite's last line ("N passed, N failed"); none is a failure.
-count_result() {
-	local last
-	last=$(printf '%s\n' "$1" | tail -1)
-	if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
-		add "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
-	else
-		add 0 1
-	fi
 }
 
 # Dead and frozen targets: commits end, the endpoint closes, a new
@@ -171,5 +161,5 @@ run_failure() {
 	section "dead and frozen targets ($label)"
 	out=$(bash "$ROOT/test/failure/run_peerfail.sh" "$dir" "$port_base" 2>&1)
 	printf '%s\n' "$out" | grep -E '^(PASS|FAIL)|passed'
-	count_result "$out"
+	add_suite "${FUNCNAME[0]}" "$out"
 }

@@ -47,16 +47,8 @@ trap cleanup EXIT
 
 passed=0
 failed=0
-
-# Prints and counts one verdict: report PASS|FAIL NAME [REASON].
-report() {
-	if [[ $1 == PASS ]]; then
-		passed=$((passed + 1))
-	else
-		failed=$((failed + 1))
-	fi
-	echo "$1 $2${3:+: $3}"
-}
+# shellcheck source=common/pmv_suite.sh
+. "$ROOT/test/common/pmv_suite.sh" || { echo "no test/common/pmv_suite.sh" >&2; exit 2; }
 
 # valgrind's command line for program NAME (its logs: LOGS/NAME.PID.log).
 vg_cmd() {
@@ -76,25 +68,13 @@ wrapper() {
 	echo "$w"
 }
 
-# Adds a suite's last line ("N passed, N failed") to the totals.
-count_result() {
-	local last
-	last=$(printf '%s\n' "$1" | tail -n 1)
-	if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
-		passed=$((passed + BASH_REMATCH[1]))
-		failed=$((failed + BASH_REMATCH[2]))
-	else
-		report FAIL "$2" "no result line: $last"
-	fi
-}
-
 # Runs a suite, shows its PASS/FAIL lines (not its total), counts them.
 suite() {
 	local name=$1 out
 	shift
 	out=$("$@" 2>&1)
 	printf '%s\n' "$out" | grep -E '^(PASS|FAIL)|^    '
-	count_result "$out" "$name"
+	add_suite "$name" "$out"
 }
 
 # One verdict per program over its logs: no error in any process.

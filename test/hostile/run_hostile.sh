@@ -35,88 +35,22 @@ VERBOSE=()
 PROC_TIMEOUT=500 # seconds, per process (each bounds its own waits too)
 READY_POLLS=300  # x 0.1 s for READY and STARTED
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/pmv_hostile.XXXXXX")
-SHM=$WORK
-if [[ -d /dev/shm && -w /dev/shm ]]; then
-	SHM=$(mktemp -d /dev/shm/pmv_hostile.XXXXXX)
-fi
+SEGV_HINT="a guard page?"
+# shellcheck source=../common/pmv_pair.sh
+. "$ROOT/test/common/pmv_pair.sh" || { echo "no test/common/pmv_pair.sh" >&2; exit 2; }
+pmv_scratch pmv_hostile
 PIDS=()
 
 # Stops the processes still running (ours, by pid) and removes the files.
 cleanup() {
-	local pid
-	for pid in "${PIDS[@]}"; do
-		kill "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
-	done
-	if [[ ${PMV_HOSTILE_KEEP:-0} == 1 ]]; then
-		echo "outputs kept in $WORK" >&2
-		rm -rf "$SHM"
-		return
-	fi
-	rm -rf "$WORK" "$SHM"
+	pmv_stop "${PIDS[@]}"
+	pmv_scratch_remove "${PMV_HOSTILE_KEEP:-0}"
 }
 trap cleanup EXIT
 
 passed=0
 failed=0
 
-# Prints and counts one verdict: report PASS|FAIL NAME [REASON].
-report() {
-	if [[ $1 == PASS ]]; then
-		passed=$((passed + 1))
-	else
-		failed=$((failed + 1))
-	fi
-	echo "$1 $2${3:+: $3}"
-}
-
-# Why a process ended as it did, from its exit status and stderr.
-describe_rc() {
-	local rc=$1 err=$2 last
-	last=$(grep -v '^[[:space:]]*$' "$err" 2>/dev/null | grep -m1 -E 'ERROR|AddressSanitizer|runtime error|terminated with signal' ||
-	       grep -v '^[[:space:]]*$' "$err" 2>/dev/null | tail -n1)
-	case $rc in
-	124) echo "timed out after ${PROC_TIMEOUT}s" ;;
-	134) echo "crashed (SIGABRT); ${last:-no message}" ;;
-	139) echo "crashed (SIGSEGV: a guard page?); ${last:-no message}" ;;
-	*) echo "exit $rc: ${last:-no message}" ;;
-	esac
-}
-
-# Waits (bounded) for a line starting with WORD in FILE while PID lives.
-wait_line() {
-	local pid=$1 file=$2 word=$3 i
-	for ((i = 0; i < READY_POLLS; i++)); do
-		grep -q "^$word" "$file" 2>/dev/null && return 0
-		kill -0 "$pid" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 2
-}
-
-# Forwards a role's PASS/FAIL lines with the run's prefix; sets NFAIL.
-forward() {
-	local prefix=$1 file=$2 line
-	NFAIL=0
-	while IFS= read -r line; do
-		case $line in
-		PASS\ *) report PASS "$prefix/${line#PASS }" ;;
-		FAIL\ *) report FAIL "$prefix/${line#FAIL }"; NFAIL=$((NFAIL + 1)) ;;
-		esac
-	done <"$file"
-}
-
-# Judges a role's exit: its FAIL lines, or a FAIL for an exit without any.
-judge_role() {
-	local prefix=$1 role=$2 rc=$3 dir=$4
-	forward "$prefix" "$dir/$role.out"
-	if [[ $rc -ne 0 && $NFAIL -eq 0 ]]; then
-		report FAIL "$prefix/$role" "$(describe_rc "$rc" "$dir/$role.err")"
-	fi
-}
-
-# Starts the target of a run in the background (TPID); its REGION in REGION.
 # A request flagged GATED whose write carried no completion (the hostile's
 # are plain writes) is refused after the target's gate wait, its
 # FI_PMEMVERBS_PEER_TIMEOUT_MS (10 s by default): 2 s here, so that the

@@ -42,41 +42,19 @@ if [[ ! -x $BIN ]]; then
 	exit 2
 fi
 
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../common/pmv_pair.sh
+. "$ROOT/test/common/pmv_pair.sh" || { echo "no test/common/pmv_pair.sh" >&2; exit 2; }
+pmv_scratch pmv_itests
+# a failure's reason is compared with the core's (run_judged): its
+# sanitizer summary, else its last line
+REASON_RE='^SUMMARY:'
+trap 'pmv_scratch_remove' EXIT
 
 passed=0
 failed=0
 skipped=0
 ENV_PREFIX=() # extra environment for both processes of a case
-
-# The line of a stderr file that best explains a failure.
-reason_of() {
-	local file=$1 line
-	line=$(grep -m1 '^SUMMARY:' "$file" 2>/dev/null)
-	[[ -n $line ]] || line=$(grep -v '^[[:space:]]*$' "$file" 2>/dev/null | tail -n1)
-	echo "${line:-no message}"
-}
-
-# Why one process failed, from its exit status and stderr.
-describe_rc() {
-	local side=$1 rc=$2 errfile=$3
-	case $rc in
-	124) echo "$side timed out after ${PROC_TIMEOUT}s" ;;
-	*) echo "$side exit $rc: $(reason_of "$errfile")" ;;
-	esac
-}
-
-# Waits (bounded) for READY from the server; 0 ready, 1 exited, 2 timeout.
-wait_ready() {
-	local pid=$1 out=$2 i
-	for ((i = 0; i < READY_POLLS; i++)); do
-		grep -q '^READY' "$out" 2>/dev/null && return 0
-		kill -0 "$pid" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 2
-}
 
 # Sets CMD to the command line of one side, under a hard timeout.
 side_cmd() {
@@ -108,19 +86,26 @@ report() {
 	fi
 }
 
+# Why a side skipped: its "SKIP: " line, else reason_of its stderr ERR.
+skip_reason() {
+	local line
+	line=$(grep -m1 '^SKIP: ' "$1" 2>/dev/null) || line=$(reason_of "$1")
+	echo "${line#SKIP: }"
+}
+
 # Turns the two exit statuses (-1: side not run) into a verdict line.
 judge() {
 	local name=$1 dir=$2 src=$3 crc=$4
 	if [[ $src -le 0 && $crc -eq 0 ]]; then
 		report PASS "$name"
 	elif [[ ($src -eq 77 || $src -eq -1) && $crc -eq 77 ]]; then
-		report SKIP "$name" "$(reason_of "$dir/client.err" | sed "s/^SKIP: //")"
+		report SKIP "$name" "$(skip_reason "$dir/client.err")"
 	elif [[ $src -eq 77 && $crc -eq 0 ]]; then
 		report FAIL "$name" "server skipped but client passed"
 	else
 		local why=()
-		[[ $src -gt 0 ]] && why+=("$(describe_rc server "$src" "$dir/server.err")")
-		[[ $crc -gt 0 && $crc -ne 77 ]] && why+=("$(describe_rc client "$crc" "$dir/client.err")")
+		[[ $src -gt 0 ]] && why+=("$(describe_side server "$src" "$dir/server.err")")
+		[[ $crc -gt 0 && $crc -ne 77 ]] && why+=("$(describe_side client "$crc" "$dir/client.err")")
 		[[ $crc -eq 77 ]] && why+=("client skipped: $(reason_of "$dir/client.err")")
 		local IFS=';'
 		report FAIL "$name" "${why[*]}"
@@ -139,7 +124,7 @@ run_case() {
 		side_cmd server "$port" "$@" -e "$ep" -t "$test"
 		"${CMD[@]}" >"$dir/server.out" 2>"$dir/server.err" &
 		spid=$!
-		wait_ready "$spid" "$dir/server.out"
+		wait_line "$spid" "$dir/server.out"
 		case $? in
 		1)
 			wait "$spid"

@@ -46,21 +46,16 @@ PROC_TIMEOUT=150 # seconds, per process
 READY_POLLS=300  # x 0.1 s waiting for the target's READY line (registering
                  # takes seconds in an emulated guest)
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/pmv_commit_test.XXXXXX")
 # Region files and oracle logs live in shared memory when there is some.
-SHM=$WORK
-if [[ -d /dev/shm && -w /dev/shm ]]; then
-	SHM=$(mktemp -d /dev/shm/pmv_commit_test.XXXXXX)
-fi
+# shellcheck source=../common/pmv_pair.sh
+. "$ROOT/test/common/pmv_pair.sh" || { echo "no test/common/pmv_pair.sh" >&2; exit 2; }
+pmv_scratch pmv_commit_test
 TARGET_PID=""
 
 # Stops a target still running (ours, by pid) and removes the scratch files.
 cleanup() {
-	if [[ -n $TARGET_PID ]]; then
-		kill "$TARGET_PID" 2>/dev/null
-		wait "$TARGET_PID" 2>/dev/null
-	fi
-	[[ -n ${PMV_KEEP:-} ]] && echo "kept $WORK" || rm -rf "$WORK" "$SHM"
+	pmv_stop "$TARGET_PID"
+	pmv_scratch_remove "${PMV_KEEP:+1}"
 }
 trap cleanup EXIT
 
@@ -83,46 +78,6 @@ probe_read_close_defect() {
 }
 [[ ${PMV_SUITE:-} == rdm ]] || probe_read_close_defect # no reopen in rdm
 
-# Prints and counts one verdict: report PASS|FAIL NAME [REASON].
-report() {
-	local verdict=$1 name=$2 reason=${3:-}
-	if [[ $verdict == PASS ]]; then
-		passed=$((passed + 1))
-	else
-		failed=$((failed + 1))
-	fi
-	echo "$verdict $name${reason:+: $reason}"
-}
-
-# The line of a stderr file that best explains a failure.
-reason_of() {
-	local line
-	line=$(grep -m1 -E '^ERROR|^pmemverbs lock check|^==[0-9]+==ERROR|^SUMMARY: |runtime error|Backtrace|signal [0-9]' "$1" 2>/dev/null)
-	[[ -n $line ]] || line=$(grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -n1)
-	echo "${line:-no message}"
-}
-
-# Why a process ended as it did, from its exit status and stderr.
-describe_rc() {
-	local side=$1 rc=$2 errfile=$3
-	case $rc in
-	124) echo "$side timed out after ${PROC_TIMEOUT}s" ;;
-	139) echo "$side crashed (SIGSEGV); $(reason_of "$errfile")" ;;
-	*) echo "$side exit $rc: $(reason_of "$errfile")" ;;
-	esac
-}
-
-# Waits (bounded) for READY from the target: 0 ready, 1 exited, 2 timeout.
-wait_ready() {
-	local pid=$1 out=$2 i
-	for ((i = 0; i < READY_POLLS; i++)); do
-		grep -q '^READY' "$out" 2>/dev/null && return 0
-		kill -0 "$pid" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 2
-}
-
 # The target's region: PMV_REGION, or a fresh file of this run.
 region_of() {
 	if [[ -n $REGION ]]; then
@@ -140,7 +95,7 @@ start_target() {
 		-a "$ADDR" -P "$port" -f "$(region_of "$dir")" \
 		>"$dir/target.out" 2>"$dir/target.err" &
 	TARGET_PID=$!
-	wait_ready "$TARGET_PID" "$dir/target.out"
+	wait_line "$TARGET_PID" "$dir/target.out"
 }
 
 # Waits for the target (it ends by itself, under its timeout); sets TRC.
@@ -150,33 +105,18 @@ finish_target() {
 	TARGET_PID=""
 }
 
-# Counts the PASS/FAIL lines the initiator printed; sets NFAIL_LINES.
-forward_verdicts() {
-	local out=$1 line
-	NFAIL_LINES=0
-	while IFS= read -r line; do
-		case $line in
-		PASS\ *) report PASS "${line#PASS }" ;;
-		FAIL\ *)
-			report FAIL "${line#FAIL }"
-			NFAIL_LINES=$((NFAIL_LINES + 1))
-			;;
-		esac
-	done <"$out"
-}
-
 # Judges a run whose initiator reports its own checks, line by line; the
 # target must exit 0, or with the status $4 names (judge_killed).
 judge_lines() {
 	local name=$1 dir=$2 irc=$3 trc_ok=${4:-0}
-	forward_verdicts "$dir/initiator.out"
-	if [[ $irc -ne 0 && $NFAIL_LINES -eq 0 ]]; then
-		report FAIL "$name" "$(describe_rc initiator "$irc" "$dir/initiator.err")"
+	forward "" "$dir/initiator.out"
+	if [[ $irc -ne 0 && $NFAIL -eq 0 ]]; then
+		report FAIL "$name" "$(describe_side initiator "$irc" "$dir/initiator.err")"
 	fi
 	if [[ $TRC -ne $trc_ok && $trc_ok -eq 0 ]]; then
-		report FAIL "$name/target" "$(describe_rc target "$TRC" "$dir/target.err")"
+		report FAIL "$name/target" "$(describe_side target "$TRC" "$dir/target.err")"
 	elif [[ $TRC -ne $trc_ok ]]; then
-		report FAIL "$name/target" "expected SIGKILL ($trc_ok) by the initiator, got $(describe_rc target "$TRC" "$dir/target.err")"
+		report FAIL "$name/target" "expected SIGKILL ($trc_ok) by the initiator, got $(describe_side target "$TRC" "$dir/target.err")"
 	fi
 }
 
@@ -192,20 +132,20 @@ judge_fault() {
 	if [[ $irc -eq 3 ]]; then
 		report PASS "$name" "$(grep -m1 '^DETECTED' "$dir/initiator.out" | cut -c1-200)"
 	else
-		report FAIL "$name" "expected exit 3 (the oracle finds the skipped extent) got $(describe_rc initiator "$irc" "$dir/initiator.err")"
+		report FAIL "$name" "expected exit 3 (the oracle finds the skipped extent) got $(describe_side initiator "$irc" "$dir/initiator.err")"
 	fi
 }
 
 # Both processes exit (with everything open) and must do so cleanly.
 judge_exit() {
 	local name=$1 dir=$2 irc=$3
-	forward_verdicts "$dir/initiator.out"
+	forward "" "$dir/initiator.out"
 	if [[ $irc -eq 0 && $TRC -eq 0 ]]; then
 		report PASS "$name" "initiator and target exited 0 with their FI_RMA_PMEM endpoints open"
 		return
 	fi
-	[[ $irc -ne 0 ]] && report FAIL "$name/initiator" "expected exit 0 got $(describe_rc initiator "$irc" "$dir/initiator.err")"
-	[[ $TRC -ne 0 ]] && report FAIL "$name/target" "expected exit 0 got $(describe_rc target "$TRC" "$dir/target.err")"
+	[[ $irc -ne 0 ]] && report FAIL "$name/initiator" "expected exit 0 got $(describe_side initiator "$irc" "$dir/initiator.err")"
+	[[ $TRC -ne 0 ]] && report FAIL "$name/target" "expected exit 0 got $(describe_side target "$TRC" "$dir/target.err")"
 }
 
 # run NAME TEST GRANULARITY JUDGE ORACLE(yes|no) [FAULT_EXTENT]
@@ -254,7 +194,7 @@ run() {
 	case $? in
 	1)
 		finish_target
-		report FAIL "$name" "$(describe_rc target "$TRC" "$dir/target.err") (before READY)"
+		report FAIL "$name" "$(describe_side target "$TRC" "$dir/target.err") (before READY)"
 		return
 		;;
 	2)

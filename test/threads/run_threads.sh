@@ -50,53 +50,20 @@ PROC_TIMEOUT=${PMV_THREADS_TIMEOUT:-300}
 read -r -a WRAP <<<"${PMV_THREADS_WRAP:-}"
 READY_POLLS=600 # x 0.1 s for READY (valgrind starts slowly)
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/pmv_threads.XXXXXX")
-SHM=$WORK
-if [[ -d /dev/shm && -w /dev/shm ]]; then
-	SHM=$(mktemp -d /dev/shm/pmv_threads.XXXXXX)
-fi
+# shellcheck source=../common/pmv_pair.sh
+. "$ROOT/test/common/pmv_pair.sh" || { echo "no test/common/pmv_pair.sh" >&2; exit 2; }
+pmv_scratch pmv_threads
 TPID=""
 
 # Stops a target still running (ours, by pid) and removes the files.
 cleanup() {
-	if [[ -n $TPID ]]; then
-		kill "$TPID" 2>/dev/null
-		wait "$TPID" 2>/dev/null
-	fi
-	if [[ ${PMV_THREADS_KEEP:-0} == 1 ]]; then
-		echo "outputs kept in $WORK" >&2
-	else
-		rm -rf "$WORK"
-	fi
-	rm -rf "$SHM"
+	pmv_stop "$TPID"
+	pmv_scratch_remove "${PMV_THREADS_KEEP:-0}"
 }
 trap cleanup EXIT
 
 passed=0
 failed=0
-
-# Prints and counts one verdict: report PASS|FAIL NAME [REASON].
-report() {
-	if [[ $1 == PASS ]]; then
-		passed=$((passed + 1))
-	else
-		failed=$((failed + 1))
-	fi
-	echo "$1 $2${3:+: $3}"
-}
-
-# Why a process ended as it did, from its exit status and stderr.
-describe_rc() {
-	local rc=$1 err=$2 last
-	last=$(grep -m1 -E '^ERROR|SUMMARY: (ThreadSanitizer|AddressSanitizer|UndefinedBehaviorSanitizer)|runtime error|terminated with signal' "$err" 2>/dev/null ||
-	       grep -v '^[[:space:]]*$' "$err" 2>/dev/null | tail -n1)
-	case $rc in
-	124) echo "timed out after ${PROC_TIMEOUT}s" ;;
-	134) echo "crashed (SIGABRT); ${last:-no message}" ;;
-	139) echo "crashed (SIGSEGV); ${last:-no message}" ;;
-	*) echo "exit $rc: ${last:-no message}" ;;
-	esac
-}
 
 # A sanitizer's report in a process's stderr, indented: its first lines
 # the first time its SUMMARY line is seen, else that line only.
@@ -113,37 +80,11 @@ show_report() {
 	grep -v '^[[:space:]]*$' "$err" | head -n 60 | sed 's/^/    /'
 }
 
-# Waits (bounded) for READY from the target: 0 ready, 1 exited, 2 timeout.
-wait_ready() {
-	local pid=$1 out=$2 i
-	for ((i = 0; i < READY_POLLS; i++)); do
-		grep -q '^READY' "$out" 2>/dev/null && return 0
-		kill -0 "$pid" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 2
-}
-
-# Forwards a role's PASS/FAIL lines under the run's prefix; sets NFAIL.
-forward() {
-	local prefix=$1 file=$2 line
-	NFAIL=0
-	while IFS= read -r line; do
-		case $line in
-		PASS\ *) report PASS "$prefix/${line#PASS }" ;;
-		FAIL\ *) report FAIL "$prefix/${line#FAIL }"; NFAIL=$((NFAIL + 1)) ;;
-		esac
-	done <"$file"
-}
-
-# A role's exit: its FAIL lines, or a FAIL of its own for an exit without any.
-judge_role() {
-	local prefix=$1 role=$2 rc=$3 dir=$4
-	forward "$prefix" "$dir/$role.out"
-	if [[ $rc -ne 0 && $NFAIL -eq 0 ]]; then
-		report FAIL "$prefix/$role" "$(describe_rc "$rc" "$dir/$role.err")"
-	fi
-	[[ $rc -ne 0 ]] && show_report "$dir/$role.err"
+# judge_role (pmv_pair.sh), then the sanitizer's report of a role that
+# failed.
+judge_shown() {
+	judge_role "$@"
+	[[ $3 -ne 0 ]] && show_report "$4/$2.err"
 	return 0
 }
 
@@ -169,7 +110,7 @@ start_target() {
 		-f "$shm.region" -n "$conns" -p 2 \
 		>"$dir/target.out" 2>"$dir/target.err" &
 	TPID=$!
-	wait_ready "$TPID" "$dir/target.out"
+	wait_line "$TPID" "$dir/target.out"
 }
 
 # Waits for the target to end by itself (its connections ended), at most
@@ -213,7 +154,7 @@ judge_fault() {
 		report PASS "$prefix/refused" "ended at set-up: $err"
 		return
 	fi
-	judge_role "$prefix" initiator "$rc" "$dir"
+	judge_shown "$prefix" initiator "$rc" "$dir"
 	[[ $REACHED -eq 1 ]] || echo "  $prefix: the fault never fired"
 }
 
@@ -285,12 +226,12 @@ run() {
 	case $judge in
 	detect) judge_detect "$name" "$irc" "$dir" ;;
 	fault) judge_fault "$name" "$irc" "$dir" ;;
-	*) judge_role "$name" initiator "$irc" "$dir" ;;
+	*) judge_shown "$name" initiator "$irc" "$dir" ;;
 	esac
 	if [[ $judge == fault && $irc -ne 0 ]]; then
 		judge_stopped_target "$name" "$trc" "$dir"
 	else
-		judge_role "$name" target "$trc" "$dir"
+		judge_shown "$name" target "$trc" "$dir"
 	fi
 	rm -f "$shm".*
 }

@@ -87,8 +87,9 @@ static void pmv_cntr_serve(struct pmv_cntr *cntr, bool alone)
  * the core's progress otherwise stood between two reads of the receive
  * CQs: a 4 KiB commit to a busy counter reader took 1.38 read round trips
  * at p50 with one read of them per counter read, before or after the
- * core's, and 1.23 with both; in fi_cntr_wait 1.38 and 1.25 (64 and 256
- * B: 1.13-1.22 before, 1.13-1.16 now).  True if it read a gated receive
+ * core's, and 1.23 with both; in fi_cntr_wait 1.37 and 1.27, where its
+ * 64 B commits took 0.03 more (1.16, 1.19: the extra read costs a pass
+ * that a small request does not need).  True if it read a gated receive
  * CQ.
  */
 bool pmv_cntr_take_gates(struct pmv_cntr *cntr)

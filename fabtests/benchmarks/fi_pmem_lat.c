@@ -37,6 +37,8 @@
  *   commit      fi_writemsg(FI_COMMIT_COMPLETE) of SIZE bytes
  *   delivery    fi_writemsg(FI_DELIVERY_COMPLETE) of SIZE bytes (a commit
  *               under FI_PMEMVERBS_DELIVERY_IS_COMMIT=1)
+ *   delivery_data  the same with FI_REMOTE_CQ_DATA: the target's receive
+ *               CQ gets a completion for each (the target skips them)
  *   batch       BATCH fi_writes of SIZE, then one pure-flush commit
  *               (iov_count 0, rma_iov {addr, 0, key}); pmemverbs only
  *   scatter     as batch, the writes spread over the whole region (one

@@ -159,6 +159,14 @@ static int post_delivery_write(struct bench *b, size_t size, uint64_t index)
 			rotating_offset(b, size, index));
 }
 
+/* The same with remote CQ data: the target's receive CQ gets a completion
+ * (what a gated commit's write costs the core at the target). */
+static int post_delivery_data(struct bench *b, size_t size, uint64_t index)
+{
+	return post_rma(b, PM_RMA_DELIVERY_DATA, size,
+			rotating_offset(b, size, index));
+}
+
 /* BATCH plain writes to consecutive slots, then one pure-flush commit. */
 static int post_batch(struct bench *b, size_t size, uint64_t index)
 {
@@ -192,6 +200,7 @@ static const struct mode all_modes[] = {
 	{ "write_read", false, post_write_read },
 	{ "commit", false, post_commit_write },
 	{ "delivery", false, post_delivery_write },
+	{ "delivery_data", false, post_delivery_data },
 	{ "batch", true, post_batch },
 	{ "scatter", true, post_scatter },
 };

@@ -345,7 +345,13 @@ ssize_t pm_writemsg(struct pm_conn *conn, const void *buf, size_t len,
 
 /* The operations the benchmarks time, on the target's region. */
 enum pm_rma_op { PM_RMA_WRITE, PM_RMA_READ, PM_RMA_COMMIT, PM_RMA_FLUSH,
-		 PM_RMA_DELIVERY /* fi_writemsg(FI_DELIVERY_COMPLETE) */ };
+		 PM_RMA_DELIVERY, /* fi_writemsg(FI_DELIVERY_COMPLETE) */
+		 /* the same with remote CQ data: a completion at the target */
+		 PM_RMA_DELIVERY_DATA };
+
+/* The remote CQ data of PM_RMA_DELIVERY_DATA (fits 4 bytes, names no
+ * pmemverbs gate). */
+#define PM_DELIVERY_DATA 0x5ca1ab1eu
 
 /*
  * Posts one op of len bytes at offset in the region (from src, or into

@@ -344,6 +344,10 @@ ssize_t pm_post_rma(struct pm_conn *conn, const struct pm_region *region,
 	case PM_RMA_DELIVERY:
 		return pm_writemsg(conn, conn->src, len, addr, region->key, 0,
 				   FI_DELIVERY_COMPLETE | FI_COMPLETION, ctx);
+	case PM_RMA_DELIVERY_DATA:
+		return pm_writemsg(conn, conn->src, len, addr, region->key,
+				   PM_DELIVERY_DATA, FI_DELIVERY_COMPLETE |
+				   FI_REMOTE_CQ_DATA | FI_COMPLETION, ctx);
 	}
 	return -FI_EINVAL;
 }

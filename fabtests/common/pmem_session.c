@@ -218,17 +218,29 @@ static int pm_wait_rx_cntr(struct pm_conn *conn, uint64_t seen)
 	return 0;
 }
 
+/* fi_pmem_lat's delivery_data writes: a completion at the target each. */
+static bool pm_is_delivery_data(const struct fi_cq_data_entry *entry)
+{
+	return (entry->flags & FI_REMOTE_WRITE) &&
+	       entry->data == PM_DELIVERY_DATA;
+}
+
 /* The next message, read from the receive CQ once the counter (if any)
- * says it is there; -FI_ETIMEDOUT after PM_POLL_INTERVAL_MS. */
+ * says it is there, skipping delivery_data completions; -FI_ETIMEDOUT
+ * after PM_POLL_INTERVAL_MS without one. */
 static int pm_read_ctrl_msg(struct pm_conn *conn, uint64_t seen,
 			    struct fi_cq_data_entry *entry)
 {
 	int ret = conn->rx_cntr ? pm_wait_rx_cntr(conn, seen) : 0;
 
-	return ret ? ret : pm_read_one_before(conn->rx_cq,
-					      pm_now_ns() + PM_POLL_INTERVAL_MS *
-							    PM_NS_PER_MS,
-					      "waiting for \"done\"", entry);
+	while (!ret) {
+		ret = pm_read_one_before(conn->rx_cq, pm_now_ns() +
+					 PM_POLL_INTERVAL_MS * PM_NS_PER_MS,
+					 "waiting for \"done\"", entry);
+		if (!ret && !pm_is_delivery_data(entry))
+			break;
+	}
+	return ret;
 }
 
 int pm_wait_for_done(const struct pm_fabric *res, struct pm_conn *conn)

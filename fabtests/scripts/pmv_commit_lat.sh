@@ -36,10 +36,10 @@
 set -euo pipefail
 export LC_ALL=C # decimal points and byte-wise sort for join
 
-die() {
-	echo "pmv_commit_lat.sh: $*" >&2
-	exit 1
-}
+PMV_SCRIPT=pmv_commit_lat.sh
+# shellcheck source=pmv_bench_lib.sh
+. "$(dirname "$0")/pmv_bench_lib.sh" ||
+	{ echo "pmv_commit_lat.sh: no pmv_bench_lib.sh" >&2; exit 2; }
 
 [ $# -eq 1 ] || die "usage: pmv_commit_lat.sh OUT_DIR"
 [ -n "${PMV_LAT_BIN:-}" ] ||
@@ -67,19 +67,12 @@ target_pid=
 
 # Ends the target of an interrupted run (only the process this script started).
 cleanup() {
-	if [ -n "$target_pid" ]; then
-		kill "$target_pid" 2>/dev/null || true
-	fi
+	pmv_kill_target
 }
 trap cleanup EXIT
 
 # Target on CPU 0, initiator on CPU 1 when there are two (see the header).
-pin_target=()
-pin_initiator=()
-if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
-	pin_target=(taskset -c 0)
-	pin_initiator=(taskset -c 1)
-fi
+pmv_pin quiet
 
 # One fi_pmem_lat run on a fresh port; appends its rows, prefixed with
 # "round,config", to the CSV.  $cfg is empty for tcp, else GRAN[:METHOD].

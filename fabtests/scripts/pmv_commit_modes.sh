@@ -118,10 +118,11 @@
 set -uo pipefail
 export LC_ALL=C # decimal points, byte-wise sort
 
-die() {
-	echo "pmv_commit_modes.sh: $*" >&2
-	exit 2
-}
+PMV_SCRIPT=pmv_commit_modes.sh
+PMV_DIE_STATUS=2
+# shellcheck source=pmv_bench_lib.sh
+. "$(dirname "$0")/pmv_bench_lib.sh" ||
+	{ echo "pmv_commit_modes.sh: no pmv_bench_lib.sh" >&2; exit 2; }
 
 [ $# -eq 1 ] || die "usage: pmv_commit_modes.sh OUT_DIR"
 [ -x "${PMV_LAT_BIN:-}" ] || die "set PMV_LAT_BIN to the fi_pmem_lat binary"
@@ -184,32 +185,16 @@ if [ ! -d "$FILE_DIR" ] || [ ! -w "$FILE_DIR" ]; then
 	FILE_DIR=${TMPDIR:-/tmp}
 fi
 
-pin_target=()
-pin_initiator=()
-if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
-	pin_target=(taskset -c 0)
-	pin_initiator=(taskset -c 1)
-else
-	echo "pmv_commit_modes.sh: fewer than 2 CPUs or no taskset: unpinned" >&2
-fi
+pmv_pin say
 
 target_pid=
 failures=0
 skipped=0
 # Ends the target of an interrupted run (only the process this script started).
 cleanup() {
-	[ -z "$target_pid" ] || kill "$target_pid" 2>/dev/null || true
+	pmv_kill_target
 }
 trap cleanup EXIT
-
-# Seconds a process may run: RUN_TIMEOUT, or what is left of the budget;
-# 0 once it is spent.
-time_left() {
-	local left=$((BUDGET - SECONDS))
-	if [ "$left" -le 5 ]; then echo 0
-	elif [ "$left" -lt "$RUN_TIMEOUT" ]; then echo "$left"
-	else echo "$RUN_TIMEOUT"; fi
-}
 
 # The GRANULARITY and the METHOD ("" for the default) of a configuration.
 granularity_of() { echo "${1%%:*}"; }

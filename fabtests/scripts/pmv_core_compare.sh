@@ -61,10 +61,11 @@
 set -uo pipefail
 export LC_ALL=C
 
-die() {
-	echo "pmv_core_compare.sh: $*" >&2
-	exit 2
-}
+PMV_SCRIPT=pmv_core_compare.sh
+PMV_DIE_STATUS=2
+# shellcheck source=pmv_bench_lib.sh
+. "$(dirname "$0")/pmv_bench_lib.sh" ||
+	{ echo "pmv_core_compare.sh: no pmv_bench_lib.sh" >&2; exit 2; }
 
 [ $# -eq 2 ] || die "usage: pmv_core_compare.sh OUT_DIR PORT_BASE"
 [[ $2 =~ ^[0-9]+$ ]] && [ "$2" -ge 1024 ] && [ "$2" -le 65335 ] ||
@@ -116,12 +117,7 @@ if [ "$(stat -f -c %T "$ORACLE_DIR")" = tmpfs ]; then
 		"written back, the dirty check means nothing there" >&2
 fi
 
-pin_target=()
-pin_initiator=()
-if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
-	pin_target=(taskset -c 0)
-	pin_initiator=(taskset -c 1)
-fi
+pmv_pin quiet
 
 target_pid=
 failures=0
@@ -129,7 +125,7 @@ skipped=0
 WORK=$(mktemp -d "$ORACLE_DIR/pmv_cc.XXXXXX") || die "mktemp in $ORACLE_DIR"
 # Ends the target this script started, removes the targets' files.
 cleanup() {
-	[ -z "$target_pid" ] || kill "$target_pid" 2>/dev/null || true
+	pmv_kill_target
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -145,14 +141,6 @@ core_caps() {
 			echo "$t=no"
 		fi
 	done | tr '\n' ' '
-}
-
-# Seconds a process may run (RUN_TIMEOUT, or the budget left; 0: spent).
-time_left() {
-	local left=$((BUDGET - SECONDS))
-	if [ "$left" -le 5 ]; then echo 0
-	elif [ "$left" -lt "$RUN_TIMEOUT" ]; then echo "$left"
-	else echo "$RUN_TIMEOUT"; fi
 }
 
 PAIR_BIN=$PMV_LAT_BIN # the program pair runs (fi_pmem_bw for throughput)

@@ -69,10 +69,10 @@
 set -euo pipefail
 export LC_ALL=C
 
-die() {
-	echo "pmv_engine_compare.sh: $*" >&2
-	exit 1
-}
+PMV_SCRIPT=pmv_engine_compare.sh
+# shellcheck source=pmv_bench_lib.sh
+. "$(dirname "$0")/pmv_bench_lib.sh" ||
+	{ echo "pmv_engine_compare.sh: no pmv_bench_lib.sh" >&2; exit 2; }
 note() {
 	echo "pmv_engine_compare.sh: $*" >&2
 }
@@ -132,9 +132,7 @@ SUMMARY=$OUT/summary.csv
 target_pid=
 
 cleanup() {
-	if [ -n "$target_pid" ]; then
-		kill "$target_pid" 2>/dev/null || true
-	fi
+	pmv_kill_target
 	rm -rf "$SHM"
 }
 trap cleanup EXIT

@@ -37,6 +37,12 @@
 set -uo pipefail
 export LC_ALL=C
 
+PMV_SCRIPT=pmv_idle.sh
+PMV_DIE_STATUS=2
+# shellcheck source=pmv_bench_lib.sh
+. "$(dirname "$0")/pmv_bench_lib.sh" ||
+	{ echo "pmv_idle.sh: no pmv_bench_lib.sh" >&2; exit 2; }
+
 usage() {
 	sed -n 's/^# \{0,1\}//; /^Usage:/,/^Exit status/p' "$0" >&2
 	exit 2
@@ -86,18 +92,11 @@ target_pid=
 # Ends the target of an interrupted run (only the process this script started).
 # shellcheck disable=SC2317 # invoked by the trap
 cleanup() {
-	[ -z "$target_pid" ] || kill "$target_pid" 2>/dev/null || true
+	pmv_kill_target
 }
 trap cleanup EXIT
 
-pin_target=()
-pin_initiator=()
-if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
-	pin_target=(taskset -c 0)
-	pin_initiator=(taskset -c 1)
-else
-	echo "pmv_idle.sh: fewer than 2 CPUs or no taskset: running unpinned" >&2
-fi
+pmv_pin say
 
 # Value of key=VALUE on the line of a log starting with prefix.
 field() {

@@ -56,10 +56,10 @@
 set -uo pipefail
 export LC_ALL=C
 
-die() {
-	echo "runfabtests_pmem.sh: $*" >&2
-	exit 1
-}
+PMV_SCRIPT=runfabtests_pmem.sh
+# shellcheck source=pmv_bench_lib.sh
+. "$(dirname "$0")/pmv_bench_lib.sh" ||
+	{ echo "runfabtests_pmem.sh: no pmv_bench_lib.sh" >&2; exit 2; }
 
 [ $# -eq 1 ] || die "usage: runfabtests_pmem.sh OUT_DIR"
 [ -n "${FI_PROVIDER_PATH:-}" ] ||
@@ -138,29 +138,13 @@ LAT_BIN=$(find_bin fi_pmem_lat) || exit 1
 BW_BIN=$(find_bin fi_pmem_bw) || exit 1
 LOG_BIN=$(find_bin fi_pmem_remotelog) || exit 1
 
-pin_target=()
-pin_initiator=()
-if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
-	pin_target=(taskset -c 0)
-	pin_initiator=(taskset -c 1)
-fi
+pmv_pin quiet
 
 target_pid=
 cleanup() {
-	if [ -n "$target_pid" ]; then
-		kill "$target_pid" 2>/dev/null || true
-	fi
+	pmv_kill_target
 }
 trap cleanup EXIT
-
-# Seconds a process may still run: RUN_TIMEOUT, or what is left of the
-# budget; 0 once the budget is spent.
-time_left() {
-	local left=$((BUDGET - SECONDS))
-	if [ "$left" -le 5 ]; then echo 0
-	elif [ "$left" -lt "$RUN_TIMEOUT" ]; then echo "$left"
-	else echo "$RUN_TIMEOUT"; fi
-}
 
 # run_pair NAME CONFIG CLIENT_OUT TARGET_ARGS -- CLIENT_ARGS: a target
 # (with PMEM2_FORCE_GRANULARITY when CONFIG, GRANULARITY[:METHOD], is not

@@ -7,11 +7,36 @@
 # a role's own PASS/FAIL lines.  The verdicts themselves are pmv_suite.sh's
 # report, counted in the caller's $passed and $failed.
 #
-# The caller sets PROC_TIMEOUT (seconds a process may run: what exit 124
-# means) and READY_POLLS (0.1 s looks for a first line).
+# The caller sets ROOT (the source tree) before it sources this, and
+# PROC_TIMEOUT (seconds a process may run: what exit 124 means) and
+# READY_POLLS (0.1 s looks for a first line).
 
 # shellcheck source=pmv_suite.sh
 . "$(dirname "${BASH_SOURCE[0]}")/pmv_suite.sh"
+
+# A runner's arguments: BIN [PORT], BIN an executable.  Sets BIN (its
+# absolute path), PORT (the second argument, else DEFAULT_PORT; with no
+# DEFAULT_PORT, PORT is not taken) and FI_PROVIDER_PATH (default
+# $ROOT/build/.libs, exported).  On bad arguments prints USAGE (a sed
+# range of the caller's header, or a line) and exits 2.
+#   pmv_runner_args USAGE DEFAULT_PORT "$@"
+# shellcheck disable=SC2034 # BIN and PORT are the caller's
+pmv_runner_args() {
+	local usage=$1 default_port=$2 most=2
+	shift 2
+	[ -n "$default_port" ] || most=1
+	if [[ $# -lt 1 || $# -gt $most || ! -x $1 ]]; then
+		if [[ $usage =~ ^[0-9]+,[0-9]+p$ ]]; then
+			sed -n "$usage" "$0" | sed 's/^# \{0,1\}//' >&2
+		else
+			echo "usage: $0 $usage" >&2
+		fi
+		exit 2
+	fi
+	BIN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+	export FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-$ROOT/build/.libs}
+	[ -z "$default_port" ] || PORT=${2:-$default_port}
+}
 
 # Makes the scratch directories of runner NAME: WORK in $TMPDIR (outputs)
 # and SHM, in /dev/shm where it can be written (region files, oracle

@@ -20,14 +20,10 @@
 #   PMV_HOSTILE_KEEP=1    keep every process's output (its directory is printed)
 set -u
 
-if [[ $# -lt 1 || $# -gt 2 || ! -x $1 ]]; then
-	sed -n '12,20p' "$0" | sed 's/^# \{0,1\}//' >&2
-	exit 2
-fi
-BIN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-export FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-$ROOT/build/.libs}
-PORT=${2:-10400}
+# shellcheck source=../common/pmv_pair.sh
+. "$ROOT/test/common/pmv_pair.sh" || { echo "no test/common/pmv_pair.sh" >&2; exit 2; }
+pmv_runner_args 12,20p 10400 "$@"
 GRANS=${PMV_HOSTILE_GRANS:-page cache_line byte}
 SEED=${PMV_HOSTILE_SEED:-1}
 VERBOSE=()
@@ -36,8 +32,6 @@ PROC_TIMEOUT=500 # seconds, per process (each bounds its own waits too)
 READY_POLLS=300  # x 0.1 s for READY and STARTED
 
 SEGV_HINT="a guard page?"
-# shellcheck source=../common/pmv_pair.sh
-. "$ROOT/test/common/pmv_pair.sh" || { echo "no test/common/pmv_pair.sh" >&2; exit 2; }
 pmv_scratch pmv_hostile
 PIDS=()
 

@@ -29,13 +29,10 @@
 #                     target's file; two ports for a two-peer run
 set -u
 
-if [[ $# -ne 1 || ! -x $1 ]]; then
-	echo "usage: $0 BIN (an executable pmv_commit_test)" >&2
-	exit 2
-fi
-BIN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-export FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-$ROOT/build/.libs}
+# shellcheck source=../common/pmv_pair.sh
+. "$ROOT/test/common/pmv_pair.sh" || { echo "no test/common/pmv_pair.sh" >&2; exit 2; }
+pmv_runner_args 'BIN (an executable pmv_commit_test)' '' "$@"
 PORT=${PMV_PORT_BASE:-9800}
 ADDR=${PMV_ADDR:-127.0.0.1}
 REGION=${PMV_REGION:-}
@@ -47,8 +44,6 @@ READY_POLLS=300  # x 0.1 s waiting for the target's READY line (registering
                  # takes seconds in an emulated guest)
 
 # Region files and oracle logs live in shared memory when there is some.
-# shellcheck source=../common/pmv_pair.sh
-. "$ROOT/test/common/pmv_pair.sh" || { echo "no test/common/pmv_pair.sh" >&2; exit 2; }
 pmv_scratch pmv_commit_test
 TARGET_PID=""
 

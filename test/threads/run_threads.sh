@@ -34,14 +34,10 @@
 #   PMV_THREADS_KEEP=1   keep every process's output (its directory is printed)
 set -u
 
-if [[ $# -lt 1 || $# -gt 2 || ! -x $1 ]]; then
-	sed -n '14,34p' "$0" | sed 's/^# \{0,1\}//' >&2
-	exit 2
-fi
-BIN=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-export FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-$ROOT/build/.libs}
-PORT=${2:-12500}
+# shellcheck source=../common/pmv_pair.sh
+. "$ROOT/test/common/pmv_pair.sh" || { echo "no test/common/pmv_pair.sh" >&2; exit 2; }
+pmv_runner_args 14,34p 12500 "$@"
 GRANS=${PMV_THREADS_GRANS:-page cache_line byte byte-agent}
 MODES=${PMV_THREADS_MODES:-one-ep multi-ep mix}
 THREADS=${PMV_THREADS_T:-4}
@@ -50,8 +46,6 @@ PROC_TIMEOUT=${PMV_THREADS_TIMEOUT:-300}
 read -r -a WRAP <<<"${PMV_THREADS_WRAP:-}"
 READY_POLLS=600 # x 0.1 s for READY (valgrind starts slowly)
 
-# shellcheck source=../common/pmv_pair.sh
-. "$ROOT/test/common/pmv_pair.sh" || { echo "no test/common/pmv_pair.sh" >&2; exit 2; }
 pmv_scratch pmv_threads
 TPID=""
 

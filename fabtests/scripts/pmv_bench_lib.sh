@@ -17,7 +17,8 @@ die() {
 }
 
 # Sets pin_target and pin_initiator to taskset -c 0 and -c 1 where there
-# are two CPUs and taskset, else to nothing (saying so if $1 is "say", not "quiet").
+# are two CPUs and taskset, else to nothing, saying so if $1 is "say"
+# (rather than "quiet").
 # shellcheck disable=SC2034 # the caller's
 pmv_pin() {
 	pin_target=()
@@ -30,7 +31,9 @@ pmv_pin() {
 	fi
 }
 
-# Kills the target whose pid is target_pid, if one was started.
+# Kills the target whose pid is target_pid, if one was started (the
+# scripts' EXIT trap).
+# shellcheck disable=SC2317 # invoked by the trap
 pmv_kill_target() {
 	[ -z "${target_pid:-}" ] || kill "$target_pid" 2>/dev/null || true
 }

@@ -66,10 +66,7 @@ mkdir -p "$LOGS"
 target_pid=
 
 # Ends the target of an interrupted run (only the process this script started).
-cleanup() {
-	pmv_kill_target
-}
-trap cleanup EXIT
+trap pmv_kill_target EXIT
 
 # Target on CPU 0, initiator on CPU 1 when there are two (see the header).
 pmv_pin quiet

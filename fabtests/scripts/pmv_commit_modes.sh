@@ -191,10 +191,7 @@ target_pid=
 failures=0
 skipped=0
 # Ends the target of an interrupted run (only the process this script started).
-cleanup() {
-	pmv_kill_target
-}
-trap cleanup EXIT
+trap pmv_kill_target EXIT
 
 # The GRANULARITY and the METHOD ("" for the default) of a configuration.
 granularity_of() { echo "${1%%:*}"; }

@@ -90,11 +90,7 @@ RUN_TIMEOUT=$((90 + 2 * SECONDS_IDLE)) # seconds, per process
 
 target_pid=
 # Ends the target of an interrupted run (only the process this script started).
-# shellcheck disable=SC2317 # invoked by the trap
-cleanup() {
-	pmv_kill_target
-}
-trap cleanup EXIT
+trap pmv_kill_target EXIT
 
 pmv_pin say
 

@@ -141,10 +141,8 @@ LOG_BIN=$(find_bin fi_pmem_remotelog) || exit 1
 pmv_pin quiet
 
 target_pid=
-cleanup() {
-	pmv_kill_target
-}
-trap cleanup EXIT
+# Ends the target of an interrupted run (only the process this script started).
+trap pmv_kill_target EXIT
 
 # run_pair NAME CONFIG CLIENT_OUT TARGET_ARGS -- CLIENT_ARGS: a target
 # (with PMEM2_FORCE_GRANULARITY when CONFIG, GRANULARITY[:METHOD], is not

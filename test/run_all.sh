@@ -88,6 +88,7 @@ run_advertisement
 run_probe
 run_config_errors 9476
 run_examples_built 9477
+run_timeline 9478
 section "fabtests"
 run_fabtest_commit 9360 cache_line
 run_fabtest_commit 9361 byte

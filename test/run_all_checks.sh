@@ -119,6 +119,17 @@ run_examples_built() {
 	add_suite "${FUNCNAME[0]}" "$out"
 }
 
+# The measurement build (configure --enable-timeline, in build-timeline/):
+# it builds, and its timeline of 300 commits lines every step up on both
+# sides (test/integration/run_timeline.sh).
+run_timeline() {
+	local out
+	out=$(bash "$ROOT/test/integration/run_timeline.sh" "$ROOT" \
+		"$ROOT/build-timeline" "$1" 2>&1)
+	echo "$out"
+	if [[ $out == PASS* ]]; then add 1 0; else add 0 1; fi
+}
+
 # The source layout (DESIGN.md section 3): no call cycle between files,
 # initiator/ and target/ never call each other (from the build's objects),
 # no include circle or include across folders, no header inline calling

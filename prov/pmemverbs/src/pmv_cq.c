@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "pmv_objects.h"
+#include "pmv_timeline.h"
 
 /*
  * True if the CQ holds nothing of pmemverbs's: no pmem endpoint ever bound
@@ -396,7 +397,7 @@ ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 			fi_addr_t *src_addr)
 {
 	struct pmv_cq *cq = pmv_cq(cq_fid);
-	uint64_t gates;
+	uint64_t gates, began;
 	ssize_t ret;
 
 	if (!count && !pmv_cq_plain(cq))
@@ -407,12 +408,21 @@ ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	/* it reads: it does not sleep on the fd (pmv_cq_wake_waiters) */
 	if (__atomic_load_n(&cq->app_armed, __ATOMIC_RELAXED))
 		__atomic_store_n(&cq->app_armed, false, __ATOMIC_RELAXED);
+	began = pmv_timeline_now();
 	pmv_cq_run_hooks(cq);
 	gates = __atomic_load_n(&cq->gate_entries, __ATOMIC_RELAXED);
 	ret = pmv_cq_read_queued(cq, buf, count, src_addr);
+	if (ret > 0) {
+		pmv_mark_at(PMV_MARK_ENTRY_READ, began);
+		pmv_mark(PMV_MARK_ENTRY);
+	}
 	if (ret == -FI_EAGAIN &&
-	    __atomic_load_n(&cq->gate_entries, __ATOMIC_RELAXED) != gates)
+	    __atomic_load_n(&cq->gate_entries, __ATOMIC_RELAXED) != gates) {
+		pmv_mark_at(PMV_MARK_READ, began);
+		pmv_mark(PMV_MARK_GATE);
 		ret = pmv_cq_serve_gated(cq, buf, count, src_addr);
+		pmv_mark(PMV_MARK_READ_DONE);
+	}
 	pmv_domain_nudge_agent(cq->domain);
 	if (ret == -FI_EAGAIN)
 		pmv_cq_yield_to_taker(cq);

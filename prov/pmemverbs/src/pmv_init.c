@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "pmv_objects.h"
+#include "pmv_timeline.h"
 
 struct pmv_params pmv_params;
 
@@ -240,6 +241,7 @@ FI_EXT_INI
 {
 	pmv_define_params();
 	pmv_fault_define_params();
+	pmv_timeline_init();
 	pmv_read_params();
 	return &pmv_prov;
 }

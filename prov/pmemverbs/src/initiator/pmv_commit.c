@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "pmv_initiator.h"
+#include "pmv_timeline.h"
 
 /* The method for a commit to key with these flags (NONE: refused). */
 static const struct pmv_method_ops *pmv_ini_choose(struct pmv_ini *ini,
@@ -285,13 +286,16 @@ static int pmv_commit_check(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 static ssize_t pmv_commit(struct pmv_ep *ep, const struct fi_msg_rma *msg,
 			  uint64_t flags, bool silent)
 {
-	int ret = pmv_commit_check(ep, msg, flags);
+	int ret;
 
+	pmv_mark(PMV_MARK_COMMIT);
+	ret = pmv_commit_check(ep, msg, flags);
 	if (ret)
 		return ret;
 	pmv_lock(&ep->ini->lock, PMV_LOCK_INI);
 	ret = pmv_commit_post(ep->ini, msg, flags, silent);
 	pmv_unlock(&ep->ini->lock, PMV_LOCK_INI);
+	pmv_mark(PMV_MARK_POSTED);
 	if (ret > 0) {
 		if (pmv_ep_first_warning(ep, PMV_WARNED_ERR(ret)))
 			PMV_WARN(FI_LOG_EP_DATA, "commit refused: %s (warned "

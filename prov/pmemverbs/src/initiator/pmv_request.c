@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "pmv_initiator.h"
+#include "pmv_timeline.h"
 
 bool pmv_req_room(const struct pmv_ini *ini)
 {
@@ -273,6 +274,7 @@ static void pmv_ini_ack_one(struct pmv_ini *ini, uint64_t seq,
 {
 	struct pmv_commit *c;
 
+	pmv_mark(PMV_MARK_ACK_SEEN);
 	ini->acked_req = seq;
 	c = pmv_ini_commit(ini, ini->req_commit[(seq - 1) % PMV_SLOTS]);
 	if (!c)

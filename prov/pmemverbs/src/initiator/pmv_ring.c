@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "pmv_initiator.h"
+#include "pmv_timeline.h"
 
 struct pmv_commit *pmv_ini_commit(struct pmv_ini *ini, uint64_t cseq)
 {
@@ -324,10 +325,12 @@ static int pmv_ini_post_iop(struct pmv_ini *ini, uint64_t cseq,
 	core_msg.context = iop;
 	flags |= FI_COMPLETION;
 	/* the fault points stand where the core would refuse the call */
+	pmv_mark(PMV_MARK_CORE_POST);
 	ret = pmv_fault(PMV_FAULT_CORE_OP) ? -FI_EIO :
 	      pmv_fault(PMV_FAULT_CORE_FULL) ? -FI_EAGAIN :
 	      read ? fi_readmsg(ep->core, &core_msg, flags) :
 		     fi_writemsg(ep->core, &core_msg, flags);
+	pmv_mark(PMV_MARK_CORE_POSTED);
 	if (ret) {
 		pmv_iop_put(&ep->tx_cq->iops, iop);
 		return (int) ret;

@@ -39,6 +39,7 @@
 #include <libpmem2.h>
 
 #include "target/pmv_target.h"
+#include "pmv_timeline.h"
 
 /* The mapping (one line of /proc/self/maps) that contains addr. */
 struct pmv_mapping {
@@ -118,7 +119,9 @@ static int pmv_msync_persist(const struct pmv_persistence *p,
 			goto failed;
 		pmv_dirty_pages(start, end, page);
 	}
+	pmv_mark(PMV_MARK_SYNC);
 	ret = pmv_file_view_sync(p, ptr, size);
+	pmv_mark(PMV_MARK_SYNCED);
 	if (!ret || (ret > 0 && !msync((void *) start, end - start, MS_SYNC)))
 		return 0;
 failed:
@@ -143,6 +146,7 @@ int pmv_persist(const struct pmv_persistence *p, const void *addr,
 	if (pmv_fault(PMV_FAULT_PERSIST))
 		return -FI_EIO;
 	ret = pmv_file_check(p, addr, len);
+	pmv_mark(PMV_MARK_CHECKED);
 	if (ret)
 		return ret;
 	switch (p->kind) {

@@ -23,6 +23,7 @@
 
 #include "pmv.h"
 #include "target/pmv_target.h"
+#include "pmv_timeline.h"
 
 /* Raises the FI_IMMED completion in the target endpoint's receive CQ. */
 static void pmv_agent_immed(struct pmv_cq *rx, const struct pmv_req *req)
@@ -87,7 +88,9 @@ static bool pmv_agent_send_ack(struct pmv_ep *ep)
 	ssize_t ret;
 
 	pmv_ack_encode(&ack);
+	pmv_mark(PMV_MARK_ACK);
 	ret = pmv_agent_post_ack(ep, first, &ack);
+	pmv_mark(PMV_MARK_ACKED);
 	if (ret == -FI_EAGAIN)
 		return false;
 	if (ret && pmv_ep_first_warning(ep, PMV_WARNED_ACK))
@@ -165,8 +168,10 @@ static void pmv_agent_serve_req(struct pmv_domain *dom, struct pmv_ep *ep,
 {
 	struct pmv_agent_hist *h = &ep->tgt->agent_hist[(req->seq - 1) % PMV_SLOTS];
 
+	pmv_mark(PMV_MARK_SERVE);
 	ep->tgt->agent_status = pmv_agent_fence_broken(ep, req) ? PMV_ERR_FENCE :
 			   pmv_agent_commit(dom, ep, req);
+	pmv_mark(PMV_MARK_SERVED);
 	if (rx && !ep->tgt->agent_status)
 		pmv_agent_immed(rx, req);
 	else if (rx)

@@ -10,6 +10,7 @@
 
 #include "pmv.h"
 #include "target/pmv_target.h"
+#include "pmv_timeline.h"
 
 /*
  * The region registered under key, held against its close until
@@ -55,8 +56,10 @@ static int pmv_agent_persist_range(struct pmv_mr *mr, uint64_t key,
 
 	if (pmv_oracle_skip_extent())
 		return 0;
+	pmv_mark(PMV_MARK_PERSIST);
 	ret = pmv_persist(&mr->persistence, (char *) mr->base +
 			  (addr - mr->rma_base), len);
+	pmv_mark(PMV_MARK_PERSISTED);
 	if (!ret)
 		pmv_oracle_record(key, addr, len);
 	return ret;

@@ -11,8 +11,9 @@ The initiator's commits and the target's served requests are lined up in
 order (one request per commit: fi_pmem_lat -m commit), the last LAST of
 them (default 2000: the warmup left out); both sides read one clock
 (CLOCK_MONOTONIC, one host).  Prints the median and 90th percentile of
-each step in microseconds; a step whose marks a run did not make (a
-target that does not read its CQ has no READ or GATE) is left out.
+each step in microseconds, over the commits that made both its marks
+(with their count when not all did: a request the agent thread served,
+or one served by a counter wait, has no CQ read's marks).
 """
 import statistics
 import sys
@@ -109,10 +110,12 @@ def main():
             b = (i if sb == 'i' else t).get(mb)
             if a is not None and b is not None:
                 vals.append((b - a) / 1000)
-        if len(vals) == len(ini):
+        if vals:
             vals.sort()
+            some = '' if len(vals) == len(ini) else \
+                f' ({len(vals)} of {len(ini)})'
             print(f'{name:58s} {statistics.median(vals):7.2f} '
-                  f'{vals[int(len(vals) * 0.9)]:7.2f}')
+                  f'{vals[int(len(vals) * 0.9)]:7.2f}{some}')
 
 
 if __name__ == '__main__':

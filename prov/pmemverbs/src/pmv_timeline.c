@@ -59,7 +59,8 @@ void pmv_timeline_init(void)
 }
 
 /* Writes the marks to FI_PMEMVERBS_TIMELINE.PID, if set: at exit, or
- * when libfabric unloads the plugin. */
+ * when libfabric unloads the plugin.  A failure goes to stderr: at exit
+ * libfabric's log may be gone. */
 __attribute__((destructor)) static void pmv_timeline_write(void)
 {
 	unsigned n = __atomic_load_n(&pmv_timeline_n, __ATOMIC_ACQUIRE);

@@ -3,10 +3,10 @@
  * pmemverbs: the timeline of commits, for measurement builds only
  * (configure --enable-timeline, PMV_TIMELINE).  Each step of a commit on
  * either side stores its CLOCK_MONOTONIC time and its mark; at exit (or
- * unload) the process writes them to FI_PMEMVERBS_TIMELINE.PID, one "mark ns" per
- * line, for fabtests/scripts/pmv_timeline.py, which lines the two sides
- * of each commit up (one host: one clock).  In other builds each mark is
- * nothing.
+ * unload) the process writes them to FI_PMEMVERBS_TIMELINE.PID, one
+ * "mark ns" per line, for fabtests/scripts/pmv_timeline.py, which lines
+ * the two sides of each commit up (one host: one clock).  The numbers are
+ * that file's format.  In other builds each mark is nothing.
  */
 #ifndef PMV_TIMELINE_H
 #define PMV_TIMELINE_H

@@ -412,10 +412,8 @@ ssize_t pmv_cq_readfrom(struct fid_cq *cq_fid, void *buf, size_t count,
 	pmv_cq_run_hooks(cq);
 	gates = __atomic_load_n(&cq->gate_entries, __ATOMIC_RELAXED);
 	ret = pmv_cq_read_queued(cq, buf, count, src_addr);
-	if (ret > 0) {
-		pmv_mark_at(PMV_MARK_ENTRY_READ, began);
+	if (ret > 0)
 		pmv_mark(PMV_MARK_ENTRY);
-	}
 	if (ret == -FI_EAGAIN &&
 	    __atomic_load_n(&cq->gate_entries, __ATOMIC_RELAXED) != gates) {
 		pmv_mark_at(PMV_MARK_READ, began);

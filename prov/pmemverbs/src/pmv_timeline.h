@@ -35,9 +35,7 @@ enum pmv_mark {
 	PMV_MARK_ACKED = 8,         /* target: it returned */
 	PMV_MARK_READ_DONE = 9,     /* target: the CQ read returns */
 	PMV_MARK_ACK_SEEN = 12,     /* initiator: the ack read */
-	PMV_MARK_ENTRY_READ = 5,    /* either: a CQ read that returns
-				     * entries began */
-	PMV_MARK_ENTRY = 6,         /* either: it returns them */
+	PMV_MARK_ENTRY = 6,         /* either: a CQ read returns entries */
 };
 
 #ifdef PMV_TIMELINE

@@ -168,69 +168,62 @@ static bool pmv_cntr_list_signalled(struct pmv_cntr *cntr, struct pmv_cq *cq,
 }
 
 /*
- * Polls the list of cq's wait set (fds, n of them, then this thread's
- * eventfd if wake) up to ms; true if woken.  After a wake by the list:
- * places what came (the core's progress) and serves it; if the list's own
- * signal woke it (pmv_cntr_list_signalled), a wait in the set drains it,
- * once the requests are served (its progress before it sleeps may place
- * one).
+ * After a wake on the list of cq's wait set (fds, n of them, then this
+ * thread's eventfd): places what came (the core's progress) and serves
+ * it; if the list's own signal woke it (pmv_cntr_list_signalled), a wait
+ * in the set drains it, once the requests are served (its progress before
+ * it sleeps may place one).
  */
-static bool pmv_cntr_poll_set(struct pmv_cntr *cntr, struct pmv_cq *cq,
-			      struct pollfd *fds, int n, nfds_t wake, int ms,
-			      bool alone)
+static void pmv_cntr_set_woken(struct pmv_cntr *cntr, struct pmv_cq *cq,
+			       const struct pollfd *fds, int n, bool alone)
 {
-	if (poll(fds, (nfds_t) n + wake, ms) <= 0)
-		return false;
-	if (wake && fds[n].revents && !pmv_cntr_readable_again(fds, n))
-		return true; /* the eventfd alone: nothing to place */
+	if (fds[n].revents && !pmv_cntr_readable_again(fds, n))
+		return; /* the eventfd alone: nothing to place */
 	(void) fi_cq_read(cq->core, NULL, 0);
 	pmv_cntr_serve(cntr, alone);
 	if (pmv_cntr_list_signalled(cntr, cq, fds, n, alone))
 		(void) fi_wait(cq->core_wait, 1);
-	return true;
 }
 #endif
 
+/* What a counter wait's last look before it sleeps needs (pmv_cntr_look). */
+struct pmv_cntr_look {
+	struct pmv_cntr *cntr;
+	uint64_t threshold;
+	bool alone;
+};
+
 /*
- * Sleeps up to ms on cq's fds (fds, n of them, then this thread's eventfd
- * if wake), which the bytes of a request make readable: its fd, or the
- * list of its wait set (pmv_cntr_poll_set), polled here rather than in
- * fi_wait, whose progress before it sleeps may place a request that then
- * waits in the inbox (the agent leaves the endpoint to this thread).
- * First, what the core CQ holds is taken (fi_cq_read of no entries), else
- * fi_trywait refuses.  True if something ended it (or it did not sleep):
- * work may follow.
+ * The last look of a counter wait before it sleeps (pmv_cq_sleep, after
+ * fi_trywait): true if the counter reached the threshold.  The counter's
+ * read progresses the core, which may place a request: served after it,
+ * so that none sleeps in an inbox.  A commit that another thread started
+ * since *ms was chosen, whose wake (pmv_ini_wake) came before this thread
+ * was listed, shortens it to 1 ms: its ack lands in memory, as for
+ * commits in flight before.
  */
-static bool pmv_cntr_sleep_fds(struct pmv_cntr *cntr, struct pmv_cq *cq,
-			       uint64_t threshold, int ms, bool alone,
-			       struct pollfd *fds, int n, nfds_t wake)
+static bool pmv_cntr_look(void *arg, int *ms)
 {
-	if (pmv_cq_sleeper_trywait(cq, cntr->domain->fabric->core)) {
-		(void) fi_cq_read(&cq->cq_fid, NULL, 0);
+	struct pmv_cntr_look *look = arg;
+
+	if (fi_cntr_read(look->cntr->core) >= look->threshold)
 		return true;
-	}
-	/* the counter's read progresses the core, which may place a
-	 * request: serve after it, so that none sleeps in an inbox */
-	if (fi_cntr_read(cntr->core) >= threshold)
-		return true;
-	pmv_cntr_serve(cntr, alone);
-	/* a commit that another thread started since ms was chosen, whose
-	 * wake (pmv_ini_wake) came before this thread was listed: its ack
-	 * lands in memory, so 1 ms, as for commits in flight before */
-	if (ms > 1 && pmv_hooks_busy(&cntr->hooks))
-		ms = 1;
-#if PMV_HAVE_WAIT_SETS /* libfabric 2.x: no core_wait (pmv_cq_open_wait_set) */
-	if (cq->core_wait && n <= 0)
-		return fi_wait(cq->core_wait, ms) == FI_SUCCESS;
-	if (cq->core_wait)
-		return pmv_cntr_poll_set(cntr, cq, fds, n, wake, ms, alone);
-#endif
-	return n <= 0 || poll(fds, (nfds_t) n + wake, ms) > 0;
+	pmv_cntr_serve(look->cntr, look->alone);
+	if (*ms > 1 && pmv_hooks_busy(&look->cntr->hooks))
+		*ms = 1;
+	return false;
 }
 
 /*
- * pmv_cntr_sleep_fds on cq's fds and this thread's eventfd, listed as
- * asleep on cq (pmv_wake.c) before fi_trywait: a commit started on the
+ * Sleeps up to ms on cq's fds (pmv_cq_sleep: listed, fi_trywait, the last
+ * look, a poll of them and this thread's eventfd), which the bytes of a
+ * request make readable: its fd, or the list of its wait set
+ * (pmv_cntr_set_woken), polled here rather than in fi_wait, whose
+ * progress before it sleeps may place a request that then waits in the
+ * inbox (the agent leaves the endpoint to this thread).  Where the core
+ * says it is busy, what its CQ holds is taken (fi_cq_read of no entries),
+ * else the next fi_trywait refuses too.  True if something ended it (or it
+ * did not sleep): work may follow.  The eventfd: a commit started on the
  * endpoint meanwhile (pmv_ini_wake) wakes it, even if another thread's
  * fi_trywait of the core CQ (the agent's) drained the core's signal (1 to
  * 11 of 29 commits that another thread started waited out the 20 ms
@@ -241,14 +234,25 @@ static bool pmv_cntr_sleep_on(struct pmv_cntr *cntr, struct pmv_cq *cq,
 {
 	struct pollfd fds[PMV_CNTR_FDS + 1];
 	int n = pmv_cq_wait_fds(cq, fds, PMV_CNTR_FDS);
-	struct pmv_sleeper s = { .slot = NULL };
-	nfds_t wake = n > 0 ? pmv_sleep_begin(&s, cntr->domain, cq, &fds[n]) :
-			      0;
-	bool woken = pmv_cntr_sleep_fds(cntr, cq, threshold, ms, alone, fds,
-					n, wake);
+	struct pmv_cntr_look look = { cntr, threshold, alone };
 
-	(void) pmv_sleep_end(&s);
-	return woken;
+	switch (pmv_cq_sleep(cq, cq, fds, n, &ms, pmv_cntr_look, &look)) {
+	case PMV_SLEEP_TIMEOUT:
+		return false;
+	case PMV_SLEEP_CORE_BUSY:
+		(void) fi_cq_read(&cq->cq_fid, NULL, 0);
+		return true;
+#if PMV_HAVE_WAIT_SETS /* libfabric 2.x: no core_wait (pmv_cq_open_wait_set) */
+	case PMV_SLEEP_NO_FDS:
+		return !cq->core_wait || fi_wait(cq->core_wait, ms) == FI_SUCCESS;
+	case PMV_SLEEP_WOKEN:
+		if (cq->core_wait)
+			pmv_cntr_set_woken(cntr, cq, fds, n, alone);
+		return true;
+#endif
+	default:
+		return true;
+	}
 }
 
 /*

@@ -73,26 +73,26 @@ static bool pmv_cq_spins(struct pmv_cq *cq)
 	return pmv_wait_spins(__atomic_load_n(&cq->bytes_us, __ATOMIC_RELAXED));
 }
 
-/*
- * Polls fds (n of them, room for one more) up to ms with this thread's
- * eventfd, listed as asleep on cq (pmv_wake.c) before fi_trywait and the
- * look at cq's queue: an entry pmemverbs queued or a commit started
- * meanwhile wakes it, even if another thread's fi_trywait of the core CQ
- * drained the core's signal.  True if bytes (an fd of the core's) woke it.
- */
+/* pmv_cq_sleep's last look for an sread: entries queued in the CQ (arg). */
+static bool pmv_cq_look_ready(void *arg, int *ms)
+{
+	(void) ms;
+	return pmv_cq_ready(arg);
+}
+
+/* Sleeps on fds (n of them, room for one more) up to ms (pmv_cq_sleep,
+ * whose look is at cq's queue); true if bytes (an fd of the core's) woke
+ * it. */
 static bool pmv_cq_poll_woken(struct pmv_cq *cq, struct pollfd *fds,
 			      nfds_t n, int ms)
 {
-	struct fid *fid = &cq->core->fid;
-	struct pmv_sleeper s;
-	nfds_t all = n + pmv_sleep_begin(&s, cq->domain, cq, &fds[n]);
 	bool bytes = false;
 
-	if (fi_trywait(cq->domain->fabric->core, &fid, 1) == FI_SUCCESS &&
-	    !pmv_cq_ready(cq) && poll(fds, all, ms) > 0)
-		for (nfds_t i = 0; i < n && !bytes; i++)
-			bytes = fds[i].revents != 0;
-	(void) pmv_sleep_end(&s);
+	if (pmv_cq_sleep(cq, cq, fds, (int) n, &ms, pmv_cq_look_ready, cq) !=
+	    PMV_SLEEP_WOKEN)
+		return false;
+	for (nfds_t i = 0; i < n && !bytes; i++)
+		bytes = fds[i].revents != 0;
 	return bytes;
 }
 
@@ -403,14 +403,6 @@ void pmv_cq_wake_waiters(struct pmv_cq *cq, bool found)
 		pmv_cq_wake(cq);
 }
 
-/* fi_trywait of cq's core alone (fabric: the core's): true if busy. */
-static bool pmv_cq_core_busy(struct pmv_cq *cq, struct fid_fabric *fabric)
-{
-	struct fid *fid = &cq->core->fid;
-
-	return fi_trywait(fabric, &fid, 1) != FI_SUCCESS;
-}
-
 /*
  * The agent's fi_trywait of cq's core before it sleeps (fabric: the
  * core's): true if the core says cq is busy.  Its progress, or its reset
@@ -423,47 +415,4 @@ bool pmv_cq_agent_trywait(struct pmv_cq *cq, struct fid_fabric *fabric)
 
 	pmv_cq_wake_waiters(cq, busy);
 	return busy;
-}
-
-/*
- * A counter wait's fi_trywait of cq's core before it sleeps on cq's fd
- * (fabric: the core's): true if the core says cq is busy.  Its reset of
- * the core's signal may take the wake of an application thread that
- * polls cq's fd (armed by fi_trywait, app_armed) for an entry pmemverbs
- * queued or the core holds: given back.  Not pmv_cq_wake_waiters: this
- * thread is one of cq's sleepers, and would wake itself on every commit
- * in flight.
- */
-bool pmv_cq_sleeper_trywait(struct pmv_cq *cq, struct fid_fabric *fabric)
-{
-	bool busy = pmv_cq_core_busy(cq, fabric);
-
-	if (__atomic_load_n(&cq->app_armed, __ATOMIC_SEQ_CST) &&
-	    (busy || pmv_cq_backlog(cq)))
-		(void) fi_cq_signal(cq->core);
-	return busy;
-}
-
-/*
- * The fds a CQ's core wait object is made of (FI_GETWAIT), into fds (room
- * for max): its fd, or its list.  Returns how many, 0 if the agent cannot
- * sleep on it, or minus the room it needs if max is too small.
- */
-int pmv_cq_wait_fds(struct pmv_cq *cq, struct pollfd *fds, unsigned max)
-{
-	struct fi_wait_pollfd list = { .nfds = max, .fd = fds };
-	int ret;
-
-	if (cq->wait_fd >= 0) {
-		if (!max)
-			return -1;
-		fds[0] = (struct pollfd) { .fd = cq->wait_fd, .events = POLLIN };
-		return 1;
-	}
-	if (!cq->wait_pollfd)
-		return 0;
-	ret = fi_control(&cq->core->fid, FI_GETWAIT, &list);
-	if (ret == -FI_ETOOSMALL && list.nfds > max)
-		return -(int) list.nfds;
-	return ret || !list.nfds ? 0 : (int) list.nfds;
 }

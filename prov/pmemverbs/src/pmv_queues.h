@@ -86,14 +86,29 @@ size_t pmv_cq_backlog(struct pmv_cq *cq);
 void pmv_cq_take_core(struct pmv_cq *cq);
 /* The CQ whose core_waiters count this thread's counter wait (pmv_cntr_wait.c) */
 extern __thread const struct pmv_cq *pmv_cq_waited_here;
-/* pmv_cq_wait.c */
+/* pmv_sleep.c: the one sleep of an application thread on a core CQ. */
+enum pmv_sleep_end {
+	PMV_SLEEP_TIMEOUT,          /* it polled the whole time */
+	PMV_SLEEP_WOKEN,            /* an fd ended the poll (its revents) */
+	PMV_SLEEP_CORE_BUSY,        /* not slept: fi_trywait refused */
+	PMV_SLEEP_WORK,             /* not slept: the caller's look found work */
+	PMV_SLEEP_NO_FDS,           /* nothing to poll: the caller sleeps */
+};
+/* The caller's last look before the poll: true if there is work; it may
+ * shorten *ms. */
+typedef bool pmv_sleep_look_fn(void *arg, int *ms);
+bool pmv_cq_core_busy(struct pmv_cq *cq, struct fid_fabric *fabric);
+bool pmv_cq_sleeper_trywait(struct pmv_cq *cq, struct fid_fabric *fabric);
 int pmv_cq_wait_fds(struct pmv_cq *cq, struct pollfd *fds, unsigned max);
+enum pmv_sleep_end pmv_cq_sleep(struct pmv_cq *cq, const void *on,
+				struct pollfd *fds, int n, int *ms,
+				pmv_sleep_look_fn *look, void *arg);
+/* pmv_cq_wait.c */
 int pmv_cq_sleepers(const struct pmv_cq *cq);
 void pmv_cq_wake_sleepers(struct pmv_cq *cq);
 void pmv_cq_wake(struct pmv_cq *cq);
 void pmv_cq_progress_core(struct pmv_cq *cq);
 void pmv_cq_wake_waiters(struct pmv_cq *cq, bool found);
 bool pmv_cq_agent_trywait(struct pmv_cq *cq, struct fid_fabric *fabric);
-bool pmv_cq_sleeper_trywait(struct pmv_cq *cq, struct fid_fabric *fabric);
 
 #endif /* PMV_QUEUES_H */

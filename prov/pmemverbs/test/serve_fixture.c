@@ -75,6 +75,7 @@ void serve_setup(void)
 	pthread_mutex_init(&t_dom.lock, NULL);
 	open_region();
 	t_rx = calloc(1, sizeof(*t_rx));
+	t_rx->domain = &t_dom;
 	pthread_mutex_init(&t_rx->aux_lock, NULL);
 	pmv_hooks_init(&t_rx->hooks);
 	t_ep.core = &t_core;

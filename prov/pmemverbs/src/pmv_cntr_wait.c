@@ -236,7 +236,7 @@ static bool pmv_cntr_sleep_on(struct pmv_cntr *cntr, struct pmv_cq *cq,
 	int n = pmv_cq_wait_fds(cq, fds, PMV_CNTR_FDS);
 	struct pmv_cntr_look look = { cntr, threshold, alone };
 
-	switch (pmv_cq_sleep(cq, cq, fds, n, &ms, pmv_cntr_look, &look)) {
+	switch (pmv_cq_sleep(cq, fds, n, &ms, pmv_cntr_look, &look)) {
 	case PMV_SLEEP_TIMEOUT:
 		return false;
 	case PMV_SLEEP_CORE_BUSY:

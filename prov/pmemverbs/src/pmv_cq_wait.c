@@ -88,7 +88,7 @@ static bool pmv_cq_poll_woken(struct pmv_cq *cq, struct pollfd *fds,
 {
 	bool bytes = false;
 
-	if (pmv_cq_sleep(cq, cq, fds, (int) n, &ms, pmv_cq_look_ready, cq) !=
+	if (pmv_cq_sleep(cq, fds, (int) n, &ms, pmv_cq_look_ready, cq) !=
 	    PMV_SLEEP_WOKEN)
 		return false;
 	for (nfds_t i = 0; i < n && !bytes; i++)

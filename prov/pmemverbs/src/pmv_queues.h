@@ -100,9 +100,8 @@ typedef bool pmv_sleep_look_fn(void *arg, int *ms);
 bool pmv_cq_core_busy(struct pmv_cq *cq, struct fid_fabric *fabric);
 bool pmv_cq_sleeper_trywait(struct pmv_cq *cq, struct fid_fabric *fabric);
 int pmv_cq_wait_fds(struct pmv_cq *cq, struct pollfd *fds, unsigned max);
-enum pmv_sleep_end pmv_cq_sleep(struct pmv_cq *cq, const void *on,
-				struct pollfd *fds, int n, int *ms,
-				pmv_sleep_look_fn *look, void *arg);
+enum pmv_sleep_end pmv_cq_sleep(struct pmv_cq *cq, struct pollfd *fds, int n,
+				int *ms, pmv_sleep_look_fn *look, void *arg);
 /* pmv_cq_wait.c */
 int pmv_cq_sleepers(const struct pmv_cq *cq);
 void pmv_cq_wake_sleepers(struct pmv_cq *cq);

@@ -61,21 +61,20 @@ int pmv_cq_wait_fds(struct pmv_cq *cq, struct pollfd *fds, unsigned max)
 }
 
 /*
- * One sleep of an application thread on `on` (its CQ, or its counter's)
- * through core CQ cq, up to *ms: listed as asleep on on (pmv_wake.c),
- * then fi_trywait of cq's core (pmv_cq_sleeper_trywait), then the
- * caller's last look (look(arg, ms): true if there is work; it may
- * shorten *ms), then a poll of fds (n of the core's, with room for one
- * more: this thread's eventfd, whose revents fds[n] then holds), then
- * unlisted.  Listed before fi_trywait
+ * One sleep of an application thread on cq (in its fi_cq_sread, or in
+ * fi_cntr_wait through the CQ of the counter's endpoint), up to *ms:
+ * listed as asleep on cq (pmv_wake.c), then fi_trywait of cq's core
+ * (pmv_cq_sleeper_trywait), then the caller's last look (look(arg, ms):
+ * true if there is work; it may shorten *ms), then a poll of fds (n of
+ * the core's, with room for one more: this thread's eventfd, whose
+ * revents fds[n] then holds), then unlisted.  Listed before fi_trywait
  * and the look, a wake written after them (an entry pmemverbs queued, a
  * commit another thread started) ends the poll, even if another thread's
  * fi_trywait drained the core's signal.  With no fds (n <= 0), nothing is
  * listed or polled: PMV_SLEEP_NO_FDS, and the caller sleeps its own way.
  */
-enum pmv_sleep_end pmv_cq_sleep(struct pmv_cq *cq, const void *on,
-				struct pollfd *fds, int n, int *ms,
-				pmv_sleep_look_fn *look, void *arg)
+enum pmv_sleep_end pmv_cq_sleep(struct pmv_cq *cq, struct pollfd *fds, int n,
+				int *ms, pmv_sleep_look_fn *look, void *arg)
 {
 	struct pmv_sleeper s = { .slot = NULL };
 	nfds_t all = 0;
@@ -83,9 +82,8 @@ enum pmv_sleep_end pmv_cq_sleep(struct pmv_cq *cq, const void *on,
 
 	if (n > 0) {
 		fds[n] = (struct pollfd) { .fd = -1 }; /* no eventfd yet */
-		all = (nfds_t) n + pmv_sleep_begin(&s, cq->domain, on, &fds[n]);
+		all = (nfds_t) n + pmv_sleep_begin(&s, cq->domain, cq, &fds[n]);
 	}
-
 	if (pmv_cq_sleeper_trywait(cq, cq->domain->fabric->core))
 		end = PMV_SLEEP_CORE_BUSY;
 	else if (look(arg, ms))

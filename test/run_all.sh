@@ -117,6 +117,8 @@ run_idle_commits 9443 cntr
 section "targets on a counter"
 run_cntr_target 9450 cache_line busy
 run_cntr_target 9451 page passive
+section "targets without an agent thread"
+run_agent_thread 9480
 run_package 9470
 section "fi_pingpong through pmemverbs"
 export FI_PROVIDER_PATH=$BUILD/.libs

@@ -254,6 +254,17 @@ run_cntr_target() {
 		-m read8,write,commit
 }
 
+# FI_PMEMVERBS_AGENT_THREAD=0: targets with no agent thread served by
+# their own reads and waits, every commit checked by the oracle
+# (test/integration/run_agent_thread.sh).
+run_agent_thread() {
+	local out
+	out=$(bash "$ROOT/test/integration/run_agent_thread.sh" "$ROOT" \
+		"$BUILD" "$1" 2>&1)
+	printf '%s\n' "$out"
+	add_suite "${FUNCNAME[0]}" "$out"
+}
+
 # fi_info through libfabric: FI_RMA_PMEM on MSG entries; RDM entries carry
 # it only for hints that ask for it (fi_info cannot: pmv_rdm_test and the
 # unit tests check those), so the pass-through pmemverbs;ofi_rxm RDM

@@ -137,3 +137,10 @@ judge_role() {
 		report FAIL "$prefix/$role" "$(describe_rc "$rc" "$dir/$role.err")"
 	fi
 }
+
+# An empty persistence-oracle log at $1 (FI_PMEMVERBS_ORACLE of a test
+# build's target; fi_pmem_lat -O): its magic ("VMPELCRO", PMV_ORACLE_MAGIC
+# little-endian) and room for its records.
+pmv_oracle_log() {
+	printf 'VMPELCRO' >"$1" && truncate -s 8M "$1"
+}

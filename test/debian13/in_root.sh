@@ -21,7 +21,7 @@
 # Ports PORT_BASE .. PORT_BASE+1499 and +1700 (durability +0..+300 and its
 # probe +900, durability RDM +800..+826 and its probe +1700, hostile +350,
 # threads +400, crash +500, fi_pingpong +600, demo +650, sread-then-sleep
-# +660, integration +700, upstream fabtests 2.1 +900, SOS +1000..+1499;
+# +660, no agent thread +670, integration +700, upstream fabtests 2.1 +900, SOS +1000..+1499;
 # one suite at a time).
 set -u
 
@@ -229,6 +229,9 @@ elif build; then
 		"$BUILD/test/threads/pmv_threads" $((PORT + 400))
 	suite "the end of an fi_cq_sread hands its endpoint back to the agent" \
 		bash "$SRC/test/idle/run_sread_then_sleep.sh" "$BUILD" $((PORT + 660))
+	suite "targets without an agent thread" bash \
+		"$SRC/test/integration/run_agent_thread.sh" "$SRC" "$BUILD" \
+		$((PORT + 670))
 	suite "crash loop ($CRASH_CYCLES cycles)" env PMV_CRASH_CYCLES="$CRASH_CYCLES" \
 		bash "$SRC/test/crash/run_crash.sh" "$BUILD" $((PORT + 500))
 	section "fi_pingpong through pmemverbs"

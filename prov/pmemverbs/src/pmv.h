@@ -67,6 +67,7 @@ struct pmv_params {
 	int scope_gap;        /* FI_PMEMVERBS_SCOPE_GAP */
 	int fill_holes;       /* FI_PMEMVERBS_FILL_HOLES */
 	int agent_spin_us;    /* FI_PMEMVERBS_AGENT_SPIN_US */
+	int agent_thread;     /* FI_PMEMVERBS_AGENT_THREAD */
 	int sread_spin_us;    /* FI_PMEMVERBS_SREAD_SPIN_US */
 	char *oracle;         /* FI_PMEMVERBS_ORACLE (test only) */
 	int fault_skip;       /* FI_PMEMVERBS_FAULT_SKIP_EXTENT (test only) */

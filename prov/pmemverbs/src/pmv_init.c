@@ -85,6 +85,17 @@ static void pmv_define_params(void)
 			"commit requests after the last one before it sleeps "
 			"(over tcp on the core CQs' fds, with no timeout). "
 			"Default 200.");
+	fi_param_define(&pmv_prov, "agent_thread", FI_PARAM_BOOL,
+			"Over tcp, run a target agent thread per domain with "
+			"FI_RMA_PMEM endpoints, which serves the peers' commit "
+			"requests while the application does not progress. "
+			"0: no thread; requests are served only while the "
+			"application reads or waits on its endpoints' CQs or "
+			"counters (FI_PROGRESS_MANUAL), so a target that reads "
+			"nothing, or waits only in fi_eq_sread, leaves its "
+			"peers' commits waiting until they fail with "
+			"FI_ETIMEDOUT. Over verbs the thread always runs. "
+			"Default: yes.");
 	fi_param_define(&pmv_prov, "sread_spin_us", FI_PARAM_INT,
 			"Over tcp, microseconds an fi_cq_sread on a CQ (or an "
 			"fi_cntr_wait on a counter) with FI_RMA_PMEM endpoints "
@@ -203,6 +214,7 @@ static void pmv_read_params(void)
 		pmv_params.core_prov = core;
 	pmv_params.extent_limit = 4;
 	pmv_params.agent_spin_us = 200;
+	pmv_params.agent_thread = 1;
 	pmv_params.sread_spin_us = 50;
 	pmv_params.ddio = 1;
 	pmv_params.peer_timeout_ms = 10000;
@@ -226,6 +238,7 @@ static void pmv_read_params(void)
 	}
 	fi_param_get_int(&pmv_prov, "agent_spin_us", &pmv_params.agent_spin_us);
 	fi_param_get_int(&pmv_prov, "sread_spin_us", &pmv_params.sread_spin_us);
+	pmv_get_bool("agent_thread", &pmv_params.agent_thread);
 	fi_param_get_int(&pmv_prov, "peer_timeout_ms",
 			 &pmv_params.peer_timeout_ms);
 	fi_param_get_int(&pmv_prov, "peer_probe_ms", &pmv_params.peer_probe_ms);

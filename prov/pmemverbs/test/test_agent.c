@@ -86,6 +86,43 @@ Test(agent, a_failed_start_leaves_no_closed_wake_fd)
 	cr_assert_eq(fi_close(&fid->fid), 0);
 }
 
+/*
+ * FI_PMEMVERBS_AGENT_THREAD=0 over tcp: the endpoint joins the domain's
+ * list of target endpoints (pushes and generations walk it), no thread
+ * starts and no eventfd is named for wakes; over verbs the thread runs
+ * anyway (a request written into the inbox ends no wait).  The domain's
+ * close frees the list.
+ */
+Test(agent, no_agent_thread_over_tcp_when_the_parameter_is_0)
+{
+	struct pmv_domain *dom = fixture_domain();
+	struct fid_ep *fid;
+	struct pmv_ep *ep = open_pmem_ep(&fid);
+	int before = thread_count(), saved = pmv_params.agent_thread;
+	uint8_t transport = dom->transport;
+
+	pmv_params.agent_thread = 0;
+	dom->transport = PMV_TRANSPORT_TCP;
+	cr_assert_eq(pmv_agent_add(dom, ep), 0);
+	cr_assert_not_null(dom->agent);
+	cr_assert_not(dom->agent->threaded);
+	cr_assert_eq(LIST_FIRST(&dom->agent->eps), ep, "the endpoint is listed");
+	cr_assert_lt(dom->agent_wake_fd, 0, "no eventfd for wakes");
+	cr_assert_eq(thread_count(), before, "no thread started");
+	pmv_agent_remove(dom, ep);
+	pmv_agent_stop(dom);
+	cr_assert_null(dom->agent);
+	dom->transport = PMV_TRANSPORT_IB;
+	cr_assert_eq(pmv_agent_add(dom, ep), 0);
+	cr_assert(dom->agent->threaded, "over verbs the thread runs");
+	cr_assert_eq(thread_count(), before + 1);
+	pmv_agent_remove(dom, ep);
+	pmv_agent_stop(dom);
+	dom->transport = transport;
+	pmv_params.agent_thread = saved;
+	cr_assert_eq(fi_close(&fid->fid), 0);
+}
+
 /* The provider's cleanup (libfabric unloads the plugin), from a thread:
  * records how many threads the process had when it returned. */
 static void *run_cleanup(void *threads_at_return)

@@ -218,7 +218,47 @@ static void *pmv_agent_main(void *arg)
 	}
 }
 
-/* Starts the domain's agent thread (domain lock held). */
+/*
+ * Whether dom's target endpoints get an agent thread: always over verbs
+ * (a request written into the inbox makes no fd readable, so no wait of
+ * the application's ends on it); over tcp unless FI_PMEMVERBS_AGENT_THREAD
+ * is 0, where the application's reads and waits serve them (its waits
+ * sleep on the core CQs' fds, which the requests' bytes make readable).
+ */
+static bool pmv_agent_threaded(const struct pmv_domain *dom)
+{
+	return pmv_params.agent_thread || dom->transport != PMV_TRANSPORT_TCP;
+}
+
+/* Starts agent's thread and lists it (domain lock held); its eventfd made. */
+static int pmv_agent_start_thread(struct pmv_domain *dom,
+				  struct pmv_agent *agent)
+{
+	/* a thread's resources: the allocation fault point covers them */
+	int ret = pmv_fault(PMV_FAULT_ALLOC) ? EAGAIN :
+		  pthread_create(&agent->thread, NULL, pmv_agent_main, dom);
+
+	if (ret) {
+		PMV_WARN(FI_LOG_DOMAIN, "could not create the agent thread: "
+			 "%s; raise the process's thread limit or free memory\n",
+			 strerror(ret));
+		return -FI_EAGAIN;
+	}
+	agent->threaded = true;
+	(void) pthread_setname_np(agent->thread, "pmv_agent");
+	pmv_lock(&pmv_agents_lock, PMV_LOCK_AGENTS);
+	agent->next = pmv_agents;
+	pmv_agents = agent;
+	pmv_unlock(&pmv_agents_lock, PMV_LOCK_AGENTS);
+	return 0;
+}
+
+/*
+ * Makes the domain's agent: the list of its target endpoints (which
+ * profile pushes and generations also walk) and, unless the application
+ * progresses them alone (pmv_agent_threaded), the thread that serves
+ * them; domain lock held.
+ */
 static int pmv_agent_start(struct pmv_domain *dom)
 {
 	struct pmv_agent *agent = pmv_fault(PMV_FAULT_ALLOC) ? NULL :
@@ -228,34 +268,28 @@ static int pmv_agent_start(struct pmv_domain *dom)
 	if (!agent)
 		return -FI_ENOMEM;
 	LIST_INIT(&agent->eps);
+	agent->domain = dom;
+	agent->wake_fd = -1;
+	pmv_serve_init();
+	if (!pmv_agent_threaded(dom)) {
+		dom->agent = agent; /* dom->agent_wake_fd stays -1: no wakes */
+		return 0;
+	}
 	agent->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (agent->wake_fd < 0) {
 		free(agent);
 		return -FI_ENOMEM;
 	}
-	pmv_serve_init();
 	dom->agent = agent;
 	dom->agent_wake_fd = agent->wake_fd;
-	agent->domain = dom;
-	/* a thread's resources: the allocation fault point covers them */
-	ret = pmv_fault(PMV_FAULT_ALLOC) ? EAGAIN :
-	      pthread_create(&agent->thread, NULL, pmv_agent_main, dom);
+	ret = pmv_agent_start_thread(dom, agent);
 	if (ret) {
-		PMV_WARN(FI_LOG_DOMAIN, "could not create the agent thread: "
-			 "%s; raise the process's thread limit or free memory\n",
-			 strerror(ret));
 		dom->agent = NULL;
 		dom->agent_wake_fd = -1; /* names no fd, not the closed one */
 		close(agent->wake_fd);
 		free(agent);
-		return -FI_EAGAIN;
 	}
-	(void) pthread_setname_np(agent->thread, "pmv_agent");
-	pmv_lock(&pmv_agents_lock, PMV_LOCK_AGENTS);
-	agent->next = pmv_agents;
-	pmv_agents = agent;
-	pmv_unlock(&pmv_agents_lock, PMV_LOCK_AGENTS);
-	return 0;
+	return ret;
 }
 
 /*
@@ -398,21 +432,15 @@ static bool pmv_agent_unlist(struct pmv_agent *agent)
 	return found;
 }
 
-/*
- * Stops an agent taken off the list of running agents and joins it: its
- * sleeps end on its eventfd, its naps within 1 ms, and it takes no lock
- * that a thread stopping it holds; then frees it.
- */
-static void pmv_agent_halt(struct pmv_agent *agent)
+/* Frees a stopped agent (its thread, if it had one, joined). */
+static void pmv_agent_free(struct pmv_agent *agent)
 {
 	struct pmv_domain *dom = agent->domain;
 
-	__atomic_store_n(&agent->stop, true, __ATOMIC_RELEASE);
-	pmv_agent_wake(agent);
-	pthread_join(agent->thread, NULL);
 	dom->agent = NULL;
 	dom->agent_wake_fd = -1;
-	close(agent->wake_fd);
+	if (agent->wake_fd >= 0)
+		close(agent->wake_fd);
 	pmv_agent_sleep_free(agent);
 	pmv_agent_plan_free(&agent->plan);
 	free(agent->snap);
@@ -420,9 +448,24 @@ static void pmv_agent_halt(struct pmv_agent *agent)
 	free(agent);
 }
 
+/*
+ * Stops an agent taken off the list of running agents and joins it: its
+ * sleeps end on its eventfd, its naps within 1 ms, and it takes no lock
+ * that a thread stopping it holds; then frees it.
+ */
+static void pmv_agent_halt(struct pmv_agent *agent)
+{
+	__atomic_store_n(&agent->stop, true, __ATOMIC_RELEASE);
+	pmv_agent_wake(agent);
+	pthread_join(agent->thread, NULL);
+	pmv_agent_free(agent);
+}
+
 void pmv_agent_stop(struct pmv_domain *dom)
 {
-	if (dom->agent && pmv_agent_unlist(dom->agent))
+	if (dom->agent && !dom->agent->threaded)
+		pmv_agent_free(dom->agent);
+	else if (dom->agent && pmv_agent_unlist(dom->agent))
 		pmv_agent_halt(dom->agent);
 }
 

@@ -55,6 +55,9 @@ struct pmv_agent_plan {
 
 struct pmv_agent {
 	pthread_t thread;
+	bool threaded;          /* thread runs (pmv_agent_threaded): else
+				 * only the list of the domain's target
+				 * endpoints, served by the application */
 	bool stop;
 	LIST_HEAD(, pmv_ep) eps; /* under domain->lock */
 	struct pmv_domain *domain;

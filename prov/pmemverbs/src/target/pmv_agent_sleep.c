@@ -301,7 +301,8 @@ void pmv_agent_wake(struct pmv_agent *agent)
 {
 	uint64_t one = 1;
 
-	(void) !write(agent->wake_fd, &one, sizeof(one));
+	if (agent->wake_fd >= 0) /* a thread sleeps on it */
+		(void) !write(agent->wake_fd, &one, sizeof(one));
 }
 
 void pmv_agent_sleep_free(struct pmv_agent *agent)

@@ -90,8 +90,8 @@ Test(agent, a_failed_start_leaves_no_closed_wake_fd)
  * FI_PMEMVERBS_AGENT_THREAD=0 over tcp: the endpoint joins the domain's
  * list of target endpoints (pushes and generations walk it), no thread
  * starts and no eventfd is named for wakes; over verbs the thread runs
- * anyway (a request written into the inbox ends no wait).  The domain's
- * close frees the list.
+ * anyway (a request written into the inbox ends no wait).  Stopped, a
+ * threadless agent is freed at once (nothing to join).
  */
 Test(agent, no_agent_thread_over_tcp_when_the_parameter_is_0)
 {

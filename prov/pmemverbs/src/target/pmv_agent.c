@@ -230,7 +230,8 @@ static bool pmv_agent_threaded(const struct pmv_domain *dom)
 	return pmv_params.agent_thread || dom->transport != PMV_TRANSPORT_TCP;
 }
 
-/* Starts agent's thread and lists it (domain lock held); its eventfd made. */
+/* Starts the agent's thread, its eventfd made, and lists it among the
+ * running agents (domain lock held). */
 static int pmv_agent_start_thread(struct pmv_domain *dom,
 				  struct pmv_agent *agent)
 {

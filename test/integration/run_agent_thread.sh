@@ -23,7 +23,7 @@ tpid=
 trap 'pmv_stop "$tpid"; pmv_scratch_remove' EXIT
 
 BIN=$BUILD/fabtests/benchmarks/fi_pmem_lat
-passed=0 failed=0
+passed=0 failed=0 # report's counts (pmv_suite.sh)
 export FI_PROVIDER_PATH=$BUILD/.libs
 
 # Agent threads seen in the target (the child of timeout $1) over the
@@ -49,8 +49,7 @@ run_one() {
 	local env=(TMPDIR="$SHM" PMEM2_FORCE_GRANULARITY=page
 		   FI_PMEMVERBS_ORACLE="$log")
 	if ! pmv_oracle_log "$log"; then
-		echo "FAIL agent-thread $name: cannot create $log"
-		failed=$((failed + 1))
+		report FAIL "agent-thread $name" "cannot create $log"
 		return
 	fi
 	[[ -n $param ]] && env+=(FI_PMEMVERBS_AGENT_THREAD="$param")
@@ -59,8 +58,8 @@ run_one() {
 	tpid=$!
 	if ! wait_line "$tpid" "$WORK/target.$PORT.err" '\[target\] .* listening'; then
 		wait "$tpid"
-		echo "FAIL agent-thread $name: no target listening: $(describe_side target $? "$WORK/target.$PORT.err")"
-		tpid= failed=$((failed + 1)) PORT=$((PORT + 1))
+		report FAIL "agent-thread $name" "no target listening: $(describe_side target $? "$WORK/target.$PORT.err")"
+		tpid= PORT=$((PORT + 1))
 		return
 	fi
 	timeout "$PROC_TIMEOUT" "$BIN" -s 127.0.0.1 -B "$PORT" -S 64,4096 \
@@ -74,11 +73,9 @@ run_one() {
 	tpid=
 	early=$(grep -m1 '^early:' "$WORK/initiator.$PORT.out")
 	if [[ -z $out && $seen -eq $want && $early =~ ^early:\ 0\ of\ [1-9] && $early == *"; 0 checks failed"* ]]; then
-		echo "PASS agent-thread $name: $seen agent threads seen, ${early#early: }"
-		passed=$((passed + 1))
+		report PASS "agent-thread $name" "$seen agent threads seen, ${early#early: }"
 	else
-		failed=$((failed + 1))
-		echo "FAIL agent-thread $name: $seen agent threads seen (want $want); ${early:-no oracle line}${out:+; $out}"
+		report FAIL "agent-thread $name" "$seen agent threads seen (want $want); ${early:-no oracle line}${out:+; $out}"
 	fi
 	PORT=$((PORT + 1))
 }

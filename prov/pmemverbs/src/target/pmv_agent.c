@@ -254,6 +254,23 @@ static int pmv_agent_start_thread(struct pmv_domain *dom,
 	return 0;
 }
 
+/* Frees a stopped agent (its thread, if it had one, joined) or one whose
+ * thread did not start, and leaves the domain naming neither it nor its fd. */
+static void pmv_agent_free(struct pmv_agent *agent)
+{
+	struct pmv_domain *dom = agent->domain;
+
+	dom->agent = NULL;
+	dom->agent_wake_fd = -1;
+	if (agent->wake_fd >= 0)
+		close(agent->wake_fd);
+	pmv_agent_sleep_free(agent);
+	pmv_agent_plan_free(&agent->plan);
+	free(agent->snap);
+	free(agent->snap_new);
+	free(agent);
+}
+
 /*
  * Makes the domain's agent: the list of its target endpoints (which
  * profile pushes and generations also walk) and, unless the application
@@ -284,12 +301,8 @@ static int pmv_agent_start(struct pmv_domain *dom)
 	dom->agent = agent;
 	dom->agent_wake_fd = agent->wake_fd;
 	ret = pmv_agent_start_thread(dom, agent);
-	if (ret) {
-		dom->agent = NULL;
-		dom->agent_wake_fd = -1; /* names no fd, not the closed one */
-		close(agent->wake_fd);
-		free(agent);
-	}
+	if (ret) /* dom->agent_wake_fd then names no fd, not the closed one */
+		pmv_agent_free(agent);
 	return ret;
 }
 
@@ -431,22 +444,6 @@ static bool pmv_agent_unlist(struct pmv_agent *agent)
 	}
 	pmv_unlock(&pmv_agents_lock, PMV_LOCK_AGENTS);
 	return found;
-}
-
-/* Frees a stopped agent (its thread, if it had one, joined). */
-static void pmv_agent_free(struct pmv_agent *agent)
-{
-	struct pmv_domain *dom = agent->domain;
-
-	dom->agent = NULL;
-	dom->agent_wake_fd = -1;
-	if (agent->wake_fd >= 0)
-		close(agent->wake_fd);
-	pmv_agent_sleep_free(agent);
-	pmv_agent_plan_free(&agent->plan);
-	free(agent->snap);
-	free(agent->snap_new);
-	free(agent);
 }
 
 /*

@@ -6,14 +6,18 @@ Usage: pmv_timeline.py INITIATOR_FILE TARGET_FILE [LAST]
 
 The files are what a measurement build of pmemverbs (configure
 --enable-timeline) writes at unload to FI_PMEMVERBS_TIMELINE.PID, one
-"mark nanoseconds" per line (marks: prov/pmemverbs/src/pmv_timeline.h).
+"mark nanoseconds thread" per line (marks: prov/pmemverbs/src/pmv_timeline.h;
+files without the thread id read as one thread).
 The initiator's commits and the target's served requests are lined up in
 order (one request per commit: fi_pmem_lat -m commit), the last LAST of
 them (default 2000: the warmup left out); both sides read one clock
 (CLOCK_MONOTONIC, one host).  Prints the median and 90th percentile of
 each step in microseconds, over the commits that made both its marks
 (with their count when not all did: a request the agent thread served,
-or one served by a counter wait, has no CQ read's marks).
+or one served by a counter wait, has no CQ read's marks).  The target's
+marks are grouped per thread: the agent thread may serve one request
+while the application's CQ read runs, and that read's return must not
+end the agent's request.
 """
 import statistics
 import sys
@@ -49,19 +53,21 @@ STEPS = [
 
 
 def load(path):
+    """(mark, ns, thread) per line; thread 0 when the file has none."""
     with open(path, encoding='ascii') as f:
-        return [tuple(int(x) for x in line.split()) for line in f]
+        return [tuple(int(x) for x in (line.split() + ['0'])[:3])
+                for line in f]
 
 
 def group(marks, opens, keep, last, whole, after=None):
     """Splits marks into one dict of marks per commit or request.  A mark
     of opens starts one (unless the one open lacks it); keep: the marks it
     takes (the first of each; a mark in after only once the mark it names
-    came); it ends at last; one that ends otherwise counts if it holds
-    whole."""
+    came); it ends at last; it counts if it holds whole (a CQ read that
+    found its request served by another thread holds no serving)."""
     out, cur = [], None
     after = after or {}
-    for mark, ns in marks:
+    for mark, ns, *_ in marks:
         if mark in opens and (cur is None or mark in cur):
             if cur is not None and whole in cur:
                 out.append(cur)
@@ -70,7 +76,8 @@ def group(marks, opens, keep, last, whole, after=None):
               (mark not in after or after[mark] in cur)):
             cur[mark] = ns
             if mark == last:
-                out.append(cur)
+                if whole in cur:
+                    out.append(cur)
                 cur = None
     if cur is not None and whole in cur:
         out.append(cur)
@@ -87,10 +94,14 @@ def initiator_commits(marks):
 def target_serves(marks):
     """Each request's marks, from the CQ read that took it (or its
     serving, when no CQ read took it) to that read's return (or the ack
-    written)."""
-    return group(marks, {READ, SERVE},
-                 {GATE, SERVE, PERSIST, CHECKED, SYNC, SYNCED, PERSISTED,
-                  SERVED, ACK, ACKED, READ_DONE}, READ_DONE, ACKED)
+    written), grouped in the thread that marked them, in the order they
+    were served."""
+    out = []
+    for tid in {m[2] for m in marks}:
+        out += group([m for m in marks if m[2] == tid], {READ, SERVE},
+                     {GATE, SERVE, PERSIST, CHECKED, SYNC, SYNCED, PERSISTED,
+                      SERVED, ACK, ACKED, READ_DONE}, READ_DONE, ACKED)
+    return sorted(out, key=lambda req: req[SERVE])
 
 
 def main():

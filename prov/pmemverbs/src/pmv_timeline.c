@@ -5,6 +5,7 @@
  * lock: one atomic add per mark); marks past its end are dropped.
  */
 #include <stdio.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,8 +19,11 @@
 static struct {
 	uint64_t ns;
 	uint32_t mark;
+	uint32_t tid;
 } pmv_timeline[PMV_TIMELINE_MARKS];
 static unsigned pmv_timeline_n;
+/* The marking thread's kernel id, asked once per thread. */
+static __thread uint32_t pmv_timeline_tid;
 
 uint64_t pmv_timeline_now(void)
 {
@@ -33,9 +37,12 @@ void pmv_mark_at(enum pmv_mark m, uint64_t ns)
 {
 	unsigned i = __atomic_fetch_add(&pmv_timeline_n, 1, __ATOMIC_RELAXED);
 
+	if (!pmv_timeline_tid)
+		pmv_timeline_tid = (uint32_t) syscall(SYS_gettid);
 	if (i < PMV_TIMELINE_MARKS) {
 		pmv_timeline[i].ns = ns;
 		pmv_timeline[i].mark = (uint32_t) m;
+		pmv_timeline[i].tid = pmv_timeline_tid;
 	}
 }
 
@@ -51,8 +58,8 @@ void pmv_timeline_init(void)
 	fi_param_define(&pmv_prov, "timeline", FI_PARAM_STRING,
 			"Measurement builds only: where each process writes "
 			"the time of every step of its commits at exit "
-			"(PATH.PID, one mark and CLOCK_MONOTONIC nanoseconds "
-			"per line). Default: unset.");
+			"(PATH.PID, one mark, CLOCK_MONOTONIC nanoseconds "
+			"and thread id per line). Default: unset.");
 	if (!fi_param_get_str(&pmv_prov, "timeline", &base) && base)
 		snprintf(pmv_timeline_path, sizeof(pmv_timeline_path),
 			 "%s.%d", base, (int) getpid());
@@ -76,8 +83,9 @@ __attribute__((destructor)) static void pmv_timeline_write(void)
 		return;
 	}
 	for (unsigned i = 0; i < n && i < PMV_TIMELINE_MARKS; i++)
-		fprintf(f, "%u %llu\n", pmv_timeline[i].mark,
-			(unsigned long long) pmv_timeline[i].ns);
+		fprintf(f, "%u %llu %u\n", pmv_timeline[i].mark,
+			(unsigned long long) pmv_timeline[i].ns,
+			pmv_timeline[i].tid);
 	fclose(f);
 }
 #endif

@@ -4,8 +4,9 @@
  * (configure --enable-timeline, PMV_TIMELINE).  Each step of a commit on
  * either side stores its CLOCK_MONOTONIC time and its mark; at exit (or
  * unload) the process writes them to FI_PMEMVERBS_TIMELINE.PID, one
- * "mark ns" per line, for fabtests/scripts/pmv_timeline.py, which lines
- * the two sides of each commit up (one host: one clock).  The numbers are
+ * "mark ns tid" per line (tid: the marking thread's kernel id), for
+ * fabtests/scripts/pmv_timeline.py, which lines the two sides of each
+ * commit up (one host: one clock).  The numbers are
  * that file's format.  In other builds each mark is nothing.
  */
 #ifndef PMV_TIMELINE_H

@@ -104,6 +104,7 @@ run_upstream_fabtests "$BUILD" 30500
 run_sos "$BUILD" 31000
 run_pmem normal "$BUILD" 9800
 run_pmem_rdm normal "$BUILD" 29000
+run_pmem_threadless normal "$BUILD" 29200
 run_hostile normal "$BUILD" 10400
 run_threads normal "$BUILD" 12500
 run_failure normal "$BUILD" 9380
@@ -164,7 +165,7 @@ fi
 # libfabric 2.1 (Debian 13): about 5 minutes with the root cached (2 of
 # them upstream fabtests 2.1, test/fabtests/README.md), one
 # more to make it, SOS (every sixth test) about 2 more
-# (test/debian13/run_debian13.sh; ports 28000-29499 and 29700).
+# (test/debian13/run_debian13.sh; ports 28000-29540, 29700 and 30400).
 run_debian13() {
 	local out
 	if [[ ${PMV_TEST_DEBIAN13:-1} == 0 ]]; then

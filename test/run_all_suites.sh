@@ -81,6 +81,17 @@ run_pmem_rdm() {
 		"$ROOT/test/pmem/run_pmem_tests.sh" "$dir/test/pmem/pmv_commit_test"
 }
 
+# The durability runs whose targets read every connection, on targets
+# without the agent thread (run_pmem_tests.sh with PMV_SUITE=threadless:
+# FI_PMEMVERBS_AGENT_THREAD=0, MSG then RDM; ports 29200-29240 and the
+# read-close probe's 30100).
+run_pmem_threadless() {
+	local label=$1 dir=$2 port_base=$3
+	section "durability tests on targets without an agent thread ($label)"
+	suite_script "$dir" PMV_PORT_BASE="$port_base" PMV_SUITE=threadless \
+		"$ROOT/test/pmem/run_pmem_tests.sh" "$dir/test/pmem/pmv_commit_test"
+}
+
 # A hostile peer on the plain tcp core writes crafted requests into a
 # pmemverbs target's inbox while an honest initiator commits: the target
 # survives, its guard bytes hold, the honest commits all complete

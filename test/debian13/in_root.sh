@@ -18,11 +18,12 @@
 # ..; results in BUILD_DIR/results).
 # With "fabtests": the build, then upstream fabtests 2.1 alone (ports
 # PORT_BASE .. +99).
-# Ports PORT_BASE .. PORT_BASE+1499 and +1700 (durability +0..+300 and its
-# probe +900, durability RDM +800..+826 and its probe +1700, hostile +350,
-# threads +400, crash +500, fi_pingpong +600, demo +650, sread-then-sleep
-# +660, no agent thread +670, integration +700, upstream fabtests 2.1 +900, SOS +1000..+1499;
-# one suite at a time).
+# Ports PORT_BASE .. PORT_BASE+1540, +1700 and +2400 (durability +0..+300
+# and its probe +900, durability RDM +800..+826 and its probe +1700,
+# hostile +350, threads +400, crash +500, fi_pingpong +600, demo +650,
+# sread-then-sleep +660, no agent thread +670, integration +700, upstream
+# fabtests 2.1 +900, SOS +1000..+1499, durability without the agent
+# thread +1500..+1540 and its probe +2400; one suite at a time).
 set -u
 
 if [[ $# -lt 3 || $# -gt 4 || ! -d $1 || ! ${4:-bench} =~ ^(bench|fabtests)$ ]]; then
@@ -221,6 +222,10 @@ elif build; then
 	suite durability env PMV_PORT_BASE="$PORT" bash "$SRC/test/pmem/run_pmem_tests.sh" \
 		"$BUILD/test/pmem/pmv_commit_test"
 	suite "durability RDM" env PMV_SUITE=rdm PMV_PORT_BASE=$((PORT + 800)) \
+		bash "$SRC/test/pmem/run_pmem_tests.sh" \
+		"$BUILD/test/pmem/pmv_commit_test"
+	suite "durability without the agent thread" env PMV_SUITE=threadless \
+		PMV_PORT_BASE=$((PORT + 1500)) \
 		bash "$SRC/test/pmem/run_pmem_tests.sh" \
 		"$BUILD/test/pmem/pmv_commit_test"
 	suite hostile bash "$SRC/test/hostile/run_hostile.sh" \

@@ -26,7 +26,10 @@
 #   PMV_KEEP          set: keep the scratch directory (its path is printed)
 #   PMV_SUITE         rdm: only the FI_EP_RDM runs (pmv_rdm_test, next to
 #                     BIN), each commit checked by the oracle or the
-#                     target's file; two ports for a two-peer run
+#                     target's file; two ports for a two-peer run.
+#                     threadless: targets without the agent thread
+#                     (FI_PMEMVERBS_AGENT_THREAD=0), the runs named in
+#                     THREADLESS_RUNS below, MSG then RDM
 set -u
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -39,6 +42,29 @@ REGION=${PMV_REGION:-}
 EXPECT=${PMV_EXPECT_PROFILE:-}
 RUNS=${PMV_RUNS:-}
 read -r -a TARGET_ENV <<<"${PMV_TARGET_ENV:-}"
+# Without the agent thread only the target's own reads serve its peers
+# (FI_PROGRESS_MANUAL).  These runs' targets read every connection's CQs
+# while commits come: oracle and contents, every re-registration, reopen,
+# move, overtake, late-serve, many-connection, counter, initiator-wait and
+# delivery scenario, the RDM runs.  Left out by design: badinput
+# (commit-while-target-idle: the target stops calling libfabric),
+# immed-flood and wait-modes (the target waits on one connection while
+# the initiator reads another's marker over RMA: only an agent serves it).
+THREADLESS_RUNS="oracle-page oracle-byte-read_flush oracle-cache_line-send
+	contents-cache_line scenario-reopen-page scenario-reopen-byte-joined
+	scenario-rereg-byte scenario-rereg-byte-joined
+	scenario-rereg-byte-no-table scenario-move-byte
+	scenario-move-byte-read_flush scenario-overtake-byte
+	scenario-late-serve-page scenario-late-serve-page-two-writes
+	scenario-many-64x32-cache_line scenario-counters-page
+	scenario-initiator-waits-page scenario-delivery-page-1
+	scenario-delivery-page-0 rdm-page rdm-byte-agent rdm2-byte
+	rdm-sos-page rdm-close-byte-1 rdm-close-byte-2 rdm-close-byte-3
+	rdm-close-byte-4"
+if [[ ${PMV_SUITE:-} == threadless ]]; then
+	TARGET_ENV+=(FI_PMEMVERBS_AGENT_THREAD=0)
+	RUNS=${RUNS:-$(tr -s '\t\n' '  ' <<<"$THREADLESS_RUNS")}
+fi
 PROC_TIMEOUT=150 # seconds, per process
 READY_POLLS=300  # x 0.1 s waiting for the target's READY line (registering
                  # takes seconds in an emulated guest)
@@ -213,8 +239,10 @@ echo "pmemverbs durability tests: $BIN (FI_PROVIDER_PATH=$FI_PROVIDER_PATH, $ADD
 # FI_EP_RDM (ofi_rxm over pmemverbs MSG): commits, pure flushes, fenced
 # pairs, FI_IMMED (checked by the target at arrival), fi_inject_write in a
 # commit's scope, FI_COMMIT_COMPLETE with FI_INJECT refused; one peer (rdm)
-# or two through one AV (rdm2, ports PORT and PORT+1).
-if [[ ${PMV_SUITE:-} == rdm ]]; then
+# or two through one AV (rdm2, ports PORT and PORT+1): pmv_rdm_test, next
+# to BIN.
+rdm_runs() {
+	local RDM_BIN gran i
 	RDM_BIN=$(dirname "$BIN")/pmv_rdm_test
 	for gran in page cache_line byte; do
 		BIN=$RDM_BIN run "rdm-$gran" rdm "$gran" lines yes
@@ -240,6 +268,10 @@ if [[ ${PMV_SUITE:-} == rdm ]]; then
 	for ((i = 1; i <= ${PMV_RDM_CLOSE_RUNS:-16}; i++)); do
 		BIN=$RDM_BIN run "rdm-close-byte-$i" rdm-close byte lines yes
 	done
+}
+
+if [[ ${PMV_SUITE:-} == rdm ]]; then
+	rdm_runs
 	echo "$passed passed, $failed failed"
 	[[ $failed -eq 0 ]]
 	exit
@@ -380,6 +412,9 @@ done
 for dc in 1 0; do
 	DELIVERY=$dc CASE=delivery run "scenario-delivery-page-$dc" scenario page lines yes
 done
+if [[ ${PMV_SUITE:-} == threadless ]]; then
+	PMV_RDM_CLOSE_RUNS=4 rdm_runs
+fi
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -19,7 +19,8 @@
 #   PMV_EXPECT_PROFILE  with PMV_REGION: the profiles the region may report,
 #                     comma-separated (e.g. DMP,MHP or PAGE; default: any
 #                     persistent profile)
-#   PMV_RUNS          only the runs named here (space-separated, e.g.
+#   PMV_RUNS          only the runs named here (space-separated; a name no
+#                     run has is a FAIL; e.g.
 #                     "oracle-byte contents-byte"); default: all
 #   PMV_TARGET_ENV    VAR=VALUE words added to every target's environment
 #                     (e.g. FI_PMEMVERBS_WSP=1)
@@ -187,6 +188,7 @@ run() {
 	local ienv=(-u PMEM2_FORCE_GRANULARITY -u FI_PMEMVERBS_METHOD
 		-u FI_PMEMVERBS_DELIVERY_IS_COMMIT)
 	[[ -z $RUNS || " $RUNS " == *" $name "* ]] || return 0
+	RAN+=" $name"
 	[[ -n ${METHOD:-} ]] && ienv+=(FI_PMEMVERBS_METHOD="$METHOD")
 	[[ -n ${JOIN:-} ]] && ienv+=(FI_PMEMVERBS_JOIN_REQUEST="$JOIN")
 	[[ -n ${PUSH:-} ]] && ienv+=(FI_PMEMVERBS_PUSH_PROFILES="$PUSH")
@@ -234,6 +236,21 @@ run() {
 	"judge_$judge" "$name" "$dir" "$irc"
 }
 
+# Every run PMV_RUNS (or THREADLESS_RUNS) names must have run: a
+# misspelt name is a FAIL, not a run quietly left out.  Then the verdict
+# line and the exit status.
+RAN=
+finish() {
+	local name
+	for name in $RUNS; do
+		[[ " $RAN " == *" $name "* ]] ||
+			report FAIL "$name" "named in PMV_RUNS, but no such run here"
+	done
+	echo "$passed passed, $failed failed"
+	[[ $failed -eq 0 ]]
+	exit
+}
+
 echo "pmemverbs durability tests: $BIN (FI_PROVIDER_PATH=$FI_PROVIDER_PATH, $ADDR, ports from $PORT)"
 
 # FI_EP_RDM (ofi_rxm over pmemverbs MSG): commits, pure flushes, fenced
@@ -272,9 +289,7 @@ rdm_runs() {
 
 if [[ ${PMV_SUITE:-} == rdm ]]; then
 	rdm_runs
-	echo "$passed passed, $failed failed"
-	[[ $failed -eq 0 ]]
-	exit
+	finish
 fi
 
 if [[ -n $REGION ]]; then
@@ -288,9 +303,7 @@ if [[ -n $REGION ]]; then
 	FAULT_PERSIST=1 CASE=persist-fails \
 		run persist-fails-auto badinput auto lines no
 	run exit-with-endpoints-open exit auto exit no
-	echo "$passed passed, $failed failed"
-	[[ $failed -eq 0 ]]
-	exit
+	finish
 fi
 
 for gran in page cache_line byte; do
@@ -416,5 +429,4 @@ if [[ ${PMV_SUITE:-} == threadless ]]; then
 	PMV_RDM_CLOSE_RUNS=4 rdm_runs
 fi
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

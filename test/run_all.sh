@@ -103,8 +103,8 @@ run_integration normal "$BUILD" 9230
 run_upstream_fabtests "$BUILD" 30500
 run_sos "$BUILD" 31000
 run_pmem normal "$BUILD" 9800
-run_pmem_rdm normal "$BUILD" 29000
-run_pmem_threadless normal "$BUILD" 29200
+run_pmem normal "$BUILD" 29000 rdm
+run_pmem normal "$BUILD" 29200 threadless
 run_hostile normal "$BUILD" 10400
 run_threads normal "$BUILD" 12500
 run_failure normal "$BUILD" 9380
@@ -139,7 +139,7 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_unit sanitizers "$ASAN_BUILD"
 run_integration sanitizers "$ASAN_BUILD" 9530
 run_pmem sanitizers "$ASAN_BUILD" 10100
-run_pmem_rdm sanitizers "$ASAN_BUILD" 29100
+run_pmem sanitizers "$ASAN_BUILD" 29100 rdm
 run_hostile sanitizers "$ASAN_BUILD" 10450
 run_threads sanitizers "$ASAN_BUILD" 12600
 run_failure sanitizers "$ASAN_BUILD" 9400

@@ -63,32 +63,23 @@ suite_script() {
 	add_suite "${FUNCNAME[0]}" "$out"
 }
 
-# Runs the durability tests (oracle, contents, fault, bad input, exit).
+# The durability tests (test/pmem/run_pmem_tests.sh): run_pmem LABEL DIR
+# PORT_BASE [SUITE].  No SUITE: oracle, contents, fault, bad input, exit,
+# scenarios.  rdm: through FI_EP_RDM endpoints (ofi_rxm over pmemverbs
+# MSG), 16 rdm-close runs included; ports 29000-29026, and 29100-29126 for
+# the sanitizer build.  threadless: the runs whose targets read every
+# connection, on targets without the agent thread
+# (FI_PMEMVERBS_AGENT_THREAD=0), MSG then RDM; ports 29200-29240 and the
+# read-close probe's 30100.
 run_pmem() {
-	local label=$1 dir=$2 port_base=$3
-	section "durability tests through pmemverbs ($label)"
-	suite_script "$dir" PMV_PORT_BASE="$port_base" \
-		"$ROOT/test/pmem/run_pmem_tests.sh" "$dir/test/pmem/pmv_commit_test"
-}
-
-# The durability tests through FI_EP_RDM endpoints (ofi_rxm over pmemverbs
-# MSG; run_pmem_tests.sh with PMV_SUITE=rdm, 16 rdm-close runs included;
-# ports 29000-29026, and 29100-29126 for the sanitizer build).
-run_pmem_rdm() {
-	local label=$1 dir=$2 port_base=$3
-	section "durability tests through pmemverbs RDM endpoints ($label)"
-	suite_script "$dir" PMV_PORT_BASE="$port_base" PMV_SUITE=rdm \
-		"$ROOT/test/pmem/run_pmem_tests.sh" "$dir/test/pmem/pmv_commit_test"
-}
-
-# The durability runs whose targets read every connection, on targets
-# without the agent thread (run_pmem_tests.sh with PMV_SUITE=threadless:
-# FI_PMEMVERBS_AGENT_THREAD=0, MSG then RDM; ports 29200-29240 and the
-# read-close probe's 30100).
-run_pmem_threadless() {
-	local label=$1 dir=$2 port_base=$3
-	section "durability tests on targets without an agent thread ($label)"
-	suite_script "$dir" PMV_PORT_BASE="$port_base" PMV_SUITE=threadless \
+	local label=$1 dir=$2 port_base=$3 suite=${4:-} title
+	case $suite in
+	rdm) title="durability tests through pmemverbs RDM endpoints" ;;
+	threadless) title="durability tests on targets without an agent thread" ;;
+	*) title="durability tests through pmemverbs" ;;
+	esac
+	section "$title ($label)"
+	suite_script "$dir" PMV_PORT_BASE="$port_base" PMV_SUITE="$suite" \
 		"$ROOT/test/pmem/run_pmem_tests.sh" "$dir/test/pmem/pmv_commit_test"
 }
 

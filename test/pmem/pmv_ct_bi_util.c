@@ -177,11 +177,18 @@ void place(enum region_id region, uint64_t off, size_t len,
 int rma_read(enum region_id region, uint64_t off, void *dst,
 		    size_t len)
 {
-	struct op *op = op_alloc(OP_READ, &g_s.main);
+	return rma_read_on(&g_s.main, region, off, dst, len);
+}
+
+/* As rma_read, over connection c. */
+int rma_read_on(struct conn *c, enum region_id region, uint64_t off,
+		void *dst, size_t len)
+{
+	struct op *op = op_alloc(OP_READ, c);
 	ssize_t ret;
 	int err;
 
-	POST(ret, fi_read(g_s.main.ep, dst, len, g_s.src_desc, 0,
+	POST(ret, fi_read(c->ep, dst, len, g_s.src_desc, 0,
 			  rma_addr(region, off), g_s.reg[region].key,
 			  &op->fictx));
 	if (ret) {
@@ -199,12 +206,19 @@ int rma_read(enum region_id region, uint64_t off, void *dst,
 int plain_write_wait(enum region_id region, uint64_t off, size_t len,
 			    uint64_t seed)
 {
-	struct op *op = op_alloc(OP_WRITE, &g_s.main);
+	return plain_write_wait_on(&g_s.main, region, off, len, seed);
+}
+
+/* As plain_write_wait, over connection c. */
+int plain_write_wait_on(struct conn *c, enum region_id region, uint64_t off,
+			size_t len, uint64_t seed)
+{
+	struct op *op = op_alloc(OP_WRITE, c);
 	ssize_t ret;
 	int err;
 
 	gen_fill(g_s.src, len, seed, off);
-	POST(ret, fi_write(g_s.main.ep, g_s.src, len, g_s.src_desc, 0,
+	POST(ret, fi_write(c->ep, g_s.src, len, g_s.src_desc, 0,
 			   rma_addr(region, off), g_s.reg[region].key,
 			   &op->fictx));
 	if (ret) {

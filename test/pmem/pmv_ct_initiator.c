@@ -139,7 +139,6 @@ const char *check_name(const char *check)
 	return buf;
 }
 
-/* Connects c (already opened) to the target, telling it what c is for. */
 /* Whether a boolean parameter (default yes) is on, as libfabric reads it. */
 static bool param_on(const char *var)
 {
@@ -160,6 +159,14 @@ bool join_request_on(void)
 bool pushes_on(void)
 {
 	return param_on("FI_PMEMVERBS_PUSH_PROFILES");
+}
+
+/* PMV_TARGET_AGENT_THREAD (set by run_pmem_tests.sh): the
+ * FI_PMEMVERBS_AGENT_THREAD the target was given, off in the threadless
+ * suite.  Without the thread only the target's own reads serve it. */
+bool target_agent_thread_on(void)
+{
+	return param_on("PMV_TARGET_AGENT_THREAD");
 }
 
 /* True if progress() reads cq. */
@@ -196,6 +203,7 @@ static void wait_table(struct conn *c)
 	}
 }
 
+/* Connects c (already opened) to the target, telling it what c is for. */
 void conn_connect(struct conn *c, char kind)
 {
 	c->kind = kind;

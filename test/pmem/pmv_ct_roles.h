@@ -199,6 +199,7 @@ uint64_t rma_addr(enum region_id id, uint64_t off);
 const char *check_name(const char *check);
 bool join_request_on(void);
 bool pushes_on(void);
+bool target_agent_thread_on(void);
 void conn_connect(struct conn *c, char kind);
 void initiator_open_conn_flags(struct conn *c, bool pmem,
 				      uint64_t op_flags);
@@ -255,6 +256,10 @@ int rma_read(enum region_id region, uint64_t off, void *dst,
 		    size_t len);
 int plain_write_wait(enum region_id region, uint64_t off, size_t len,
 			    uint64_t seed);
+int rma_read_on(struct conn *c, enum region_id region, uint64_t off,
+		void *dst, size_t len);
+int plain_write_wait_on(struct conn *c, enum region_id region, uint64_t off,
+			size_t len, uint64_t seed);
 void resize_region(enum region_id region, uint64_t len);
 
 /* pmv_ct_bi_args.c */

@@ -207,13 +207,14 @@ static void wm_reader_once(struct wm_reader *r)
 	r->quiet_found += quiet;
 }
 
+/* Reads until stopped, past the last entry: in immed+epoll its reads are
+ * all that progresses the connection of a target without the agent
+ * thread, the flag's write included. */
 static void *wm_reader_main(void *arg)
 {
 	struct wm_reader *r = arg;
 
-	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE) &&
-	       __atomic_load_n(&r->entries, __ATOMIC_ACQUIRE) <
-	       SC_GAPPED_COMMITS)
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE))
 		wm_reader_once(r);
 	return NULL;
 }
@@ -252,7 +253,8 @@ static void wm_reader_stop(struct wm_reader *r, struct status_rsp *rsp)
 /*
  * The target's side of wait-modes: sets the marker, waits in its mode
  * until the flag arrives (the main connection's bytes are the agent's to
- * progress meanwhile), then answers.
+ * progress meanwhile; without the agent, the initiator writes the flag
+ * over the waited connection), then answers.
  */
 void target_on_wait(const struct idle_req *req)
 {
@@ -284,9 +286,20 @@ void target_on_wait(const struct idle_req *req)
 	ctl_send(MSG_WAIT_DONE, &rsp, sizeof(rsp));
 }
 
+/*
+ * The connection the marker is read and the flag written over while the
+ * target waits on c: the main one, whose bytes the agent progresses then;
+ * c itself for a target without the agent thread, where nothing else
+ * progresses the main one (FI_PROGRESS_MANUAL, fi_domain(3)).
+ */
+static struct conn *wm_handshake_conn(struct conn *c)
+{
+	return target_agent_thread_on() ? &g_s.main : c;
+}
+
 /* Asks the target to wait on its side of c until the flag comes; returns
  * once it waits (its marker, read over RMA, says so). */
-static void wm_target_waits(const struct idle_req *req)
+static void wm_target_waits(const struct idle_req *req, struct conn *c)
 {
 	int64_t deadline = deadline_in(STEP_MS);
 	uint64_t *marker = (uint64_t *)(void *)(g_s.src + NOISE_SLOT *
@@ -295,20 +308,22 @@ static void wm_target_waits(const struct idle_req *req)
 	ctl_send(MSG_WAIT, req, sizeof(*req));
 	*marker = 0;
 	while (*marker != 1 && before(deadline))
-		if (rma_read(REG_VOL, req->marker_off, marker, 8))
+		if (rma_read_on(wm_handshake_conn(c), REG_VOL, req->marker_off,
+				marker, 8))
 			die("wait-modes: reading the target's marker failed");
 	if (*marker != 1)
 		die("wait-modes: the target never started waiting");
 }
 
 /* Ends the target's wait (the flag) and reads its answer. */
-static void wm_target_stops(const struct idle_req *req, uint64_t seed,
-			    const char *mode)
+static void wm_target_stops(const struct idle_req *req, struct conn *c,
+			    uint64_t seed, const char *mode)
 {
 	const struct status_rsp *rsp;
 	char check[64];
 
-	if (plain_write_wait(REG_VOL, req->flag_off, 8, seed))
+	if (plain_write_wait_on(wm_handshake_conn(c), REG_VOL, req->flag_off, 8,
+				seed))
 		die("wait-modes (%s): writing the flag failed", mode);
 	rsp = ctl_expect(MSG_WAIT_DONE, sizeof(*rsp), NULL);
 	if (rsp->status)
@@ -349,6 +364,21 @@ static void wm_commits(struct conn *c, enum wait_mode mode)
 }
 
 /*
+ * Whether this run has mode: libfabric 2.x has no wait or poll sets; a
+ * target without the agent thread is served only by the reads and waits
+ * of its CQs and counters (FI_PROGRESS_MANUAL), not in an EQ wait nor
+ * while it calls nothing.
+ */
+static bool wm_mode_runs(enum wait_mode mode)
+{
+	if (mode == WM_WAITSET || mode == WM_POLLSET)
+		return HAVE_WAIT_SETS;
+	if (mode == WM_EQ || mode == WM_NOREAD)
+		return target_agent_thread_on();
+	return true;
+}
+
+/*
  * wait-modes: for each way a target application may wait (fi_cq_sread on
  * CQs of every wait object, epoll on FI_GETWAIT's fd with fi_trywait,
  * fi_cntr_wait, fi_eq_sread, no reads at all; with libfabric 1.x fi_wait
@@ -366,8 +396,8 @@ void sc_wait_modes(void)
 	for (int mode = 0; mode < WM_COUNT; mode++) {
 		uint64_t seed = 0x77a170 + (uint64_t)mode;
 
-		if ((mode == WM_WAITSET || mode == WM_POLLSET) && !HAVE_WAIT_SETS)
-			continue; /* libfabric 2.x has no wait or poll sets */
+		if (!wm_mode_runs((enum wait_mode)mode))
+			continue;
 		struct idle_req req = { .marker_off = 0, .flag_off = 64 };
 
 		gen_fill((uint8_t *)&req.flag_value, 8, seed, 64);
@@ -375,9 +405,9 @@ void sc_wait_modes(void)
 		conn_connect(&c, (char)(KIND_WAIT + mode));
 		(void)wm_commit(&c, 0, 0); /* learns the key's profile */
 		g_wm_flags = wm_reads_immed(mode) ? FI_IMMED : 0;
-		wm_target_waits(&req);
+		wm_target_waits(&req, &c);
 		wm_commits(&c, (enum wait_mode)mode);
-		wm_target_stops(&req, seed, k_wait_names[mode]);
+		wm_target_stops(&req, &c, seed, k_wait_names[mode]);
 		initiator_close_conn(&c);
 	}
 	m = sc_sum(pick_all);

@@ -44,13 +44,16 @@ EXPECT=${PMV_EXPECT_PROFILE:-}
 RUNS=${PMV_RUNS:-}
 read -r -a TARGET_ENV <<<"${PMV_TARGET_ENV:-}"
 # Without the agent thread only the target's own reads serve its peers
-# (FI_PROGRESS_MANUAL).  These runs' targets read every connection's CQs
-# while commits come: oracle and contents, every re-registration, reopen,
-# move, overtake, late-serve, many-connection, counter, initiator-wait and
-# delivery scenario, the RDM runs.  Left out by design: badinput
-# (commit-while-target-idle: the target stops calling libfabric),
-# immed-flood and wait-modes (the target waits on one connection while
-# the initiator reads another's marker over RMA: only an agent serves it).
+# (FI_PROGRESS_MANUAL).  These runs' targets read the CQs of the
+# connections commits come on: oracle and contents, every re-registration,
+# reopen, move, overtake, late-serve, many-connection, counter, wait-mode
+# (the initiator is told, PMV_TARGET_AGENT_THREAD=0: it reads the marker
+# and writes the flag over the waited connection, and leaves out the EQ
+# wait and the target that calls nothing), initiator-wait and delivery
+# scenario, the RDM runs.  Left out by design: badinput
+# (commit-while-target-idle: the target stops calling libfabric) and
+# immed-flood (the target waits on one connection while the initiator
+# reads another's marker over RMA: only an agent serves it).
 THREADLESS_RUNS="oracle-page oracle-byte-read_flush oracle-cache_line-send
 	contents-cache_line scenario-reopen-page scenario-reopen-byte-joined
 	scenario-rereg-byte scenario-rereg-byte-joined
@@ -58,6 +61,7 @@ THREADLESS_RUNS="oracle-page oracle-byte-read_flush oracle-cache_line-send
 	scenario-move-byte-read_flush scenario-overtake-byte
 	scenario-late-serve-page scenario-late-serve-page-two-writes
 	scenario-many-64x32-cache_line scenario-counters-page
+	scenario-wait-modes-page scenario-wait-modes-cache_line
 	scenario-initiator-waits-page scenario-delivery-page-1
 	scenario-delivery-page-0 rdm-page rdm-byte-agent rdm2-byte
 	rdm-sos-page rdm-close-byte-1 rdm-close-byte-2 rdm-close-byte-3
@@ -170,6 +174,18 @@ judge_exit() {
 	[[ $TRC -ne 0 ]] && report FAIL "$name/target" "expected exit 0 got $(describe_side target "$TRC" "$dir/target.err")"
 }
 
+# What the initiator must know of TARGET_ENV, into run's ienv: the
+# target's FI_PMEMVERBS_AGENT_THREAD as PMV_TARGET_AGENT_THREAD (unset:
+# the thread runs).
+target_env_for_initiator() {
+	local v
+	for v in "${TARGET_ENV[@]}"; do
+		[[ $v == FI_PMEMVERBS_AGENT_THREAD=* ]] &&
+			ienv+=(PMV_TARGET_AGENT_THREAD="${v#*=}")
+	done
+	return 0
+}
+
 # run NAME TEST GRANULARITY JUDGE ORACLE(yes|no) [FAULT_EXTENT]
 # With METHOD set (METHOD=agent run ...), the initiator's provider gets
 # FI_PMEMVERBS_METHOD=$METHOD, and the initiator expects it; with JOIN=1
@@ -186,7 +202,7 @@ run() {
 	local dir=$WORK/$name port=$PORT irc oracle=$SHM/$name.oracle
 	local tenv=(PMEM2_FORCE_GRANULARITY="$gran") iargs=()
 	local ienv=(-u PMEM2_FORCE_GRANULARITY -u FI_PMEMVERBS_METHOD
-		-u FI_PMEMVERBS_DELIVERY_IS_COMMIT)
+		-u FI_PMEMVERBS_DELIVERY_IS_COMMIT -u PMV_TARGET_AGENT_THREAD)
 	[[ -z $RUNS || " $RUNS " == *" $name "* ]] || return 0
 	RAN+=" $name"
 	[[ -n ${METHOD:-} ]] && ienv+=(FI_PMEMVERBS_METHOD="$METHOD")
@@ -195,6 +211,7 @@ run() {
 	[[ -n ${DELIVERY:-} ]] &&
 		ienv+=(FI_PMEMVERBS_DELIVERY_IS_COMMIT="$DELIVERY")
 	[[ -n ${CASE:-} ]] && iargs+=(-c "$CASE")
+	target_env_for_initiator
 	iargs+=(-F "$(region_of "$dir")")
 	PORT=$((PORT + 1))
 	mkdir -p "$dir"

@@ -165,7 +165,7 @@ fi
 # libfabric 2.1 (Debian 13): about 5 minutes with the root cached (2 of
 # them upstream fabtests 2.1, test/fabtests/README.md), one
 # more to make it, SOS (every sixth test) about 2 more
-# (test/debian13/run_debian13.sh; ports 28000-29540, 29700 and 30400).
+# (test/debian13/run_debian13.sh; ports 28000-29545, 29700 and 30400).
 run_debian13() {
 	local out
 	if [[ ${PMV_TEST_DEBIAN13:-1} == 0 ]]; then

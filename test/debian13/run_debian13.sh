@@ -18,7 +18,7 @@
 # the reason, never a skip.  The last line is "N passed, N failed".
 #
 # usage: test/debian13/run_debian13.sh [--bench OUT_DIR | --fabtests] [PORT_BASE]
-#        (as root; default 28000, uses PORT_BASE .. PORT_BASE+1540, +1700 and +2400 on
+#        (as root; default 28000, uses PORT_BASE .. PORT_BASE+1545, +1700 and +2400 on
 #        127.0.0.1).  --bench: the benchmarks of ./run bench-deb13 instead
 #        of the tests (in_root.sh bench); their results go to OUT_DIR.
 #        --fabtests: the build and upstream fabtests 2.1 alone (in_root.sh

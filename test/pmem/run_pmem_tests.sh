@@ -45,17 +45,24 @@ RUNS=${PMV_RUNS:-}
 read -r -a TARGET_ENV <<<"${PMV_TARGET_ENV:-}"
 # Without the agent thread only the target's own reads serve its peers
 # (FI_PROGRESS_MANUAL).  These runs' targets read the CQs of the
-# connections commits come on: oracle and contents, every re-registration,
-# reopen, move, overtake, late-serve, many-connection, counter, wait-mode
-# (the initiator is told, PMV_TARGET_AGENT_THREAD=0: it reads the marker
-# and writes the flag over the waited connection, and leaves out the EQ
-# wait and the target that calls nothing), initiator-wait and delivery
-# scenario, the RDM runs.  Left out by design: badinput
-# (commit-while-target-idle: the target stops calling libfabric) and
-# immed-flood (the target waits on one connection while the initiator
-# reads another's marker over RMA: only an agent serves it).
+# connections commits come on: oracle and contents, the oracle's own fault
+# runs, bad input (but commit-while-target-idle), failed persists, a
+# truncated region, a sparse scope, fences after failures, exit with
+# endpoints open, every re-registration, reopen, move, overtake,
+# late-serve, many-connection, counter, wait-mode, initiator-wait and
+# delivery scenario, the RDM runs.  The initiator is told
+# (PMV_TARGET_AGENT_THREAD=0): bad input leaves out
+# commit-while-target-idle, where the target calls nothing; wait-modes
+# reads the marker and writes the flag over the waited connection and
+# leaves out the EQ wait and the target that calls nothing.  Left out by
+# design: immed-flood (the target waits on one connection while the
+# initiator reads another's marker over RMA: only an agent serves it).
 THREADLESS_RUNS="oracle-page oracle-byte-read_flush oracle-cache_line-send
-	contents-cache_line scenario-reopen-page scenario-reopen-byte-joined
+	contents-cache_line fault-extent-3 fault-extent-777 badinput
+	badinput-byte badinput-byte-no-table persist-fails-page
+	truncated-region-byte fence-after-many-failures-cache_line-send
+	sparse-scope-page send-then-overlap-cache_line-send
+	exit-with-endpoints-open scenario-reopen-page scenario-reopen-byte-joined
 	scenario-rereg-byte scenario-rereg-byte-joined
 	scenario-rereg-byte-no-table scenario-move-byte
 	scenario-move-byte-read_flush scenario-overtake-byte

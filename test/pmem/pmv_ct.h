@@ -224,6 +224,8 @@ enum msg_type {
 			  * (phase arm) */
 	MSG_LATE_ARMED,  /* T->I: no payload */
 	MSG_LATE_DONE,   /* T->I: struct late_rsp */
+	MSG_IDLE_BEGUN,  /* T->I: no payload; the target, told to pause
+			  * (idle_req.pause_ms), calls nothing from now on */
 };
 
 struct msg_hdr {
@@ -251,6 +253,8 @@ struct status_rsp {
 	int32_t status;
 	uint32_t profile;  /* RESIZED: the region's profile now */
 	uint64_t key;      /* RESIZED: the region's key now */
+	int64_t at_us;     /* IDLE_DONE after a pause: when the target
+			    * called libfabric again (now_us) */
 	char detail[120];
 };
 
@@ -289,6 +293,8 @@ struct cntr_rsp {
  */
 struct idle_req {
 	uint64_t marker_off, flag_off, flag_value;
+	uint64_t pause_ms; /* MSG_IDLE: 0, wait for the flag; else call
+			    * nothing for this long (no marker, no flag) */
 };
 
 /* One FI_IMMED completion, and how long the oracle log was when the

@@ -277,9 +277,71 @@ void case_peer_profile_kept(const char *name)
 		       "the volatile region");
 }
 
+/* How long a target without an agent thread pauses in commit-while-
+ * target-idle: the commit waits that long, unserved. */
+#define PAUSE_MS 300
+
+static int64_t g_paused_done_us; /* when the paused case's commit completed */
+
+static void note_paused_done(struct op *op)
+{
+	(void)op;
+	g_paused_done_us = now_us();
+}
+
+/*
+ * commit-while-target-idle on a target without an agent thread: it calls
+ * nothing for PAUSE_MS (said over the control connection first), so
+ * nothing serves the commit posted meanwhile.  The commit must complete
+ * only after the target calls libfabric again (both times from the one
+ * monotonic clock of this machine, the completion's taken as it is
+ * dispatched), and succeed; its durability is the oracle's (every ack).
+ */
+static void case_target_paused(const char *name)
+{
+	struct idle_req req = { .pause_ms = PAUSE_MS };
+	const struct status_rsp *rsp;
+	int64_t posted_us, resumed_us;
+	struct cmsg m;
+	struct outcome o = { 0 };
+	struct op *op;
+
+	ctl_send(MSG_IDLE, &req, sizeof(req));
+	(void)ctl_expect(MSG_IDLE_BEGUN, 0, NULL);
+	ctl_release();
+	place(REG_A, 9000, 4099, 0x7004);
+	g_paused_done_us = 0;
+	op = post_commit(&g_s.main, cmsg_make(&m, REG_A, 9000, 4099),
+			 FI_COMMIT_COMPLETE, &o.ret);
+	posted_us = now_us();
+	if (op && op->busy)
+		op->on_done = note_paused_done;
+	else if (op)
+		g_paused_done_us = posted_us; /* completed while posted */
+	if (op)
+		o = commit_outcome(op);
+	rsp = ctl_expect(MSG_IDLE_DONE, sizeof(*rsp), NULL);
+	resumed_us = rsp->at_us;
+	ctl_release();
+	verdict(posted_us < resumed_us, check_name("commit-while-target-"
+		"idle/posted-while-paused"), "%sthe commit posted %" PRId64
+		" us before the target called libfabric again",
+		posted_us < resumed_us ? "" : "expected > 0 got ",
+		resumed_us - posted_us);
+	if (o.completed)
+		verdict(g_paused_done_us >= resumed_us,
+			check_name("commit-while-target-idle/not-before-"
+				   "resume"), "%sthe commit completed %" PRId64
+			" us after the target called libfabric again",
+			g_paused_done_us >= resumed_us ? "" :
+			"expected >= 0 got ", g_paused_done_us - resumed_us);
+	expect_success(name, &o);
+}
+
 /*
  * The target stops calling libfabric (proven by a marker the initiator
  * reads over RMA); a commit must still complete: the agent runs alone.
+ * Without an agent thread: case_target_paused.
  */
 void case_target_idle(const char *name)
 {
@@ -292,6 +354,10 @@ void case_target_idle(const char *name)
 	struct cmsg m;
 	struct outcome o;
 
+	if (!target_agent_thread_on()) {
+		case_target_paused(name);
+		return;
+	}
 	gen_fill((uint8_t *)&req.flag_value, 8, 0x7003, 64);
 	ctl_send(MSG_IDLE, &req, sizeof(req));
 	*marker = 0;

@@ -221,6 +221,25 @@ static void target_on_resize(const struct resize_req *req)
  * Stops calling libfabric until the initiator writes the flag: commits
  * must complete meanwhile (the agent runs by itself).
  */
+/*
+ * Told to pause: says so, then calls nothing (libfabric included) for
+ * pause_ms, and answers with when it calls libfabric again.  Without an
+ * agent thread nothing serves a commit meanwhile.
+ */
+static void target_pause(const struct idle_req *req)
+{
+	struct timespec ts = { .tv_sec = (time_t)(req->pause_ms / 1000),
+			       .tv_nsec = (long)(req->pause_ms % 1000) *
+					  1000000 };
+	struct status_rsp rsp = { 0 };
+
+	ctl_send(MSG_IDLE_BEGUN, NULL, 0);
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	rsp.at_us = now_us();
+	ctl_send(MSG_IDLE_DONE, &rsp, sizeof(rsp));
+}
+
 static void target_on_idle(const struct idle_req *req)
 {
 	uint8_t *vol = g_t.reg[REG_VOL].addr;
@@ -229,6 +248,10 @@ static void target_on_idle(const struct idle_req *req)
 	int64_t deadline = deadline_in(IDLE_MS);
 	struct status_rsp rsp = { 0 };
 
+	if (req->pause_ms) {
+		target_pause(req);
+		return;
+	}
 	__atomic_store_n(marker, 1, __ATOMIC_SEQ_CST);
 	while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != req->flag_value &&
 	       before(deadline))

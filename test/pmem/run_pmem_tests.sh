@@ -46,13 +46,14 @@ read -r -a TARGET_ENV <<<"${PMV_TARGET_ENV:-}"
 # Without the agent thread only the target's own reads serve its peers
 # (FI_PROGRESS_MANUAL).  These runs' targets read the CQs of the
 # connections commits come on: oracle and contents, the oracle's own fault
-# runs, bad input (but commit-while-target-idle), failed persists, a
+# runs, bad input, failed persists, a
 # truncated region, a sparse scope, fences after failures, exit with
 # endpoints open, every re-registration, reopen, move, overtake,
 # late-serve, many-connection, counter, wait-mode, initiator-wait and
 # delivery scenario, the RDM runs.  The initiator is told
-# (PMV_TARGET_AGENT_THREAD=0): bad input leaves out
-# commit-while-target-idle, where the target calls nothing; wait-modes
+# (PMV_TARGET_AGENT_THREAD=0): bad input's commit-while-target-idle
+# pauses the target (it calls nothing) and checks that the commit
+# completes only after it calls libfabric again; wait-modes
 # reads the marker and writes the flag over the waited connection and
 # leaves out the EQ wait and the target that calls nothing.  Left out by
 # design: immed-flood (the target waits on one connection while the

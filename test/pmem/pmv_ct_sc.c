@@ -402,34 +402,51 @@ static int cmp_us(const void *a, const void *b)
 }
 
 /*
+ * Verdict check on n timed commits of a wait scenario (us, their times,
+ * sorted here; idle_ms, the idle gap before each, or NULL): at most
+ * SC_GAPPED_SLOW_OK over SC_GAPPED_BOUND_MS (a watchdog, not a timing
+ * goal), with the median and the slowest; what says which commits.
+ */
+void sc_gapped_verdict(const char *check, const char *what, int64_t *us,
+		       const int *idle_ms, unsigned n)
+{
+	unsigned slow = 0, worst = 0;
+	char after[40] = "";
+	int64_t worst_us;
+
+	for (unsigned i = 0; i < n; i++) {
+		slow += us[i] > SC_GAPPED_BOUND_MS * 1000;
+		worst = us[i] > us[worst] ? i : worst;
+	}
+	worst_us = us[worst];
+	if (idle_ms)
+		snprintf(after, sizeof(after), " (after %d ms idle)",
+			 idle_ms[worst]);
+	qsort(us, n, sizeof(us[0]), cmp_us);
+	verdict(slow <= SC_GAPPED_SLOW_OK, check_name(check), "%s%u of %u "
+		"commits (%s) took over %d ms; median %.2f ms, the slowest "
+		"%.1f ms%s", slow <= SC_GAPPED_SLOW_OK ? "" :
+		"expected at most 1 got ", slow, n, what, SC_GAPPED_BOUND_MS,
+		(double)us[n / 2] / 1000, (double)worst_us / 1000, after);
+}
+
+/*
  * The timed commits of one mode of a wait scenario: commit(arg, i,
  * idle_ms) makes commit i (from 1) after idle_ms and returns its time in
- * us.  Verdict check: at most SC_GAPPED_SLOW_OK of them over
- * SC_GAPPED_BOUND_MS (a watchdog, not a timing goal), with the median and
- * the slowest.
+ * us; then sc_gapped_verdict on them.
  */
 void sc_gapped_commits(const char *check, const char *mode,
 		       int64_t (*commit)(void *arg, unsigned i, int idle_ms),
 		       void *arg)
 {
-	int64_t us[SC_GAPPED_COMMITS], worst = 0;
-	unsigned slow = 0, n = 0;
-	int worst_idle = 0;
+	int64_t us[SC_GAPPED_COMMITS];
+	int idle[SC_GAPPED_COMMITS];
+	unsigned n = 0;
 
-	for (size_t k = 0; k < ARRAY_LEN(k_gap_idle_ms); k++) {
+	for (size_t k = 0; k < ARRAY_LEN(k_gap_idle_ms); k++)
 		for (unsigned j = 0; j < k_gap_commits[k]; j++, n++) {
-			us[n] = commit(arg, n + 1, k_gap_idle_ms[k]);
-			slow += us[n] > SC_GAPPED_BOUND_MS * 1000;
-			if (us[n] > worst) {
-				worst = us[n];
-				worst_idle = k_gap_idle_ms[k];
-			}
+			idle[n] = k_gap_idle_ms[k];
+			us[n] = commit(arg, n + 1, idle[n]);
 		}
-	}
-	qsort(us, n, sizeof(us[0]), cmp_us);
-	verdict(slow <= SC_GAPPED_SLOW_OK, check_name(check), "%s%u of %u "
-		"commits (%s) took over %d ms; median %.2f ms, the slowest "
-		"%.1f ms (after %d ms idle)", slow <= SC_GAPPED_SLOW_OK ? "" :
-		"expected at most 1 got ", slow, n, mode, SC_GAPPED_BOUND_MS,
-		(double)us[n / 2] / 1000, (double)worst / 1000, worst_idle);
+	sc_gapped_verdict(check, mode, us, idle, n);
 }

@@ -119,6 +119,8 @@ void sc_verdict_strays(const char *check);
 #define SC_GAPPED_SLOW_OK 1   /* commits over it a mode may have (a busy
 			       * machine's scheduling hiccup) */
 struct sop *sc_gapped_sop(unsigned i, int idle_ms);
+void sc_gapped_verdict(const char *check, const char *what, int64_t *us,
+		       const int *idle_ms, unsigned n);
 void sc_gapped_commits(const char *check, const char *mode,
 		       int64_t (*commit)(void *arg, unsigned i, int idle_ms),
 		       void *arg);

@@ -69,7 +69,7 @@ suite_script() {
 # MSG), 16 rdm-close runs included; ports 29000-29026, and 29100-29126 for
 # the sanitizer build.  threadless: the runs whose targets read the
 # connections commits come on, on targets without the agent thread
-# (FI_PMEMVERBS_AGENT_THREAD=0), MSG then RDM; ports 29200-29245 and the
+# (FI_PMEMVERBS_AGENT_THREAD=0), MSG then RDM; ports 29200-29246 and the
 # read-close probe's 30100.
 run_pmem() {
 	local label=$1 dir=$2 port_base=$3 suite=${4:-} title

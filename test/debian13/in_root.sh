@@ -18,12 +18,12 @@
 # ..; results in BUILD_DIR/results).
 # With "fabtests": the build, then upstream fabtests 2.1 alone (ports
 # PORT_BASE .. +99).
-# Ports PORT_BASE .. PORT_BASE+1545, +1700 and +2400 (durability +0..+300
+# Ports PORT_BASE .. PORT_BASE+1546, +1700 and +2400 (durability +0..+300
 # and its probe +900, durability RDM +800..+826 and its probe +1700,
 # hostile +350, threads +400, crash +500, fi_pingpong +600, demo +650,
 # sread-then-sleep +660, no agent thread +670, integration +700, upstream
 # fabtests 2.1 +900, SOS +1000..+1499, durability without the agent
-# thread +1500..+1545 and its probe +2400; one suite at a time).
+# thread +1500..+1546 and its probe +2400; one suite at a time).
 set -u
 
 if [[ $# -lt 3 || $# -gt 4 || ! -d $1 || ! ${4:-bench} =~ ^(bench|fabtests)$ ]]; then

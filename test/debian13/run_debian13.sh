@@ -18,7 +18,7 @@
 # the reason, never a skip.  The last line is "N passed, N failed".
 #
 # usage: test/debian13/run_debian13.sh [--bench OUT_DIR | --fabtests] [PORT_BASE]
-#        (as root; default 28000, uses PORT_BASE .. PORT_BASE+1545, +1700 and +2400 on
+#        (as root; default 28000, uses PORT_BASE .. PORT_BASE+1546, +1700 and +2400 on
 #        127.0.0.1).  --bench: the benchmarks of ./run bench-deb13 instead
 #        of the tests (in_root.sh bench); their results go to OUT_DIR.
 #        --fabtests: the build and upstream fabtests 2.1 alone (in_root.sh
@@ -55,7 +55,7 @@ CACHE=${PMV_DEBIAN13_ROOT:-/var/cache/pmemverbs/trixie-root}
 SUITE=trixie
 PKGS=(gcc make autoconf automake libtool pkg-config libfabric-dev
       libfabric-bin libibverbs-dev librdmacm-dev libpmem2-dev
-      libcriterion-dev libisal-dev procps iproute2)
+      libcriterion-dev libisal-dev procps iproute2 e2fsprogs)
 IN_SRC=/work/pmemverbs        # the copy of the tree, inside the root
 IN_BUILD=/work/pmemverbs-build
 IN_EXT=/work/shared/ext       # what of ../shared/ext the root needs

@@ -226,6 +226,8 @@ enum msg_type {
 	MSG_LATE_DONE,   /* T->I: struct late_rsp */
 	MSG_IDLE_BEGUN,  /* T->I: no payload; the target, told to pause
 			  * (idle_req.pause_ms), calls nothing from now on */
+	MSG_WBERR,       /* I->T: struct wberr_req; answered by WBERR_DONE */
+	MSG_WBERR_DONE,  /* T->I: struct wberr_rsp */
 };
 
 struct msg_hdr {
@@ -255,6 +257,33 @@ struct status_rsp {
 	uint64_t key;      /* RESIZED: the region's key now */
 	int64_t at_us;     /* IDLE_DONE after a pause: when the target
 			    * called libfabric again (now_us) */
+	char detail[120];
+};
+
+/*
+ * Case writeback-error: what the target does to its region file, which
+ * lies on an ext4 file system of its own over a loop device whose image
+ * is on a small tmpfs (run_pmem_tests.sh, PMV_WBERR_FILL_DIR names it).
+ */
+enum wberr_phase {
+	WB_FAIL = 1, /* fill the tmpfs, then msync [off, off + len) of the
+		      * application's mapping: its writeback must fail, and
+		      * the application's msync takes the error */
+	WB_RECOVER,  /* free the tmpfs and drop the range's clean pages
+		      * (MADV_PAGEOUT): the lost write is gone from memory */
+	WB_DISK,     /* read [off, off + 64) of the file past the page cache
+		      * (O_DIRECT) into wberr_rsp.disk */
+};
+
+struct wberr_req {
+	uint32_t phase, region;
+	uint64_t off, len;   /* in the region */
+};
+
+struct wberr_rsp {
+	int32_t status;      /* 0, or what went wrong (detail) */
+	uint32_t pad;
+	uint8_t disk[64];    /* WB_DISK */
 	char detail[120];
 };
 

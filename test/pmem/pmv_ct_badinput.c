@@ -97,12 +97,107 @@ static void case_sparse_scope(const char *name)
 		"expected at most 32 KiB got ", grown / 1024, SPARSE_WRITES);
 }
 
+/* One phase of writeback-error on [off, off + len) of REG_A at the
+ * target; dies if it could not be done.  Returns its answer. */
+static struct wberr_rsp wberr_phase(enum wberr_phase phase, uint64_t off,
+				    uint64_t len)
+{
+	struct wberr_req req = { .phase = phase, .region = REG_A, .off = off,
+				 .len = len };
+	struct wberr_rsp rsp;
+
+	ctl_send(MSG_WBERR, &req, sizeof(req));
+	rsp = *(const struct wberr_rsp *)ctl_expect(MSG_WBERR_DONE,
+						    sizeof(rsp), NULL);
+	ctl_release();
+	if (rsp.status)
+		die("writeback-error: the target's phase %u: %s", phase,
+		    rsp.detail);
+	return rsp;
+}
+
+/* A commit of len bytes of seed at off of REG_A, placed (the target's
+ * file holds them, durable or not), and how it ended. */
+static struct outcome wberr_commit(uint64_t off, size_t len, uint64_t seed)
+{
+	struct cmsg m;
+
+	place(REG_A, off, len, seed);
+	return try_commit(&g_s.main, cmsg_make(&m, REG_A, off, len),
+			  FI_COMMIT_COMPLETE);
+}
+
+/* A commit that must fail with FI_EIO because a persist failed on its
+ * region (FI_PMEM_ERR_PERSIST), checked as name. */
+static void wberr_expect_persist_error(const char *name, const char *sub,
+				       const struct outcome *o)
+{
+	char check[96];
+
+	snprintf(check, sizeof(check), "%s/%s", name, sub);
+	expect_cq_error(check, o, FI_EIO);
+	snprintf(check, sizeof(check), "%s/%s-reason", name, sub);
+	verdict(o->prov_errno == FI_PMEM_ERR_PERSIST, check_name(check),
+		"%sprov_errno %#x (FI_PMEM_ERR_PERSIST %#x)",
+		o->prov_errno == FI_PMEM_ERR_PERSIST ? "" : "expected "
+		"FI_PMEM_ERR_PERSIST got ", o->prov_errno, FI_PMEM_ERR_PERSIST);
+}
+
+/*
+ * A real writeback error: the target's file is on ext4 over a loop
+ * device whose image lies on a small tmpfs (run_pmem_tests.sh).  A plain
+ * write of a page of REG_A lands; the target fills the tmpfs and msyncs
+ * that page of its own mapping, which fails and takes the error (Linux
+ * reports it once per open file); space comes back and the target drops
+ * the page's clean copy: the write may be lost.  A commit into that page,
+ * and one into another page of the region, must fail with FI_EIO and
+ * FI_PMEM_ERR_PERSIST (never success: the region lost a write), until the
+ * region is registered again; then the page, written and committed
+ * again, succeeds and is on the disk (read with O_DIRECT by the target).
+ */
+#define WB_LOST (1u << 20)
+#define WB_OTHER (3u << 20)
+static void case_writeback_error(const char *name)
+{
+	uint8_t want[64];
+	struct wberr_rsp rsp;
+	struct outcome o;
+	char sub[96];
+
+	if (plain_write_wait(REG_A, WB_LOST, 4096, 0x2600) ||
+	    rma_read(REG_A, WB_LOST, g_s.src, 8))
+		die("%s: the plain write or the read behind it failed", name);
+	(void)wberr_phase(WB_FAIL, WB_LOST, 4096);
+	(void)wberr_phase(WB_RECOVER, WB_LOST, 4096);
+	o = wberr_commit(WB_LOST + 128, 64, 0x2601);
+	wberr_expect_persist_error(name, "same-page", &o);
+	o = wberr_commit(WB_OTHER, 64, 0x2602);
+	wberr_expect_persist_error(name, "other-page", &o);
+	resize_region(REG_A, g_s.reg[REG_A].len);
+	/* the answer and the new registration's table push travel on two
+	 * connections: a first commit may name the old one, and is told to
+	 * commit again, as an application would (its ack teaches the new) */
+	o = wberr_commit(WB_LOST, 4096, 0x2603);
+	if (o.completed && o.prov_errno == FI_PMEM_ERR_REREGISTERED)
+		o = wberr_commit(WB_LOST, 4096, 0x2603);
+	snprintf(sub, sizeof(sub), "%s/registered-again", name);
+	expect_success(sub, &o);
+	rsp = wberr_phase(WB_DISK, WB_LOST + 128, 64);
+	gen_fill(want, sizeof(want), 0x2603, WB_LOST + 128);
+	snprintf(sub, sizeof(sub), "%s/on-disk", name);
+	verdict(!memcmp(rsp.disk, want, sizeof(want)), check_name(sub), "%s",
+		memcmp(rsp.disk, want, sizeof(want)) ? "expected the commit's "
+		"bytes on the disk (O_DIRECT) got others" : "the commit's "
+		"bytes are on the disk (O_DIRECT)");
+}
+
 /* Cases that need a target set up for them: run only when -c names them. */
 static const struct bad_case k_named_cases[] = {
 	{ "persist-fails", case_persist_fails },
 	{ "fence-after-many-failures", case_fence_after_many_failures },
 	{ "sparse-scope", case_sparse_scope },
 	{ "truncated-region", case_truncated_region },
+	{ "writeback-error", case_writeback_error },
 };
 
 /* Runs the one case -c names; dies if there is no such case. */

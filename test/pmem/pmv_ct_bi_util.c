@@ -30,6 +30,7 @@ struct outcome commit_outcome(struct op *op)
 	if (!o.completed)
 		return o; /* op stays busy: a late completion is noticed */
 	o.err = op->err;
+	o.prov_errno = op->prov_errno;
 	o.flags = op->flags;
 	snprintf(o.text, sizeof(o.text), "%s", op->errtext);
 	op_free(op);

@@ -148,7 +148,7 @@ struct msg_parts {
 struct outcome {
 	ssize_t ret;
 	bool completed;
-	int err;
+	int err, prov_errno;
 	uint64_t flags;
 	char text[200];
 };
@@ -173,6 +173,7 @@ int target_register_at(enum region_id id, uint8_t *addr);
 int target_register(enum region_id id);
 void target_register_all(void);
 void target_send_regions(void);
+void target_on_wberr(const struct wberr_req *req);
 
 /* pmv_ct_target.c */
 void target_resize(const struct resize_req *req,

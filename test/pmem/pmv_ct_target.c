@@ -218,10 +218,6 @@ static void target_on_resize(const struct resize_req *req)
 }
 
 /*
- * Stops calling libfabric until the initiator writes the flag: commits
- * must complete meanwhile (the agent runs by itself).
- */
-/*
  * Told to pause: says so, then calls nothing (libfabric included) for
  * pause_ms, and answers with when it calls libfabric again.  Without an
  * agent thread nothing serves a commit meanwhile.
@@ -240,6 +236,11 @@ static void target_pause(const struct idle_req *req)
 	ctl_send(MSG_IDLE_DONE, &rsp, sizeof(rsp));
 }
 
+/*
+ * Stops calling libfabric until the initiator writes the flag: commits
+ * must complete meanwhile (the agent runs by itself).
+ * Told to pause (pause_ms): target_pause.
+ */
 static void target_on_idle(const struct idle_req *req)
 {
 	uint8_t *vol = g_t.reg[REG_VOL].addr;
@@ -402,6 +403,7 @@ static bool target_handle_message(void)
 	case MSG_WAIT: target_on_wait(p); break;
 	case MSG_OVERTAKE: target_on_overtake(p); break;
 	case MSG_LATE: target_on_late(p); break;
+	case MSG_WBERR: target_on_wberr(p); break;
 	default: die("unexpected control message %u", h->type);
 	}
 	if (g_t.finished)

@@ -190,3 +190,77 @@ void target_send_regions(void)
 	ctl_send(MSG_REGIONS, d, sizeof(d));
 	g_t.regions_sent = true;
 }
+
+/*
+ * Fills the tmpfs under the region file's loop device (full), or frees it:
+ * full, writeback to new blocks of the file system fails.  NULL, or what
+ * went wrong.
+ */
+static const char *wberr_fill(bool full)
+{
+	static char chunk[1 << 16];
+	const char *dir = getenv("PMV_WBERR_FILL_DIR");
+	char path[256];
+	int fd, i;
+
+	if (!dir)
+		return "PMV_WBERR_FILL_DIR is not set (run_pmem_tests.sh sets "
+		       "it for writeback-error)";
+	snprintf(path, sizeof(path), "%s/fill", dir);
+	if (!full)
+		return unlink(path) ? "removing the fill file failed" : NULL;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return "creating the fill file failed";
+	for (i = 0; i < 1 << 14 && write(fd, chunk, sizeof(chunk)) > 0; i++)
+		;
+	close(fd);
+	return i < 1 << 14 ? NULL : "the tmpfs did not fill up (1 GiB)";
+}
+
+/* Reads 64 bytes at the file's offset off past the page cache. */
+static const char *wberr_read_disk(size_t off, uint8_t out[64])
+{
+	size_t page = off & ~(size_t)4095;
+	const char *err = NULL;
+	void *buf = NULL;
+	int fd = open(g_opt.file, O_RDONLY | O_DIRECT);
+
+	if (fd < 0 || posix_memalign(&buf, 4096, 4096) ||
+	    pread(fd, buf, 4096, (off_t)page) != 4096 || off - page > 4096 - 64)
+		err = "reading the file with O_DIRECT failed";
+	else
+		memcpy(out, (uint8_t *)buf + (off - page), 64);
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+/* Case writeback-error: one phase (enum wberr_phase) on the region file. */
+void target_on_wberr(const struct wberr_req *req)
+{
+	uint8_t *p = g_t.reg[req->region].addr + req->off;
+	struct wberr_rsp rsp = { 0 };
+	const char *err = NULL;
+
+	if (req->phase == WB_FAIL) {
+		err = wberr_fill(true);
+		if (!err && !msync(p, req->len, MS_SYNC))
+			err = "writeback to the full device succeeded: no "
+			      "error to test";
+	} else if (req->phase == WB_RECOVER) {
+		err = wberr_fill(false);
+		if (!err && madvise(p, req->len, MADV_PAGEOUT))
+			err = "madvise(MADV_PAGEOUT) failed";
+	} else {
+		err = wberr_read_disk(g_t.reg[req->region].file_off + req->off,
+				      rsp.disk);
+	}
+	if (err) {
+		rsp.status = -FI_EOTHER;
+		snprintf(rsp.detail, sizeof(rsp.detail), "%s (%s)", err,
+			 strerror(errno));
+	}
+	ctl_send(MSG_WBERR_DONE, &rsp, sizeof(rsp));
+}

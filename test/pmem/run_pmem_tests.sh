@@ -46,7 +46,7 @@ read -r -a TARGET_ENV <<<"${PMV_TARGET_ENV:-}"
 # Without the agent thread only the target's own reads serve its peers
 # (FI_PROGRESS_MANUAL).  These runs' targets read the CQs of the
 # connections commits come on: oracle and contents, the oracle's own fault
-# runs, bad input, failed persists, a
+# runs, bad input, failed persists (a real writeback error too), a
 # truncated region, a sparse scope, fences after failures, exit with
 # endpoints open, every re-registration, reopen, move, overtake,
 # late-serve, many-connection, counter, wait-mode, initiator-wait and
@@ -60,7 +60,7 @@ read -r -a TARGET_ENV <<<"${PMV_TARGET_ENV:-}"
 # initiator reads another's marker over RMA: only an agent serves it).
 THREADLESS_RUNS="oracle-page oracle-byte-read_flush oracle-cache_line-send
 	contents-cache_line fault-extent-3 fault-extent-777 badinput
-	badinput-byte badinput-byte-no-table persist-fails-page
+	badinput-byte badinput-byte-no-table persist-fails-page writeback-error
 	truncated-region-byte fence-after-many-failures-cache_line-send
 	sparse-scope-page send-then-overlap-cache_line-send
 	exit-with-endpoints-open scenario-reopen-page scenario-reopen-byte-joined
@@ -116,16 +116,22 @@ probe_read_close_defect() {
 region_of() {
 	if [[ -n $REGION ]]; then
 		echo "$REGION"
+	elif [[ -n ${REGION_DIR:-} ]]; then
+		echo "$REGION_DIR/$(basename "$1").data"
 	else
 		echo "$SHM/$(basename "$1").data"
 	fi
 }
 
+# NS: what both processes of a run start under (run_on_loop_fs: nsenter
+# into the mount namespace holding the run's file system); empty: nothing.
+NS=()
+
 # Starts the target of run DIR in the background (TARGET_PID); 0 if READY.
 start_target() {
 	local dir=$1 test=$2 port=$3
 	shift 3
-	env "$@" timeout "$PROC_TIMEOUT" "$BIN" -r target -t "$test" \
+	"${NS[@]}" env "$@" timeout "$PROC_TIMEOUT" "$BIN" -r target -t "$test" \
 		-a "$ADDR" -P "$port" -f "$(region_of "$dir")" \
 		>"$dir/target.out" 2>"$dir/target.err" &
 	TARGET_PID=$!
@@ -237,6 +243,7 @@ run() {
 		tenv+=(FI_PMEMVERBS_FAULT_PERSIST="$FAULT_PERSIST")
 	[[ -n ${FILL_HOLES:-} ]] &&
 		tenv+=(FI_PMEMVERBS_FILL_HOLES="$FILL_HOLES")
+	[[ -n ${FILL_DIR:-} ]] && tenv+=(PMV_WBERR_FILL_DIR="$FILL_DIR")
 	tenv+=("${TARGET_ENV[@]}")
 	start_target "$dir" "$test" "$port" "${tenv[@]}"
 	case $? in
@@ -252,13 +259,59 @@ run() {
 		return
 		;;
 	esac
-	env "${ienv[@]}" \
+	"${NS[@]}" env "${ienv[@]}" \
 		timeout "$PROC_TIMEOUT" "$BIN" -r initiator -t "$test" -g "$gran" \
 		-a "$ADDR" -P "$port" "${iargs[@]}" \
 		>"$dir/initiator.out" 2>"$dir/initiator.err"
 	irc=$?
 	finish_target
 	"judge_$judge" "$name" "$dir" "$irc"
+}
+
+# The file system of run_on_loop_fs, made in a private mount namespace by
+# its last process, which then says so ($1/ready) and sleeps $2 seconds:
+# ext4 on a loop device whose image lies on a 64 MiB tmpfs (at $1/t) that
+# the target can fill, mounted at $1/m.  The block groups' metadata is
+# written first (a file kept), so that only data blocks need new room in
+# the image.
+LOOP_FS_SETUP='set -e
+mount -t tmpfs -o size=64m tmpfs "$1/t"
+truncate -s 96M "$1/t/img"
+mkfs.ext4 -q -F -O ^has_journal -E lazy_itable_init=0 "$1/t/img" >/dev/null
+mount -o loop "$1/t/img" "$1/m"
+dd if=/dev/zero of="$1/m/kept" bs=64k count=16 conv=fsync status=none
+touch "$1/ready"
+exec sleep "$2"'
+
+# run_on_loop_fs NAME ARGS...: run NAME ARGS... with the region file on a
+# file system of its own, in a private mount namespace both processes
+# enter (nsenter), whose writeback the target can make fail
+# (PMV_WBERR_FILL_DIR): the case writeback-error.  Needs root, a free loop
+# device and mkfs.ext4; where they are missing the run is a FAIL, never
+# left out.  The namespace, its mounts and the loop device go with it.
+run_on_loop_fs() {
+	local name=$1 dir ns tries=0
+	[[ -z $RUNS || " $RUNS " == *" $name "* ]] || return 0
+	dir=$(mktemp -d /tmp/pmv_loopfs.XXXXXX)
+	mkdir "$dir/t" "$dir/m"
+	unshare -m --propagation private bash -c "$LOOP_FS_SETUP" _ "$dir" \
+		$((PROC_TIMEOUT * 2)) 2>"$dir/setup.err" &
+	ns=$!
+	while [[ ! -e $dir/ready ]] && kill -0 "$ns" 2>/dev/null &&
+	      ((tries++ < 300)); do
+		sleep 0.1
+	done
+	if [[ ! -e $dir/ready ]]; then
+		RAN+=" $name"
+		report FAIL "$name" "could not make its file system (needs root, a free loop device, mkfs.ext4): $(tail -n 1 "$dir/setup.err")"
+	else
+		NS=(nsenter -t "$ns" -m)
+		REGION_DIR=$dir/m FILL_DIR=$dir/t run "$@"
+		NS=()
+	fi
+	kill "$ns" 2>/dev/null
+	wait "$ns" 2>/dev/null
+	rm -rf "$dir"
 }
 
 # Every run PMV_RUNS (or THREADLESS_RUNS) names must have run: a
@@ -378,6 +431,10 @@ for gran in page cache_line; do
 	FAULT_PERSIST=1 CASE=persist-fails \
 		run "persist-fails-$gran" badinput "$gran" lines no
 done
+# a real writeback error on ext4 that the application's own msync took
+# first (Linux reports it once per open file): the region's commits fail
+# with FI_EIO until it is registered again
+CASE=writeback-error run_on_loop_fs writeback-error badinput auto lines no
 # issue 25: a fence after a failure to its key fails however many other
 # keys failed in between (item 6); an older send never overwrites a later
 # commit over its range (item 7); by default, on cache_line, send forced

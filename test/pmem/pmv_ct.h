@@ -269,8 +269,9 @@ enum wberr_phase {
 	WB_FAIL = 1, /* fill the tmpfs, then msync [off, off + len) of the
 		      * application's mapping: its writeback must fail, and
 		      * the application's msync takes the error */
-	WB_RECOVER,  /* free the tmpfs and drop the range's clean pages
-		      * (MADV_PAGEOUT): the lost write is gone from memory */
+	WB_RECOVER,  /* free the tmpfs and ask the kernel to drop the
+		      * range's clean pages (MADV_PAGEOUT): the lost write
+		      * may then be gone from memory too */
 	WB_DISK,     /* read [off, off + 64) of the file past the page cache
 		      * (O_DIRECT) into wberr_rsp.disk */
 };

@@ -148,8 +148,9 @@ static void wberr_expect_persist_error(const char *name, const char *sub,
  * device whose image lies on a small tmpfs (run_pmem_tests.sh).  A plain
  * write of a page of REG_A lands; the target fills the tmpfs and msyncs
  * that page of its own mapping, which fails and takes the error (Linux
- * reports it once per open file); space comes back and the target drops
- * the page's clean copy: the write may be lost.  A commit into that page,
+ * reports it once per open file); space comes back and the target asks
+ * the kernel to drop the page's clean copy: the write is lost on the
+ * disk, maybe in memory too.  A commit into that page,
  * and one into another page of the region, must fail with FI_EIO and
  * FI_PMEM_ERR_PERSIST (never success: the region lost a write), until the
  * region is registered again; then the page, written and committed

@@ -259,7 +259,7 @@ void target_on_wberr(const struct wberr_req *req)
 	}
 	if (err) {
 		rsp.status = -FI_EOTHER;
-		snprintf(rsp.detail, sizeof(rsp.detail), "%s (%s)", err,
+		snprintf(rsp.detail, sizeof(rsp.detail), "%s (errno: %s)", err,
 			 strerror(errno));
 	}
 	ctl_send(MSG_WBERR_DONE, &rsp, sizeof(rsp));

@@ -283,6 +283,20 @@ dd if=/dev/zero of="$1/m/kept" bs=64k count=16 conv=fsync status=none
 touch "$1/ready"
 exec sleep "$2"'
 
+# The propagation run_on_loop_fs's namespace takes: private, so that its
+# mounts never reach this one.  In a chroot (the Debian 13 pass) / is no
+# mount point and cannot be made private; there "unchanged" is as safe if
+# no mount of this namespace is shared (the pass's own namespace is made
+# private), and the setup fails otherwise (mountinfo's "shared:" field).
+loop_fs_propagation() {
+	if unshare -m --propagation private true 2>/dev/null ||
+	   grep -q ' shared:' /proc/self/mountinfo; then
+		echo private
+	else
+		echo unchanged
+	fi
+}
+
 # run_on_loop_fs NAME ARGS...: run NAME ARGS... with the region file on a
 # file system of its own, in a private mount namespace both processes
 # enter (nsenter), whose writeback the target can make fail
@@ -290,11 +304,12 @@ exec sleep "$2"'
 # device and mkfs.ext4; where they are missing the run is a FAIL, never
 # left out.  The namespace, its mounts and the loop device go with it.
 run_on_loop_fs() {
-	local name=$1 dir ns tries=0
+	local name=$1 dir ns tries=0 prop
 	[[ -z $RUNS || " $RUNS " == *" $name "* ]] || return 0
 	dir=$(mktemp -d /tmp/pmv_loopfs.XXXXXX)
 	mkdir "$dir/t" "$dir/m"
-	unshare -m --propagation private bash -c "$LOOP_FS_SETUP" _ "$dir" \
+	prop=$(loop_fs_propagation)
+	unshare -m --propagation "$prop" bash -c "$LOOP_FS_SETUP" _ "$dir" \
 		$((PROC_TIMEOUT * 2)) 2>"$dir/setup.err" &
 	ns=$!
 	while [[ ! -e $dir/ready ]] && kill -0 "$ns" 2>/dev/null &&
@@ -305,7 +320,9 @@ run_on_loop_fs() {
 		RAN+=" $name"
 		report FAIL "$name" "could not make its file system (needs root, a free loop device, mkfs.ext4): $(tail -n 1 "$dir/setup.err")"
 	else
-		NS=(nsenter -t "$ns" -m)
+		# -r -w: its root and directory (entering a mount namespace
+		# resets both to the namespace's: in a chroot, outside it)
+		NS=(nsenter -t "$ns" -m -r -w)
 		REGION_DIR=$dir/m FILL_DIR=$dir/t run "$@"
 		NS=()
 	fi

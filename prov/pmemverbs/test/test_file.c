@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,37 @@ static void wb_run(const char *fmt, ...)
 	cr_assert_eq(system(cmd), 0, "set-up failed: %s", cmd);
 }
 
+/* True if a mount of this namespace is shared (mountinfo's "shared:"
+ * field): a mount made here could then reach other namespaces. */
+static bool wb_some_mount_shared(void)
+{
+	char line[1024];
+	bool shared = false;
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+
+	cr_assert_not_null(f, "/proc/self/mountinfo: %s", strerror(errno));
+	while (!shared && fgets(line, sizeof(line), f))
+		shared = strstr(line, " shared:") != NULL;
+	fclose(f);
+	return shared;
+}
+
+/*
+ * Makes this thread's mounts private.  In a chroot (the Debian 13 pass) /
+ * is no mount point and cannot be made private (EINVAL); there the
+ * namespace must already have no shared mount (the pass makes its own
+ * private), or the test fails rather than mount where it could leak.
+ */
+static void wb_mounts_private(void)
+{
+	if (!mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return;
+	cr_assert_eq(errno, EINVAL, "making / private: %s", strerror(errno));
+	cr_assert(!wb_some_mount_shared(), "/ is no mount point (a chroot?) "
+		  "and a mount of this namespace is shared: the test's mounts "
+		  "could leak out");
+}
+
 /* Makes the file system, or skips where loop devices cannot be had. */
 static void wb_fs_setup(struct wb_fs *fs)
 {
@@ -128,7 +160,7 @@ static void wb_fs_setup(struct wb_fs *fs)
 		cr_skip_test("no mkfs.ext4 (e2fsprogs) to make the file system");
 	if (unshare(CLONE_NEWNS))
 		cr_skip_test("unshare(CLONE_NEWNS): %s", strerror(errno));
-	cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	wb_mounts_private();
 	strcpy(fs->dir, "/tmp/pmv_wberr_XXXXXX");
 	cr_assert_not_null(mkdtemp(fs->dir));
 	snprintf(fs->tmp, sizeof(fs->tmp), "%s/t", fs->dir);

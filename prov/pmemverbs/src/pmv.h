@@ -36,6 +36,7 @@
 #include <rdma/fi_ext_pmem.h>
 
 #include "proto/pmv_proto.h"
+#include "pmv_hooks.h"
 #include "pmv_iop.h"
 #include "pmv_lock.h" /* after libfabric's: it checks their calls */
 #include "pmv_wake.h"
@@ -243,6 +244,11 @@ struct pmv_domain {
 				      * to close (pmv_domain_close) */
 	struct pmv_wakes wakes;   /* application threads asleep on its
 				   * objects (pmv_wake.c) */
+	/* its commit engines, each on the read list while commits are in its
+	 * ring (parked otherwise): every read and wait of the domain's CQs
+	 * that pmem endpoints use runs them (pmv_hooks_run_domain), whichever
+	 * CQ the engine completes in */
+	struct pmv_hooks engines;
 	int agent_wake_fd;        /* the agent's eventfd (-1: no agent) */
 	bool agent_sleeping;      /* the agent sleeps on fds (atomic) */
 	uint64_t agent_eps_ver;   /* bumped when an endpoint joins or leaves
@@ -271,8 +277,6 @@ struct pmv_eq;
 struct pmv_cntr;
 struct pmv_ini;
 struct pmv_tgt;
-
-#include "pmv_hooks.h"
 
 /* The RMA counters of a pmem endpoint pmemverbs counts itself (pmv_ep_cntr.c). */
 enum pmv_rma_cntr { PMV_CNTR_WRITE, PMV_CNTR_READ, PMV_CNTR_REMOTE_WRITE,

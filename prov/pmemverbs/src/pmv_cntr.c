@@ -152,7 +152,10 @@ int pmv_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 	}
 	cntr->domain = dom;
 	pmv_domain_hold(dom, PMV_DOM_CNTR); /* pmv_cntr_close releases it */
-	pmv_hooks_init(&cntr->hooks);
+	/* no engines: a counter's reads run them through its endpoints'
+	 * transmit CQs (pmv_ep_cntr.c), and a counter no FI_RMA_PMEM endpoint
+	 * uses stays a plain one */
+	pmv_hooks_init(&cntr->hooks, NULL);
 	cntr->cntr_fid.fid.fclass = FI_CLASS_CNTR;
 	cntr->cntr_fid.fid.context = context;
 	cntr->cntr_fid.fid.ops = &pmv_cntr_fi_ops;

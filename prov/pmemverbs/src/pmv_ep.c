@@ -29,7 +29,7 @@ static bool pmv_ep_stop_serving(struct pmv_ep *ep)
 	pmv_ep_cntr_pause(ep); /* a counter's wait serves ep through it */
 	pmv_agent_remove(ep->domain, ep);
 	if (ep->tx_cq)
-		pmv_hooks_remove(&ep->tx_cq->hooks, &ep->hook);
+		pmv_hooks_remove(&ep->domain->engines, &ep->hook);
 	return in_agent;
 }
 
@@ -40,7 +40,7 @@ static bool pmv_ep_stop_serving(struct pmv_ep *ep)
 static void pmv_ep_serve_again(struct pmv_ep *ep, bool in_agent)
 {
 	if (ep->tx_cq)
-		pmv_hooks_add(&ep->tx_cq->hooks, &ep->hook);
+		pmv_hooks_add(&ep->domain->engines, &ep->hook);
 	pmv_ep_cntr_resume(ep);
 	pmv_agent_serve_again(ep, in_agent);
 }
@@ -76,19 +76,31 @@ static int pmv_ep_close(struct fid *fid)
 	return 0;
 }
 
-/* Remembers the CQs pmemverbs raises commit and FI_IMMED entries in. */
+/*
+ * Remembers the CQs pmemverbs raises commit and FI_IMMED entries in.  A CQ
+ * of another domain is refused: reads of a CQ run its own domain's commit
+ * engines, and this endpoint's would never run.
+ */
 static int pmv_ep_bind_cq(struct pmv_ep *ep, struct fid *bfid, uint64_t flags)
 {
 	struct pmv_cq *cq = pmv_container_of(bfid, struct pmv_cq, cq_fid.fid);
-	int ret = pmv_bind_core(&ep->core->fid, bfid, flags);
+	int ret;
 
+	if (cq->domain != ep->domain) {
+		PMV_WARN(FI_LOG_EP_CTRL, "fi_ep_bind: the CQ was opened on "
+			 "another domain than this FI_RMA_PMEM endpoint; open "
+			 "it on the endpoint's domain (nothing is bound)\n");
+		return -FI_EINVAL;
+	}
+	ret = pmv_bind_core(&ep->core->fid, bfid, flags);
 	if (ret)
 		return ret;
 	/* The agent thread reads these: stored atomically. */
 	if (flags & FI_TRANSMIT) {
 		__atomic_store_n(&ep->tx_cq, cq, __ATOMIC_RELEASE);
 		ep->tx_selective = flags & FI_SELECTIVE_COMPLETION;
-		pmv_hooks_add(&cq->hooks, &ep->hook);
+		ep->hook.busy_for = &cq->hooks;
+		pmv_hooks_add(&ep->domain->engines, &ep->hook);
 		pmv_cq_ref_pmem(cq, 1);
 	}
 	if (flags & FI_RECV) {

@@ -335,7 +335,7 @@ int pmv_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 		free(eq);
 		return ret;
 	}
-	pmv_hooks_init(&eq->hooks);
+	pmv_hooks_init(&eq->hooks, NULL); /* of the fabric: no domain */
 	eq->eq_fid.fid.fclass = FI_CLASS_EQ;
 	eq->eq_fid.fid.context = context;
 	eq->eq_fid.fid.ops = &pmv_eq_fi_ops;

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * pmemverbs: hook lists.  A CQ, counter or EQ that pmem endpoints are
- * bound to keeps their progress functions (the commit engine's acks,
- * inline serving of commit requests) and runs them whenever the
- * application reads or waits on it, so that a target application that
- * polls any of them serves its commit requests on its own thread.
+ * bound to keeps their serving (inline serving of commit requests) and
+ * runs it whenever the application reads or waits on it, so that a target
+ * application that polls any of them serves its commit requests on its
+ * own thread.  A domain keeps its endpoints' commit engines (acks,
+ * deferred operations) on one list, which every read and wait of its CQs
+ * runs after the CQ's own (pmv_hooks_run_domain).
  */
 #include <sched.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "pmv_objects.h"
 
@@ -30,9 +31,11 @@ bool pmv_wait_spins(uint64_t woke_us)
 	       pmv_us_now() - last < (uint64_t) pmv_params.sread_spin_us;
 }
 
-void pmv_hooks_init(struct pmv_hooks *hooks)
+/* An object's list; engines: its domain's commit engines, which its reads
+ * run too (NULL: none). */
+void pmv_hooks_init(struct pmv_hooks *hooks, struct pmv_hooks *engines)
 {
-	*hooks = (struct pmv_hooks) { .head = NULL };
+	*hooks = (struct pmv_hooks) { .engines = engines };
 	pthread_mutex_init(&hooks->lock, NULL);
 }
 
@@ -282,12 +285,23 @@ static void pmv_hooks_let_go(struct pmv_hooks *hooks, struct pmv_hook **got,
 enum pmv_hooks_call { PMV_HOOKS_PROGRESS, PMV_HOOKS_BEFORE_WAIT,
 		      PMV_HOOKS_BUSY };
 
-/* Calls one hook as call says; true if it reports work in flight (busy). */
-static bool pmv_hook_call(struct pmv_hook *h, enum pmv_hooks_call call)
+/*
+ * Calls one hook as call says, for a read of asker (NULL: the hook's own
+ * list); true if it reports work in flight (busy) for asker's waits (an
+ * engine only for its transmit CQ's).  An engine run from another CQ's
+ * read only helps (h->help): threads that each read their own CQ do not
+ * queue on one another's engines.
+ */
+static bool pmv_hook_call(struct pmv_hook *h, enum pmv_hooks_call call,
+			  const struct pmv_hooks *asker)
 {
+	bool foreign = asker && h->busy_for != asker;
+
 	if (call == PMV_HOOKS_BUSY)
-		return h->busy && h->busy(h->arg);
-	if (call == PMV_HOOKS_BEFORE_WAIT && h->before_wait)
+		return h->busy && !foreign && h->busy(h->arg);
+	if (foreign && h->help)
+		h->help(h->arg);
+	else if (call == PMV_HOOKS_BEFORE_WAIT && h->before_wait)
 		h->before_wait(h->arg);
 	else
 		h->progress(h->arg);
@@ -298,9 +312,11 @@ static bool pmv_hook_call(struct pmv_hook *h, enum pmv_hooks_call call)
  * Calls every hook of the read list, with no lock held: a hook serves
  * requests (persists, posts acks) and progresses the commit engine
  * (posts), and other reads of the same object must not wait behind it.
- * True if a hook reported work in flight (PMV_HOOKS_BUSY: the walk stops).
+ * True if a hook reported work in flight for asker (PMV_HOOKS_BUSY: the
+ * walk stops; pmv_hook_call).
  */
-static bool pmv_hooks_each(struct pmv_hooks *hooks, enum pmv_hooks_call call)
+static bool pmv_hooks_each(struct pmv_hooks *hooks, enum pmv_hooks_call call,
+			   const struct pmv_hooks *asker)
 {
 	struct pmv_hook *got[PMV_HOOKS_BATCH], *last = NULL;
 	bool busy = false;
@@ -310,7 +326,7 @@ static bool pmv_hooks_each(struct pmv_hooks *hooks, enum pmv_hooks_call call)
 		return false; /* a plain object: no lock on its reads */
 	while ((n = pmv_hooks_grab(hooks, last, got))) {
 		for (unsigned i = 0; i < n && !busy; i++)
-			busy = pmv_hook_call(got[i], call);
+			busy = pmv_hook_call(got[i], call, asker);
 		pmv_hooks_let_go(hooks, got, n);
 		last = got[n - 1];
 		if (busy)
@@ -325,36 +341,27 @@ static bool pmv_hooks_each(struct pmv_hooks *hooks, enum pmv_hooks_call call)
 	return busy;
 }
 
-/* Notes a read by the application, at now (ms), of an object serving
- * endpoints. */
-static void pmv_hooks_note_read(struct pmv_hooks *hooks, uint64_t now)
-{
-	uint64_t last = __atomic_load_n(&hooks->app_ms, __ATOMIC_RELAXED);
-
-	if (last == now)
-		return;
-	__atomic_store_n(&hooks->app_prev_ms, last, __ATOMIC_RELAXED);
-	__atomic_store_n(&hooks->app_ms, now, __ATOMIC_RELAXED);
-}
-
 /*
- * True while the application's reads of this object serve its endpoints:
- * it read it within PMV_SERVE_DEFER_MS, and the read before that within
- * PMV_SERVE_DEFER_MS of it (it polls).  One read now and then (a target
- * that reads its CQ every 200 ms) leaves them to the agent.
+ * The domain's commit engines, which every read and wait of a CQ of the
+ * domain runs (as libfabric's tcp provider runs one progress per domain
+ * from each of its CQs; a counter's reads read its endpoints' transmit
+ * CQs): those with commits in flight (an idle engine is parked off the
+ * list), whichever CQ each completes in: a read of any CQ of the domain
+ * takes the acks that landed for every endpoint.  Asked PMV_HOOKS_BUSY,
+ * only the engines completing in this CQ count (a wait on a receive CQ
+ * need not spin while another thread's commits are in flight).  True as
+ * pmv_hooks_each.
  */
-bool pmv_hooks_app_reads(struct pmv_hooks *hooks, uint64_t now_ms)
+static bool pmv_hooks_run_domain(struct pmv_hooks *hooks,
+				 enum pmv_hooks_call call)
 {
-	uint64_t last = __atomic_load_n(&hooks->app_ms, __ATOMIC_RELAXED);
-	uint64_t prev = __atomic_load_n(&hooks->app_prev_ms, __ATOMIC_RELAXED);
-
-	return last && now_ms - last < PMV_SERVE_DEFER_MS && prev &&
-	       last - prev < PMV_SERVE_DEFER_MS;
+	return hooks->engines && pmv_hooks_each(hooks->engines, call, hooks);
 }
 
 /*
  * What a read of the object runs: notes it, serves the gates that confirmed
- * requests (one clock read for both), then runs the read list.
+ * requests (one clock read for both), runs the read list, then the
+ * domain's commit engines.
  */
 void pmv_hooks_run(struct pmv_hooks *hooks)
 {
@@ -365,76 +372,8 @@ void pmv_hooks_run(struct pmv_hooks *hooks)
 		pmv_hooks_note_read(hooks, now);
 		pmv_hooks_run_gates(hooks, now);
 	}
-	(void) pmv_hooks_each(hooks, PMV_HOOKS_PROGRESS);
-}
-
-/* Wakes the agent of dom, if it has one (it may nap because the
- * application served); an eventfd write never blocks. */
-void pmv_hooks_wake_agent(struct pmv_domain *dom)
-{
-	uint64_t one = 1;
-	int fd = __atomic_load_n(&dom->agent_wake_fd, __ATOMIC_RELAXED);
-
-	if (fd >= 0)
-		(void) !write(fd, &one, sizeof(one));
-}
-
-/*
- * Wakes the agents of the domains whose endpoints hooks serves, under the
- * list's lock (an endpoint, and so its domain, cannot go meanwhile); an
- * eventfd write never blocks.
- */
-static void pmv_hooks_wake_agents(struct pmv_hooks *hooks)
-{
-	struct pmv_hook *lists[2], *h;
-
-	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
-	if (hooks->dom && !hooks->multi_dom)
-		pmv_hooks_wake_agent(hooks->dom);
-	lists[0] = hooks->multi_dom ? hooks->head : NULL;
-	lists[1] = hooks->multi_dom ? hooks->ev_head : NULL;
-	for (int i = 0; i < 2; i++)
-		for (h = lists[i]; h; h = h->next)
-			if (h->ep)
-				pmv_hooks_wake_agent(h->ep->domain);
-	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
-}
-
-/*
- * An application thread starts a wait in this CQ's fi_cq_sread that the
- * bytes of a request end (pmv_cq_poll_core: a poll on the fds FI_GETWAIT
- * gives, the ones the agent sleeps on): it serves the endpoints receiving
- * here itself, and the agent naps meanwhile (pmv_serve_wait_list).
- */
-void pmv_hooks_byte_wait_begin(struct pmv_hooks *hooks)
-{
-	__atomic_add_fetch(&hooks->byte_waiters, 1, __ATOMIC_SEQ_CST);
-}
-
-/*
- * Its wait ended (the sread returns, or falls back to a wait that bytes do
- * not end): the last such thread wakes the agent if it napped relying on
- * them (pmv_hooks_byte_waited; both sides seq_cst, so one sees the other).
- */
-void pmv_hooks_byte_wait_end(struct pmv_hooks *hooks, struct pmv_domain *dom)
-{
-	if (!__atomic_sub_fetch(&hooks->byte_waiters, 1, __ATOMIC_SEQ_CST) &&
-	    __atomic_load_n(&hooks->agent_relies, __ATOMIC_SEQ_CST) &&
-	    __atomic_exchange_n(&hooks->agent_relies, false, __ATOMIC_SEQ_CST))
-		pmv_hooks_wake_agent(dom);
-}
-
-/*
- * True if an application thread waits on this CQ's bytes
- * (pmv_hooks_byte_wait_begin); the agent, which asks, relies on it from
- * then on: the last waiter's end wakes it.
- */
-bool pmv_hooks_byte_waited(struct pmv_hooks *hooks)
-{
-	if (!__atomic_load_n(&hooks->byte_waiters, __ATOMIC_ACQUIRE))
-		return false;
-	__atomic_store_n(&hooks->agent_relies, true, __ATOMIC_SEQ_CST);
-	return __atomic_load_n(&hooks->byte_waiters, __ATOMIC_SEQ_CST) != 0;
+	(void) pmv_hooks_each(hooks, PMV_HOOKS_PROGRESS, NULL);
+	(void) pmv_hooks_run_domain(hooks, PMV_HOOKS_PROGRESS);
 }
 
 /*
@@ -446,19 +385,21 @@ bool pmv_hooks_byte_waited(struct pmv_hooks *hooks)
 void pmv_hooks_run_before_wait(struct pmv_hooks *hooks)
 {
 	pmv_hooks_run_gates(hooks, pmv_ms_now());
-	(void) pmv_hooks_each(hooks, PMV_HOOKS_BEFORE_WAIT);
+	(void) pmv_hooks_each(hooks, PMV_HOOKS_BEFORE_WAIT, NULL);
+	(void) pmv_hooks_run_domain(hooks, PMV_HOOKS_BEFORE_WAIT);
 	if (__atomic_exchange_n(&hooks->app_ms, 0, __ATOMIC_RELAXED))
 		pmv_hooks_wake_agents(hooks);
 }
 
 /*
- * True if a hook reports work in flight (commits whose acks may land);
- * asked with no lock held, as progress is (a counter's hook asks its
- * endpoint's CQ's hooks).
+ * True if a hook, or an engine of the domain completing here, reports work
+ * in flight (commits whose acks may land); asked with no lock held, as
+ * progress is (a counter's hook asks its endpoint's CQ's hooks).
  */
 bool pmv_hooks_busy(struct pmv_hooks *hooks)
 {
-	return pmv_hooks_each(hooks, PMV_HOOKS_BUSY);
+	return pmv_hooks_each(hooks, PMV_HOOKS_BUSY, NULL) ||
+	       pmv_hooks_run_domain(hooks, PMV_HOOKS_BUSY);
 }
 
 /*

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
- * pmemverbs: hook lists (pmv_hooks.c), what a CQ, counter or EQ runs when
- * the application reads or waits on it.  Included by pmv.h.
+ * pmemverbs: hook lists (pmv_hooks.c, pmv_hooks_agent.c), what a CQ,
+ * counter or EQ runs when the application reads or waits on it, and the
+ * domain's commit engines every such read runs.  Included by pmv.h.
  */
 #ifndef PMV_HOOKS_H
 #define PMV_HOOKS_H
@@ -24,6 +25,13 @@ struct pmv_hook {
 	 * counter or EQ wait, which request bytes do not end); NULL: progress */
 	void (*before_wait)(void *arg);
 	bool (*busy)(void *arg);   /* work in flight that memory may end */
+	/* an engine's: the list of the CQ it completes in, whose waits alone
+	 * its work keeps busy (it runs from every CQ of its domain) */
+	const struct pmv_hooks *busy_for;
+	/* run instead of progress by a read of another CQ (busy_for is not
+	 * that CQ's): progress only if no thread holds the engine; NULL:
+	 * progress */
+	void (*help)(void *arg);
 	void *arg;
 	struct pmv_ep *ep;         /* the endpoint served, or NULL */
 	struct pmv_hook *next;
@@ -56,6 +64,11 @@ struct pmv_hooks {
 	bool gates_on;             /* so (atomic; set under the lock) */
 	int gates_runs;            /* reads running it (atomic): its removal
 				    * waits for none */
+	/* the domain's commit engines, which every read of the object runs
+	 * after its own list (pmv_hooks_run_domain); NULL: none (a counter,
+	 * which reads its endpoints' transmit CQs; an EQ, whose endpoints may
+	 * be of several domains; the engines' own list) */
+	struct pmv_hooks *engines;
 	struct pmv_domain *dom;    /* the domain of the endpoints served
 				    * (the first one's; NULL: none yet) */
 	bool multi_dom;            /* endpoints of other domains too */
@@ -83,6 +96,8 @@ void pmv_hooks_wake(struct pmv_hooks *hooks, struct pmv_hook *hook);
 bool pmv_hooks_add_evented(struct pmv_hooks *hooks, struct pmv_hook *hook,
 			   void (*serve_gates)(struct pmv_domain *dom,
 					       uint64_t now_ms));
+
+/* pmv_hooks_agent.c */
 bool pmv_hooks_app_reads(struct pmv_hooks *hooks, uint64_t now_ms);
 void pmv_hooks_byte_wait_begin(struct pmv_hooks *hooks);
 void pmv_hooks_byte_wait_end(struct pmv_hooks *hooks, struct pmv_domain *dom);

@@ -45,7 +45,7 @@ struct pmv_pep {
 };
 
 /* pmv_hooks.c */
-void pmv_hooks_init(struct pmv_hooks *hooks);
+void pmv_hooks_init(struct pmv_hooks *hooks, struct pmv_hooks *engines);
 void pmv_hooks_fini(struct pmv_hooks *hooks);
 int pmv_hooks_close_wrapper(struct fid *core_fid, const char *what,
 			    struct pmv_hooks *hooks, void *wrapper);
@@ -54,6 +54,10 @@ void pmv_hooks_run_before_wait(struct pmv_hooks *hooks);
 bool pmv_hooks_busy(struct pmv_hooks *hooks);
 unsigned pmv_hooks_hold_eps(struct pmv_hooks *hooks, struct pmv_ep **eps,
 			    unsigned max);
+
+/* pmv_hooks_agent.c */
+void pmv_hooks_note_read(struct pmv_hooks *hooks, uint64_t now);
+void pmv_hooks_wake_agents(struct pmv_hooks *hooks);
 
 /* pmv_cq_queue.c: the CQ's own queue (see pmv.h for reserve and push) */
 size_t pmv_cq_entry_size(enum fi_cq_format format);

@@ -145,13 +145,14 @@ struct pmv_ep *open_ep(void)
 		.gated = true, .gate_id = GATE_ID, /* a tcp peer's, DATA CQ */
 	};
 	cr_assert_eq(pmv_ini_open(ep), 0);
-	pmv_hooks_add(&g_cq->hooks, &ep->hook);
+	ep->hook.busy_for = &g_cq->hooks; /* as a tx CQ bind */
+	pmv_hooks_add(&g_dom.engines, &ep->hook);
 	return ep;
 }
 
 void close_ep(struct pmv_ep *ep)
 {
-	pmv_hooks_remove(&g_cq->hooks, &ep->hook);
+	pmv_hooks_remove(&g_dom.engines, &ep->hook);
 	pmv_ini_close(ep);
 	free(ep->inbox.mem);
 	free(ep);
@@ -163,7 +164,8 @@ void open_cq(void)
 	g_cq = calloc(1, sizeof(*g_cq));
 	pthread_mutex_init(&g_cq->lock, NULL);
 	pthread_mutex_init(&g_cq->aux_lock, NULL);
-	pmv_hooks_init(&g_cq->hooks);
+	g_cq->domain = &g_dom;
+	pmv_hooks_init(&g_cq->hooks, &g_dom.engines);
 	pmv_iop_pool_init(&g_cq->iops);
 }
 
@@ -180,6 +182,7 @@ void setup_params(void)
 {
 	memset(&g_dom, 0, sizeof(g_dom));
 	pthread_mutex_init(&g_dom.lock, NULL);
+	pmv_hooks_init(&g_dom.engines, NULL);
 	g_watched = NULL;
 	g_dom.inject_size = 128;
 	g_dom.caps = FI_RMA_PMEM;

@@ -303,7 +303,7 @@ Test(engine, an_idle_engine_is_progressed_without_its_lock)
 		  "and the engine is not busy");
 }
 
-/* True if hook is on the list every read of hooks' object runs. */
+/* True if hook is on the read list of hooks (the domain's engines). */
 static bool on_read_list(const struct pmv_hooks *hooks,
 			 const struct pmv_hook *hook)
 {
@@ -314,7 +314,7 @@ static bool on_read_list(const struct pmv_hooks *hooks,
 }
 
 /*
- * An idle engine's hook is off its CQ's read list: a read of a CQ that
+ * An idle engine's hook is off its domain's list: a read of a CQ that
  * 1024 idle endpoints share walked 1024 hooks (on libfabric 2.1, whose
  * tcp core's progress does not grow with its connections, a commit took
  * 9 times the core's own).  The first commit in an empty ring puts the
@@ -330,13 +330,13 @@ Test(engine, an_idle_engines_hook_is_off_its_cqs_read_list)
 
 	for (int i = 0; i < 8; i++)
 		idle[i] = open_ep();
-	cr_assert_null(g_cq->hooks.head, "reads walk idle engines");
+	cr_assert_null(g_dom.engines.head, "reads walk idle engines");
 	pmv_params.method = FI_PMEM_METHOD_AGENT;
 	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
-	cr_assert(on_read_list(&g_cq->hooks, &g_ep->hook),
+	cr_assert(on_read_list(&g_dom.engines, &g_ep->hook),
 		  "a commit did not put its engine on the read list");
 	for (int i = 0; i < 8; i++)
-		cr_assert_not(on_read_list(&g_cq->hooks, &idle[i]->hook));
+		cr_assert_not(on_read_list(&g_dom.engines, &idle[i]->hook));
 	complete_post(g_nposts - 2, 0);
 	complete_post(g_nposts - 1, 0);
 	ack_lands(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 0);
@@ -344,8 +344,49 @@ Test(engine, an_idle_engines_hook_is_off_its_cqs_read_list)
 	pmv_hooks_run(&g_cq->hooks);
 	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx,
 		  "a read did not run the busy engine");
-	cr_assert_not(on_read_list(&g_cq->hooks, &g_ep->hook),
+	cr_assert_not(on_read_list(&g_dom.engines, &g_ep->hook),
 		      "an idle engine stayed on the read list");
 	for (int i = 0; i < 8; i++)
 		close_ep(idle[i]);
+}
+
+/*
+ * One progress per domain, as libfabric's tcp provider has: a read of any
+ * CQ of the domain runs every engine with commits in flight, whichever CQ
+ * it completes in.  Only a wait on that CQ counts the commit as work in
+ * flight (a thread waiting on its receive CQ need not spin while another
+ * one's commits fly).  Before, an engine ran only from its transmit CQ's
+ * reads: a thread reading the domain's other CQ left the landed ack there.
+ * Such a read only helps: while another thread holds the engine (posting
+ * on it) the read goes on without it rather than wait.
+ */
+Test(engine, a_read_of_another_cq_of_the_domain_runs_the_busy_engine,
+     .timeout = 10)
+{
+	struct pmv_cq other = { .domain = &g_dom };
+	struct fi_cq_err_entry e;
+	bool err;
+	int ctx;
+
+	pmv_hooks_init(&other.hooks, &g_dom.engines);
+	cr_assert_not(pmv_hooks_busy(&other.hooks), "busy with nothing in "
+		      "flight");
+	pmv_params.method = FI_PMEM_METHOD_AGENT;
+	cr_assert_eq(commit(g_ep, 0, 64, 0, &ctx), 0);
+	cr_assert(pmv_hooks_busy(&g_cq->hooks), "a wait on the commit's CQ "
+		  "does not see it in flight");
+	cr_assert_not(pmv_hooks_busy(&other.hooks), "a wait on the domain's "
+		      "other CQ counts a commit completing elsewhere");
+	complete_post(g_nposts - 2, 0);
+	complete_post(g_nposts - 1, 0);
+	ack_lands(g_ep, 1, 0, FI_PMEM_PROFILE_PAGE, 0);
+	pthread_mutex_lock(&g_ep->ini->lock); /* another thread posts */
+	pmv_hooks_run(&other.hooks); /* hangs if it waits for the engine */
+	pthread_mutex_unlock(&g_ep->ini->lock);
+	cr_assert_not(pop(&e, &err), "completed under another thread's hold");
+	pmv_hooks_run(&other.hooks);
+	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx,
+		  "a read of the domain's other CQ did not run the engine");
+	cr_assert_not(pmv_hooks_busy(&g_cq->hooks), "busy once completed");
+	pmv_hooks_fini(&other.hooks);
 }

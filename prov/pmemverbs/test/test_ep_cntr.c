@@ -87,7 +87,7 @@ Test(ep_cntr, trywait_refuses_while_a_counted_commit_is_in_flight)
 
 	g_cnt = g_cnt_err = 0;
 	g_cq->cq_fid.ops = &g_engine_cq_ops;
-	pmv_hooks_init(&cntr.hooks);
+	pmv_hooks_init(&cntr.hooks, NULL);
 	cr_assert_eq(pmv_ep_cntr_bind(g_ep, &cntr, FI_WRITE), 0);
 	cr_assert_not(pmv_cntr_trywait_busy(&cntr), "refused with nothing in "
 		      "flight");

@@ -29,7 +29,7 @@ static bool hook_busy(void *arg)
 
 static void setup(void)
 {
-	pmv_hooks_init(&g_hooks);
+	pmv_hooks_init(&g_hooks, NULL);
 	for (int i = 0; i < NHOOKS; i++) {
 		g_hook[i] = (struct pmv_hook) { .progress = count_run,
 						.busy = hook_busy,

@@ -82,6 +82,31 @@ Test(objects, a_foreign_fid_is_refused)
 }
 
 /*
+ * A CQ of another domain is refused on an FI_RMA_PMEM endpoint, with
+ * nothing bound: a CQ's reads run its own domain's commit engines, so the
+ * endpoint's commits would never complete.  Its own domain's CQ binds.
+ */
+Test(objects, a_cq_of_another_domain_is_refused_on_a_pmem_endpoint)
+{
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_CONTEXT };
+	struct fid_domain *other;
+	struct fid_cq *cq, *own;
+	struct fid_ep *ep;
+
+	cr_assert_eq(fi_domain(fx.fabric, fx.info, &other, NULL), 0);
+	cr_assert_eq(fi_cq_open(other, &cq_attr, &cq, NULL), 0);
+	cr_assert_eq(fi_cq_open(fx.domain, &cq_attr, &own, NULL), 0);
+	cr_assert_eq(fi_endpoint(fx.domain, fx.info, &ep, NULL), 0);
+	cr_assert_eq(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT), -FI_EINVAL);
+	cr_assert_null(pmv_container_of(ep, struct pmv_ep, ep_fid)->tx_cq);
+	cr_assert_eq(fi_ep_bind(ep, &own->fid, FI_TRANSMIT), 0);
+	cr_assert_eq(fi_close(&ep->fid), 0);
+	cr_assert_eq(fi_close(&own->fid), 0);
+	cr_assert_eq(fi_close(&cq->fid), 0, "the refused bind held the CQ");
+	cr_assert_eq(fi_close(&other->fid), 0);
+}
+
+/*
  * The core's extension ops would be handed pmemverbs's fids (ofi_rxm's
  * flow control over verbs corrupted the heap that way): refused; pmemverbs's
  * own domain ops are there.

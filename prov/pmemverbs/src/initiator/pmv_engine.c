@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only */
 /*
  * pmemverbs: the commit engine of an endpoint as a whole: its life (open,
- * close, failure of the connection) and its progress, which the transmit
- * CQ runs before every read: acks are read, and the operations that wait
- * for room in the core are posted, in ring order.
+ * close, failure of the connection) and its progress, which every read and
+ * wait of its domain's CQs runs (the domain's list of engines,
+ * pmv_hooks.c; counters read their endpoints' transmit CQs): acks are
+ * read, and the operations that wait for room in the core are posted, in
+ * ring order.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -81,7 +83,7 @@ static bool pmv_ini_busy(void *arg)
 }
 
 /*
- * The tx CQ's progress hook of a pmem endpoint.  With no commit in the
+ * The progress hook of a pmem endpoint's engine.  With no commit in the
  * ring it has nothing to do (no ack to wait for, no peer to watch, no op
  * deferred) and takes no lock: every read of a CQ shared by 1024 idle
  * connections took 1024 engine locks.  A commit posted meanwhile is
@@ -94,6 +96,21 @@ static void pmv_ini_progress(void *arg)
 	if (!pmv_ini_busy(ini))
 		return;
 	pmv_lock(&ini->lock, PMV_LOCK_INI);
+	pmv_ini_progress_locked(ini);
+	pmv_unlock(&ini->lock, PMV_LOCK_INI);
+}
+
+/*
+ * The engine's progress run by a read of another CQ of its domain: only if
+ * no thread holds the engine (its own thread posting or progressing it
+ * goes on undisturbed; its own CQ's reads progress it anyway).
+ */
+static void pmv_ini_help(void *arg)
+{
+	struct pmv_ini *ini = arg;
+
+	if (!pmv_ini_busy(ini) || !pmv_trylock(&ini->lock, PMV_LOCK_INI))
+		return;
 	pmv_ini_progress_locked(ini);
 	pmv_unlock(&ini->lock, PMV_LOCK_INI);
 }
@@ -113,6 +130,7 @@ int pmv_ini_open(struct pmv_ep *ep)
 	ep->ini = ini;
 	ep->hook.progress = pmv_ini_progress;
 	ep->hook.busy = pmv_ini_busy;
+	ep->hook.help = pmv_ini_help;
 	ep->hook.arg = ini;
 	ep->hook.park_idle = true;
 	return 0;

@@ -29,10 +29,10 @@ bool pmv_ini_ring_full(const struct pmv_ini *ini)
 }
 
 /*
- * The engine's first commit in an empty ring (lock held): its transmit
- * CQ's reads run its hook again (an idle engine's hook is parked off
- * their list, pmv_hooks.c, and no read walks it).  A thread asleep on a
- * CQ of the endpoint chose its sleep while no commit was in flight
+ * The engine's first commit in an empty ring (lock held): the reads of its
+ * domain's CQs run its hook again (an idle engine's hook is parked off the
+ * domain's list, pmv_hooks.c, and no read walks it).  A thread asleep on
+ * a CQ of the endpoint chose its sleep while no commit was in flight
  * (fi_cntr_wait: 20 ms, on the receive CQ, whose fd the commit's own
  * completions do not make readable, and the agent leaves the endpoint to
  * it): it is woken (pmv_cq_wake_sleepers), so that its next, short, sleep
@@ -47,7 +47,7 @@ static void pmv_ini_wake(struct pmv_ini *ini)
 		__atomic_load_n(&ini->ep->rx_cq, __ATOMIC_ACQUIRE) : NULL;
 
 	if (cq) {
-		pmv_hooks_wake(&cq->hooks, &ini->ep->hook);
+		pmv_hooks_wake(&ini->ep->domain->engines, &ini->ep->hook);
 		pmv_cq_wake_sleepers(cq);
 	}
 	if (rx && rx != cq)

@@ -386,7 +386,6 @@ void pmv_hooks_run_before_wait(struct pmv_hooks *hooks)
 {
 	pmv_hooks_run_gates(hooks, pmv_ms_now());
 	(void) pmv_hooks_each(hooks, PMV_HOOKS_BEFORE_WAIT, NULL);
-	(void) pmv_hooks_run_domain(hooks, PMV_HOOKS_BEFORE_WAIT);
 	if (__atomic_exchange_n(&hooks->app_ms, 0, __ATOMIC_RELAXED))
 		pmv_hooks_wake_agents(hooks);
 }

@@ -249,6 +249,12 @@ struct pmv_domain {
 	 * that pmem endpoints use runs them (pmv_hooks_run_domain), whichever
 	 * CQ the engine completes in */
 	struct pmv_hooks engines;
+	/* endpoints served on their gates' events (their receive CQs'
+	 * evented hooks, pmv_hooks_add_evented; atomic): while there are
+	 * any, every read and wait of a CQ of the domain runs serve_gates
+	 * (pmv_hooks_run_domain), which serves the confirmed gates */
+	int gates_served;
+	void (*serve_gates)(struct pmv_domain *dom, uint64_t now_ms);
 	int agent_wake_fd;        /* the agent's eventfd (-1: no agent) */
 	bool agent_sleeping;      /* the agent sleeps on fds (atomic) */
 	uint64_t agent_eps_ver;   /* bumped when an endpoint joins or leaves

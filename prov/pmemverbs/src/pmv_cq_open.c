@@ -240,7 +240,7 @@ int pmv_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 	cq->wait_fd = pmv_cq_core_fd(cq);
 	pthread_mutex_init(&cq->lock, NULL);
 	pthread_mutex_init(&cq->aux_lock, NULL);
-	pmv_hooks_init(&cq->hooks, &dom->engines);
+	pmv_hooks_init(&cq->hooks, dom);
 	pmv_iop_pool_init(&cq->iops);
 	cq->format = attr->format ? attr->format : FI_CQ_FORMAT_CONTEXT;
 	cq->cq_fid.fid.fclass = FI_CLASS_CQ;

@@ -4,9 +4,10 @@
  * bound to keeps their serving (inline serving of commit requests) and
  * runs it whenever the application reads or waits on it, so that a target
  * application that polls any of them serves its commit requests on its
- * own thread.  A domain keeps its endpoints' commit engines (acks,
- * deferred operations) on one list, which every read and wait of its CQs
- * runs after the CQ's own (pmv_hooks_run_domain).
+ * own thread.  A domain's one progress, which every read and wait of its
+ * CQs runs after the CQ's own list (pmv_hooks_run_domain), serves the
+ * gates its endpoints' requests confirmed and runs its endpoints' commit
+ * engines (acks, deferred operations), kept on one list.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -31,11 +32,11 @@ bool pmv_wait_spins(uint64_t woke_us)
 	       pmv_us_now() - last < (uint64_t) pmv_params.sread_spin_us;
 }
 
-/* An object's list; engines: its domain's commit engines, which its reads
- * run too (NULL: none). */
-void pmv_hooks_init(struct pmv_hooks *hooks, struct pmv_hooks *engines)
+/* An object's list; progress: the domain whose progress its reads run too
+ * (NULL: none). */
+void pmv_hooks_init(struct pmv_hooks *hooks, struct pmv_domain *progress)
 {
-	*hooks = (struct pmv_hooks) { .engines = engines };
+	*hooks = (struct pmv_hooks) { .progress = progress };
 	pthread_mutex_init(&hooks->lock, NULL);
 }
 
@@ -116,69 +117,30 @@ void pmv_hooks_wake(struct pmv_hooks *hooks, struct pmv_hook *hook)
 
 /*
  * Adds hook (a gated endpoint's) to the events list, which reads do not
- * run: its requests are served when its gate confirms them.  With the
- * first such endpoint every read starts to run serve_gates, which serves
- * the domain's confirmed gates.  False (nothing done): the list serves
- * endpoints of another domain too, whose gates serve_gates does not
- * serve; add hook to the read list then.
+ * run: its requests are served when its gate confirms them.  From the
+ * first such endpoint of the domain on, every read of the domain's CQs
+ * runs serve_gates (pmv_hooks_run_domain), which serves the domain's
+ * confirmed gates.  False (nothing done): the list's reads do not run
+ * the endpoint's domain's progress (a counter's, an EQ's); add hook to
+ * the read list then.
  */
 bool pmv_hooks_add_evented(struct pmv_hooks *hooks, struct pmv_hook *hook,
 			   void (*serve_gates)(struct pmv_domain *dom,
 					       uint64_t now_ms))
 {
-	bool ok;
+	struct pmv_domain *dom = hook->ep->domain;
 
+	if (hooks->progress != dom)
+		return false;
 	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
-	ok = !hooks->dom || hooks->dom == hook->ep->domain;
-	if (ok) {
-		hook->evented = true;
-		pmv_hooks_count_ep(hooks, hook);
-		pmv_hooks_push(&hooks->ev_head, hook);
-	}
-	if (ok && !hooks->gates_on) {
-		/* atomic: a read that saw gates_on before a removal may still
-		 * load them (the removal waits for it, not this) */
-		__atomic_store_n(&hooks->serve_gates, serve_gates,
-				 __ATOMIC_RELAXED);
-		__atomic_store_n(&hooks->gates_dom, hooks->dom,
-				 __ATOMIC_RELAXED);
-		__atomic_store_n(&hooks->gates_on, true, __ATOMIC_SEQ_CST);
-	}
+	hook->evented = true;
+	pmv_hooks_count_ep(hooks, hook);
+	pmv_hooks_push(&hooks->ev_head, hook);
 	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
-	return ok;
-}
-
-/*
- * Runs serve_gates if on, without the list's lock: a read of a CQ where
- * 1024 idle gated endpoints receive takes no lock of the list (it took it
- * three times, to hold, let go and look past a hook of its own).  Counted
- * in gates_runs after seeing it on and before looking again, so that
- * pmv_hooks_gates_off, which clears gates_on and then waits for no run,
- * misses none.
- */
-static void pmv_hooks_run_gates(struct pmv_hooks *hooks, uint64_t now_ms)
-{
-	if (!__atomic_load_n(&hooks->gates_on, __ATOMIC_ACQUIRE))
-		return;
-	__atomic_add_fetch(&hooks->gates_runs, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&hooks->gates_on, __ATOMIC_SEQ_CST))
-		__atomic_load_n(&hooks->serve_gates, __ATOMIC_RELAXED)(
-			__atomic_load_n(&hooks->gates_dom, __ATOMIC_RELAXED),
-			now_ms);
-	__atomic_sub_fetch(&hooks->gates_runs, 1, __ATOMIC_RELEASE);
-}
-
-/* Reads stop running serve_gates (the last evented endpoint left); the
- * list's lock held.  The caller waits for pmv_hooks_gates_idle. */
-static void pmv_hooks_gates_off(struct pmv_hooks *hooks)
-{
-	__atomic_store_n(&hooks->gates_on, false, __ATOMIC_SEQ_CST);
-}
-
-/* True once no read runs serve_gates. */
-static bool pmv_hooks_gates_idle(struct pmv_hooks *hooks)
-{
-	return !__atomic_load_n(&hooks->gates_runs, __ATOMIC_SEQ_CST);
+	/* stored before the count that makes reads call it (release) */
+	__atomic_store_n(&dom->serve_gates, serve_gates, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&dom->gates_served, 1, __ATOMIC_RELEASE);
+	return true;
 }
 
 /* Runs left of hook, read under the list's lock (a remover polls it). */
@@ -206,13 +168,14 @@ static void pmv_hooks_unlink(struct pmv_hook *hook)
 
 /*
  * Takes hook off its list; returns once no read is running it (reads run
- * hooks without the list's lock, each hook held by its runs count).  The
- * last evented hook turns serve_gates off too, and waits for its runs.
- * Never called from a hook.
+ * hooks without the list's lock, each hook held by its runs count).  An
+ * evented hook leaves its domain's count: the last one stops the reads'
+ * serve_gates (pmv_gate_serve_off waits for a serve that found its
+ * endpoint; the domain outlives its CQs).  Never called from a hook.
  */
 void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook)
 {
-	bool gates_off = false;
+	bool evented = hook->listed && hook->evented;
 
 	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
 	hook->parked = false;
@@ -222,13 +185,11 @@ void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook)
 		hooks->multi_dom = false;
 	}
 	pmv_hooks_unlink(hook);
-	if (hook->evented && !hooks->ev_head && hooks->gates_on) {
-		pmv_hooks_gates_off(hooks);
-		gates_off = true;
-	}
 	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
-	while (pmv_hook_runs(hooks, hook) ||
-	       (gates_off && !pmv_hooks_gates_idle(hooks)))
+	if (evented)
+		__atomic_sub_fetch(&hook->ep->domain->gates_served, 1,
+				   __ATOMIC_RELEASE);
+	while (pmv_hook_runs(hooks, hook))
 		sched_yield();
 }
 
@@ -352,28 +313,55 @@ static bool pmv_hooks_each(struct pmv_hooks *hooks, enum pmv_hooks_call call,
  * need not spin while another thread's commits are in flight).  True as
  * pmv_hooks_each.
  */
-static bool pmv_hooks_run_domain(struct pmv_hooks *hooks,
-				 enum pmv_hooks_call call)
+static bool pmv_hooks_run_engines(struct pmv_hooks *hooks,
+				  enum pmv_hooks_call call)
 {
-	return hooks->engines && pmv_hooks_each(hooks->engines, call, hooks);
+	return hooks->progress &&
+	       pmv_hooks_each(&hooks->progress->engines, call, hooks);
+}
+
+/* True if reads of hooks serve their domain's confirmed gates now: it has
+ * endpoints served on their gates' events (pmv_hooks_add_evented). */
+static bool pmv_hooks_gated(const struct pmv_hooks *hooks)
+{
+	return hooks->progress &&
+	       __atomic_load_n(&hooks->progress->gates_served,
+			       __ATOMIC_ACQUIRE);
 }
 
 /*
- * What a read of the object runs: notes it, serves the gates that confirmed
- * requests (one clock read for both), runs the read list, then the
- * domain's commit engines.
+ * The domain's one progress, which every read of a CQ of the domain runs
+ * after the CQ's own list, read at now_ms if gated (pmv_hooks_gated):
+ * serves the gates its endpoints' requests confirmed, without the list's
+ * lock (a read of a CQ where 1024 idle gated endpoints receive takes no
+ * lock of it), then runs its commit engines.
+ */
+static void pmv_hooks_run_domain(struct pmv_hooks *hooks, bool gated,
+				 uint64_t now_ms)
+{
+	struct pmv_domain *dom = hooks->progress;
+
+	if (gated)
+		__atomic_load_n(&dom->serve_gates, __ATOMIC_RELAXED)(dom,
+								     now_ms);
+	(void) pmv_hooks_run_engines(hooks, PMV_HOOKS_PROGRESS);
+}
+
+/*
+ * What a read of the object runs: notes it if it serves endpoints, runs
+ * the read list, then the domain's progress (one clock read for the note
+ * and the gates).
  */
 void pmv_hooks_run(struct pmv_hooks *hooks)
 {
-	uint64_t now;
+	bool serving = __atomic_load_n(&hooks->serving, __ATOMIC_RELAXED);
+	bool gated = pmv_hooks_gated(hooks);
+	uint64_t now = serving || gated ? pmv_ms_now() : 0;
 
-	if (__atomic_load_n(&hooks->serving, __ATOMIC_RELAXED)) {
-		now = pmv_ms_now();
+	if (serving)
 		pmv_hooks_note_read(hooks, now);
-		pmv_hooks_run_gates(hooks, now);
-	}
 	(void) pmv_hooks_each(hooks, PMV_HOOKS_PROGRESS, NULL);
-	(void) pmv_hooks_run_domain(hooks, PMV_HOOKS_PROGRESS);
+	pmv_hooks_run_domain(hooks, gated, now);
 }
 
 /*
@@ -384,7 +372,6 @@ void pmv_hooks_run(struct pmv_hooks *hooks)
  */
 void pmv_hooks_run_before_wait(struct pmv_hooks *hooks)
 {
-	pmv_hooks_run_gates(hooks, pmv_ms_now());
 	(void) pmv_hooks_each(hooks, PMV_HOOKS_BEFORE_WAIT, NULL);
 	if (__atomic_exchange_n(&hooks->app_ms, 0, __ATOMIC_RELAXED))
 		pmv_hooks_wake_agents(hooks);
@@ -398,7 +385,7 @@ void pmv_hooks_run_before_wait(struct pmv_hooks *hooks)
 bool pmv_hooks_busy(struct pmv_hooks *hooks)
 {
 	return pmv_hooks_each(hooks, PMV_HOOKS_BUSY, NULL) ||
-	       pmv_hooks_run_domain(hooks, PMV_HOOKS_BUSY);
+	       pmv_hooks_run_engines(hooks, PMV_HOOKS_BUSY);
 }
 
 /*

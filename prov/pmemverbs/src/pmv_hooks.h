@@ -56,19 +56,12 @@ struct pmv_hooks {
 	struct pmv_hook *head;     /* run by every read; read without the
 				    * lock when empty */
 	struct pmv_hook *ev_head;  /* endpoints served on events */
-	/* while ev_head is not empty, every read runs serve_gates(gates_dom,
-	 * the read's ms) outside the list and its lock (pmv_hooks_run_gates):
-	 * it serves the domain's confirmed gates */
-	void (*serve_gates)(struct pmv_domain *dom, uint64_t now_ms);
-	struct pmv_domain *gates_dom;
-	bool gates_on;             /* so (atomic; set under the lock) */
-	int gates_runs;            /* reads running it (atomic): its removal
-				    * waits for none */
-	/* the domain's commit engines, which every read of the object runs
-	 * after its own list (pmv_hooks_run_domain); NULL: none (a counter,
-	 * which reads its endpoints' transmit CQs; an EQ, whose endpoints may
-	 * be of several domains; the engines' own list) */
-	struct pmv_hooks *engines;
+	/* the domain whose one progress every read of the object runs after
+	 * its own list (pmv_hooks_run_domain): its confirmed gates and its
+	 * commit engines.  NULL: none (a counter, which reads its endpoints'
+	 * transmit CQs; an EQ, whose endpoints may be of several domains;
+	 * the engines' own list) */
+	struct pmv_domain *progress;
 	struct pmv_domain *dom;    /* the domain of the endpoints served
 				    * (the first one's; NULL: none yet) */
 	bool multi_dom;            /* endpoints of other domains too */

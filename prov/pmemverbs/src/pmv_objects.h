@@ -45,7 +45,7 @@ struct pmv_pep {
 };
 
 /* pmv_hooks.c */
-void pmv_hooks_init(struct pmv_hooks *hooks, struct pmv_hooks *engines);
+void pmv_hooks_init(struct pmv_hooks *hooks, struct pmv_domain *progress);
 void pmv_hooks_fini(struct pmv_hooks *hooks);
 int pmv_hooks_close_wrapper(struct fid *core_fid, const char *what,
 			    struct pmv_hooks *hooks, void *wrapper);

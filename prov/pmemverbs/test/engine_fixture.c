@@ -165,7 +165,7 @@ void open_cq(void)
 	pthread_mutex_init(&g_cq->lock, NULL);
 	pthread_mutex_init(&g_cq->aux_lock, NULL);
 	g_cq->domain = &g_dom;
-	pmv_hooks_init(&g_cq->hooks, &g_dom.engines);
+	pmv_hooks_init(&g_cq->hooks, &g_dom);
 	pmv_iop_pool_init(&g_cq->iops);
 }
 

@@ -368,7 +368,7 @@ Test(engine, a_read_of_another_cq_of_the_domain_runs_the_busy_engine,
 	bool err;
 	int ctx;
 
-	pmv_hooks_init(&other.hooks, &g_dom.engines);
+	pmv_hooks_init(&other.hooks, &g_dom);
 	cr_assert_not(pmv_hooks_busy(&other.hooks), "busy with nothing in "
 		      "flight");
 	pmv_params.method = FI_PMEM_METHOD_AGENT;

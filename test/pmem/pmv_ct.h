@@ -269,9 +269,11 @@ enum wberr_phase {
 	WB_FAIL = 1, /* fill the tmpfs, then msync [off, off + len) of the
 		      * application's mapping: its writeback must fail, and
 		      * the application's msync takes the error */
-	WB_RECOVER,  /* free the tmpfs and ask the kernel to drop the
-		      * range's clean pages (MADV_PAGEOUT): the lost write
-		      * may then be gone from memory too */
+	WB_RECOVER,  /* free the tmpfs, then (keep 0) drop the range's
+		      * clean pages (MADV_PAGEOUT until mincore says they
+		      * left memory): the lost write is gone from memory
+		      * too; keep 1: the pages stay, as the failed
+		      * writeback left them */
 	WB_DISK,     /* read [off, off + 64) of the file past the page cache
 		      * (O_DIRECT) into wberr_rsp.disk */
 };
@@ -279,6 +281,7 @@ enum wberr_phase {
 struct wberr_req {
 	uint32_t phase, region;
 	uint64_t off, len;   /* in the region */
+	uint32_t keep, pad;  /* WB_RECOVER */
 };
 
 struct wberr_rsp {

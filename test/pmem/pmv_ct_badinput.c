@@ -100,10 +100,10 @@ static void case_sparse_scope(const char *name)
 /* One phase of writeback-error on [off, off + len) of REG_A at the
  * target; dies if it could not be done.  Returns its answer. */
 static struct wberr_rsp wberr_phase(enum wberr_phase phase, uint64_t off,
-				    uint64_t len)
+				    uint64_t len, bool keep)
 {
 	struct wberr_req req = { .phase = phase, .region = REG_A, .off = off,
-				 .len = len };
+				 .len = len, .keep = keep };
 	struct wberr_rsp rsp;
 
 	ctl_send(MSG_WBERR, &req, sizeof(req));
@@ -148,9 +148,12 @@ static void wberr_expect_persist_error(const char *name, const char *sub,
  * device whose image lies on a small tmpfs (run_pmem_tests.sh).  A plain
  * write of a page of REG_A lands; the target fills the tmpfs and msyncs
  * that page of its own mapping, which fails and takes the error (Linux
- * reports it once per open file); space comes back and the target asks
- * the kernel to drop the page's clean copy: the write is lost on the
- * disk, maybe in memory too.  A commit into that page,
+ * reports it once per open file); space comes back and the target drops
+ * the page's clean copy (writeback-error: the write is lost on the disk
+ * and in memory) or leaves it in memory (writeback-error-kept: ext4 then
+ * writes that page's later stores to its block but leaves the block's
+ * extent unwritten, so a read past the cache, or after a remount, sees
+ * zeros although msync returned 0).  A commit into that page,
  * and one into another page of the region, must fail with FI_EIO and
  * FI_PMEM_ERR_PERSIST (never success: the region lost a write), until the
  * region is registered again; then the page, written and committed
@@ -178,7 +181,7 @@ static const char *wberr_whose(const uint8_t got[64])
 	return memcmp(got, want, sizeof(want)) ? "nobody's known" : "zeros";
 }
 
-static void case_writeback_error(const char *name)
+static void wberr_case(const char *name, bool keep)
 {
 	uint8_t want[64];
 	struct wberr_rsp rsp;
@@ -189,8 +192,8 @@ static void case_writeback_error(const char *name)
 	if (plain_write_wait(REG_A, WB_LOST, 4096, 0x2600) ||
 	    rma_read(REG_A, WB_LOST, g_s.src, 8))
 		die("%s: the plain write or the read behind it failed", name);
-	(void)wberr_phase(WB_FAIL, WB_LOST, 4096);
-	(void)wberr_phase(WB_RECOVER, WB_LOST, 4096);
+	(void)wberr_phase(WB_FAIL, WB_LOST, 4096, false);
+	(void)wberr_phase(WB_RECOVER, WB_LOST, 4096, keep);
 	o = wberr_commit(WB_LOST + 128, 64, 0x2601);
 	wberr_expect_persist_error(name, "same-page", &o);
 	o = wberr_commit(WB_OTHER, 64, 0x2602);
@@ -206,7 +209,7 @@ static void case_writeback_error(const char *name)
 	}
 	snprintf(sub, sizeof(sub), "%s/registered-again", name);
 	expect_success(sub, &o);
-	rsp = wberr_phase(WB_DISK, WB_LOST + 128, 64);
+	rsp = wberr_phase(WB_DISK, WB_LOST + 128, 64, false);
 	gen_fill(want, sizeof(want), 0x2603, WB_LOST + 128);
 	snprintf(sub, sizeof(sub), "%s/on-disk", name);
 	verdict(!memcmp(rsp.disk, want, sizeof(want)), check_name(sub),
@@ -217,6 +220,18 @@ static void case_writeback_error(const char *name)
 		"registered again, then succeeding");
 }
 
+/* writeback-error: the page that failed writeback is dropped from memory. */
+static void case_writeback_error(const char *name)
+{
+	wberr_case(name, false);
+}
+
+/* writeback-error-kept: that page stays in memory. */
+static void case_writeback_error_kept(const char *name)
+{
+	wberr_case(name, true);
+}
+
 /* Cases that need a target set up for them: run only when -c names them. */
 static const struct bad_case k_named_cases[] = {
 	{ "persist-fails", case_persist_fails },
@@ -224,6 +239,7 @@ static const struct bad_case k_named_cases[] = {
 	{ "sparse-scope", case_sparse_scope },
 	{ "truncated-region", case_truncated_region },
 	{ "writeback-error", case_writeback_error },
+	{ "writeback-error-kept", case_writeback_error_kept },
 };
 
 /* Runs the one case -c names; dies if there is no such case. */

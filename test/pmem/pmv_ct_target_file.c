@@ -237,6 +237,37 @@ static const char *wberr_read_disk(size_t off, uint8_t out[64])
 	return err;
 }
 
+/* How often WB_RECOVER asks the kernel to drop the pages (1 ms apart). */
+#define WB_PAGEOUT_TRIES 100
+
+/*
+ * Drops the clean pages of [p, p + len) from memory and sees them gone
+ * (mincore): MADV_PAGEOUT skips a page it cannot take at that moment (one
+ * still in a per-CPU batch after its writeback, say), and a page the
+ * failed writeback left in memory is another case (keep).  NULL, or what
+ * went wrong.
+ */
+static const char *wberr_drop(uint8_t *p, size_t len)
+{
+	unsigned char in_memory[64];
+	size_t pages = len / 4096;
+	bool kept = true;
+
+	if (pages > sizeof(in_memory))
+		return "the range is over 64 pages";
+	for (int i = 0; i < WB_PAGEOUT_TRIES && kept; i++) {
+		if (i)
+			usleep(1000);
+		if (madvise(p, len, MADV_PAGEOUT) || mincore(p, len, in_memory))
+			return "madvise(MADV_PAGEOUT) or mincore failed";
+		kept = false;
+		for (size_t j = 0; j < pages; j++)
+			kept |= in_memory[j] & 1;
+	}
+	return kept ? "the kernel kept a page in memory after 100 "
+		      "MADV_PAGEOUT" : NULL;
+}
+
 /* Case writeback-error: one phase (enum wberr_phase) on the region file. */
 void target_on_wberr(const struct wberr_req *req)
 {
@@ -251,8 +282,8 @@ void target_on_wberr(const struct wberr_req *req)
 			      "error to test";
 	} else if (req->phase == WB_RECOVER) {
 		err = wberr_fill(false);
-		if (!err && madvise(p, req->len, MADV_PAGEOUT))
-			err = "madvise(MADV_PAGEOUT) failed";
+		if (!err && !req->keep)
+			err = wberr_drop(p, req->len);
 	} else {
 		err = wberr_read_disk(g_t.reg[req->region].file_off + req->off,
 				      rsp.disk);

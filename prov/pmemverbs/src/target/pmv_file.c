@@ -19,7 +19,13 @@
  * An error, once seen, is remembered: every later commit on a region
  * registered before it fails (PMV_ERR_PERSIST, FI_EIO: durability
  * unknown) until the application registers the region again, whose
- * registration starts clean.
+ * registration starts clean.  A clean start is not enough: where the
+ * page that failed stays in memory, ext4 writes its later stores to the
+ * block but leaves the block's extent unwritten, so msync returns 0 and a
+ * read past the cache, or after a remount, sees zeros.  So from its first
+ * failure on, a file's every persist is read back past the page cache and
+ * written again where it differs (pmv_file_read_back), for the process's
+ * life (the record stays when its last region closes).
  *
  * A file truncated under a live registration has lost the pages past its
  * end: a store or a cache flush there raises SIGBUS.  Each persist and
@@ -62,6 +68,9 @@ struct pmv_file {
 	uint64_t blksize;  /* its st_blksize: a huge page on hugetlbfs */
 	unsigned refs;     /* regions of the file (under pmv_files_lock) */
 	uint64_t errors;   /* persist errors seen on the file (atomic) */
+	bool read_back;    /* a persist failed once: every later one is read
+			    * back (atomic; the record then stays) */
+	bool direct;       /* fd has O_DIRECT (atomic) */
 	struct pmv_view *views; /* (under pmv_files_lock) */
 };
 
@@ -124,7 +133,7 @@ void pmv_file_detach(struct pmv_persistence *p)
 	pmv_file_view_unmap(p);
 	p->file = NULL;
 	pmv_lock(&pmv_files_lock, PMV_LOCK_FILES);
-	if (--f->refs) {
+	if (--f->refs || __atomic_load_n(&f->read_back, __ATOMIC_ACQUIRE)) {
 		f = NULL;
 	} else {
 		for (pp = &pmv_files; *pp != f; pp = &(*pp)->next)
@@ -356,9 +365,108 @@ int pmv_file_check(const struct pmv_persistence *p, const void *addr,
 	return pmv_file_size_check(p, addr, len);
 }
 
-/* Remembers that a persist of p's file failed: its regions' commits fail. */
-void pmv_file_failed(const struct pmv_persistence *p)
+/*
+ * Remembers that a persist of p's file failed: its regions' commits fail;
+ * if its writeback failed, every later persist of the file is read back
+ * (pmv_file_read_back).
+ */
+void pmv_file_failed(const struct pmv_persistence *p, bool writeback)
 {
-	if (p->file)
-		__atomic_add_fetch(&p->file->errors, 1, __ATOMIC_ACQ_REL);
+	if (!p->file)
+		return;
+	if (writeback)
+		__atomic_store_n(&p->file->read_back, true, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&p->file->errors, 1, __ATOMIC_ACQ_REL);
+}
+
+/*
+ * Gives f's descriptor O_DIRECT (once): its reads and writes go past the
+ * page cache; its views (mmap) and lseek are unchanged.  0, or -1 with
+ * errno (a file system without direct I/O).
+ */
+static int pmv_file_direct(struct pmv_file *f)
+{
+	int flags;
+
+	if (__atomic_load_n(&f->direct, __ATOMIC_ACQUIRE))
+		return 0;
+	flags = fcntl(f->fd, F_GETFL);
+	if (flags < 0 || fcntl(f->fd, F_SETFL, flags | O_DIRECT))
+		return -1;
+	__atomic_store_n(&f->direct, true, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/*
+ * Reads the n bytes at file offset off into buf (O_DIRECT) and compares
+ * the first want of them with mem: 0 if the same, 1 if they differ, -1
+ * if they could not be read.  *got: the bytes read (fewer at the file's
+ * end).
+ */
+static int pmv_file_same(struct pmv_file *f, void *buf, const void *mem,
+			 size_t n, size_t want, uint64_t off, size_t *got)
+{
+	ssize_t r = pread(f->fd, buf, n, (off_t) off);
+
+	if (r < 0 || (size_t) r < want)
+		return -1;
+	*got = (size_t) r;
+	return memcmp(buf, mem, (size_t) r) ? 1 : 0;
+}
+
+/*
+ * Writes mem's n bytes at file offset off with O_DIRECT through buf, syncs
+ * the file and reads them back: 0 if the device then holds them, else -1.
+ */
+static int pmv_file_rewrite(struct pmv_file *f, void *buf, const void *mem,
+			    size_t n, uint64_t off)
+{
+	size_t got;
+
+	memcpy(buf, mem, n);
+	if (pwrite(f->fd, buf, n, (off_t) off) != (ssize_t) n ||
+	    fdatasync(f->fd))
+		return -1;
+	return pmv_file_same(f, buf, mem, n, n, off, &got) ? -1 : 0;
+}
+
+/*
+ * After [addr, addr + len) of a region was persisted (msync returned 0):
+ * if its file failed a persist once, reads the range's pages back past
+ * the page cache and, where they differ from memory, writes memory's bytes
+ * with O_DIRECT (which converts an unwritten extent), syncs and reads them
+ * back again.  0 if the device holds the bytes, else -FI_EIO: durability
+ * unknown (memory changed meanwhile, an I/O error, no direct I/O).
+ */
+int pmv_file_read_back(const struct pmv_persistence *p, const void *addr,
+		       size_t len)
+{
+	struct pmv_file *f = p->file;
+	uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
+	uint64_t off, start;
+	size_t n, got = 0;
+	void *buf = NULL;
+	int ret = -1;
+
+	if (!f || !__atomic_load_n(&f->read_back, __ATOMIC_ACQUIRE))
+		return 0;
+	off = pmv_file_offset(p, addr);
+	start = off & ~(page - 1);
+	n = (size_t) (((off + len + page - 1) & ~(page - 1)) - start);
+	addr = (const uint8_t *) addr - (off - start);
+	if (!pmv_file_direct(f) && !pmv_fault(PMV_FAULT_ALLOC) &&
+	    !posix_memalign(&buf, page, n))
+		ret = pmv_file_same(f, buf, addr, n, off + len - start, start,
+				    &got);
+	if (ret > 0 && got == n) /* a whole number of pages: write them */
+		ret = pmv_file_rewrite(f, buf, addr, n, start);
+	free(buf);
+	if (!ret)
+		return 0;
+	PMV_WARN(FI_LOG_MR, "a persist of a file whose writeback failed before "
+		 "succeeded, but the device does not hold its bytes (read "
+		 "back with O_DIRECT: %s); the commit fails with FI_EIO. Write "
+		 "the range again and commit, or move the data to another "
+		 "file\n", ret > 0 ? "they differ" : strerror(errno));
+	return -FI_EIO;
 }

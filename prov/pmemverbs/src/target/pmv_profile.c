@@ -24,6 +24,7 @@
  * FI_PMEM_DOMAIN_OPS: then that map's granularity, persist and memcpy
  * functions are used as libpmem2 gives them.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -100,7 +101,11 @@ static void pmv_dirty_pages(uintptr_t start, uintptr_t end, uintptr_t page)
 /*
  * Persists a page-cache range with msync: through the region's view, which
  * reports writeback errors that the application's descriptor consumed
- * (pmv_file.c), else through the application's mapping; 0 or -FI_EIO.
+ * (pmv_file.c), else through the application's mapping, then reads it
+ * back if its file failed before (pmv_file_read_back).  0; -FI_EIO if
+ * its writeback failed (EIO, ENOSPC, EDQUOT: the file's pages may be
+ * poisoned) or the read-back did; -FI_EFAULT if msync failed otherwise
+ * (ENOMEM: the range is no longer mapped).
  */
 static int pmv_msync_persist(const struct pmv_persistence *p,
 			     const void *ptr, size_t size)
@@ -123,12 +128,14 @@ static int pmv_msync_persist(const struct pmv_persistence *p,
 	ret = pmv_file_view_sync(p, ptr, size);
 	pmv_mark(PMV_MARK_SYNCED);
 	if (!ret || (ret > 0 && !msync((void *) start, end - start, MS_SYNC)))
-		return 0;
+		return pmv_file_read_back(p, ptr, size);
 failed:
+	ret = errno == EIO || errno == ENOSPC || errno == EDQUOT ? -FI_EIO :
+								   -FI_EFAULT;
 	PMV_WARN(FI_LOG_MR, "msync of a PAGE-profile region failed (%s): data "
 		 "written to it may be lost, its durability unknown; the "
 		 "commit fails with FI_EIO\n", strerror(errno));
-	return -FI_EIO;
+	return ret;
 }
 
 /*
@@ -151,11 +158,10 @@ int pmv_persist(const struct pmv_persistence *p, const void *addr,
 		return ret;
 	switch (p->kind) {
 	case PMV_PERSIST_MSYNC:
-		if (pmv_msync_persist(p, addr, len)) {
-			pmv_file_failed(p);
-			return -FI_EIO;
-		}
-		return 0;
+		ret = pmv_msync_persist(p, addr, len);
+		if (ret)
+			pmv_file_failed(p, ret == -FI_EIO);
+		return ret ? -FI_EIO : 0;
 	case PMV_PERSIST_CPU:
 		p->cpu_persist(addr, len);
 		return 0;

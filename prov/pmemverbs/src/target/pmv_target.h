@@ -90,7 +90,9 @@ int pmv_file_view_map(struct pmv_persistence *p, const void *addr,
 		      size_t len);
 int pmv_file_view_sync(const struct pmv_persistence *p, const void *addr,
 		       size_t len);
-void pmv_file_failed(const struct pmv_persistence *p);
+void pmv_file_failed(const struct pmv_persistence *p, bool writeback);
+int pmv_file_read_back(const struct pmv_persistence *p, const void *addr,
+		       size_t len);
 
 /* pmv_oracle.c: test hooks of serving */
 void pmv_serve_init(void);

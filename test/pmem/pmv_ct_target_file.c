@@ -241,29 +241,39 @@ static const char *wberr_read_disk(size_t off, uint8_t out[64])
 #define WB_PAGEOUT_TRIES 100
 
 /*
- * Drops the clean pages of [p, p + len) from memory and sees them gone
- * (mincore): MADV_PAGEOUT skips a page it cannot take at that moment (one
- * still in a per-CPU batch after its writeback, say), and a page the
- * failed writeback left in memory is another case (keep).  NULL, or what
- * went wrong.
+ * Drops the clean pages of [p, p + len), at file offset off, from memory
+ * and sees them gone (mincore).  MADV_PAGEOUT skips a page it cannot take:
+ * one still in another CPU's batch of pages on their way to the LRU lists
+ * (with the other core busy, 1 run in 18 kept it, and 1 in 20 still kept
+ * it after 100 tries 1 ms apart).  POSIX_FADV_DONTNEED drains every CPU's
+ * batch (it drops no mapped page itself).  A page the failed writeback
+ * left in memory is another case (keep).  NULL, or what went wrong.
  */
-static const char *wberr_drop(uint8_t *p, size_t len)
+static const char *wberr_drop(uint8_t *p, size_t len, off_t off)
 {
 	unsigned char in_memory[64];
 	size_t pages = len / 4096;
 	bool kept = true;
+	int fd = open(g_opt.file, O_RDONLY);
 
-	if (pages > sizeof(in_memory))
-		return "the range is over 64 pages";
+	if (fd < 0 || pages > sizeof(in_memory)) {
+		if (fd >= 0)
+			close(fd);
+		return "cannot open the file, or the range is over 64 pages";
+	}
 	for (int i = 0; i < WB_PAGEOUT_TRIES && kept; i++) {
 		if (i)
 			usleep(1000);
-		if (madvise(p, len, MADV_PAGEOUT) || mincore(p, len, in_memory))
-			return "madvise(MADV_PAGEOUT) or mincore failed";
+		if (posix_fadvise(fd, off, (off_t) len, POSIX_FADV_DONTNEED) ||
+		    madvise(p, len, MADV_PAGEOUT) || mincore(p, len, in_memory)) {
+			close(fd);
+			return "fadvise, madvise(MADV_PAGEOUT) or mincore failed";
+		}
 		kept = false;
 		for (size_t j = 0; j < pages; j++)
 			kept |= in_memory[j] & 1;
 	}
+	close(fd);
 	return kept ? "the kernel kept a page in memory after 100 "
 		      "MADV_PAGEOUT" : NULL;
 }
@@ -283,7 +293,9 @@ void target_on_wberr(const struct wberr_req *req)
 	} else if (req->phase == WB_RECOVER) {
 		err = wberr_fill(false);
 		if (!err && !req->keep)
-			err = wberr_drop(p, req->len);
+			err = wberr_drop(p, req->len,
+					 (off_t) (g_t.reg[req->region].file_off +
+						  req->off));
 	} else {
 		err = wberr_read_disk(g_t.reg[req->region].file_off + req->off,
 				      rsp.disk);

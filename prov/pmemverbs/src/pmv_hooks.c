@@ -175,9 +175,10 @@ static void pmv_hooks_unlink(struct pmv_hook *hook)
  */
 void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook)
 {
-	bool evented = hook->listed && hook->evented;
+	bool evented;
 
 	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
+	evented = hook->listed && hook->evented;
 	hook->parked = false;
 	if (hook->listed && hook->ep &&
 	    !__atomic_sub_fetch(&hooks->serving, 1, __ATOMIC_RELAXED)) {

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -301,6 +302,67 @@ Test(file, a_writeback_error_consumed_by_an_fsync_is_remembered,
      .timeout = 60, .fini = wb_fs_teardown)
 {
 	check_wb_error_remembered(false);
+}
+
+static bool g_flip_stop;
+
+/* Stores into the byte at arg until g_flip_stop, as a core's receive of
+ * later writes does. */
+static void *flip_byte(void *arg)
+{
+	uint8_t *b = arg;
+
+	while (!__atomic_load_n(&g_flip_stop, __ATOMIC_RELAXED))
+		__atomic_add_fetch(b, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/*
+ * From a file's first failed writeback on, each persist is read back past
+ * the page cache (pmv_file_read_back), under later registrations too.
+ * Stores that land meanwhile at offset at of the page, beside the
+ * committed range (the application's, or a write to the region's next
+ * bytes), change the page but not the range: the commits succeed.
+ * (Compared page by page with memory, they failed.)
+ */
+static void check_read_back_under_stores(size_t at)
+{
+	char path[] = "/var/tmp/pmv_rb_XXXXXX";
+	struct pmv_persistence p;
+	pthread_t flipper;
+	uint8_t *map;
+	int fd, ret = 0, i;
+
+	setenv("PMEM2_FORCE_GRANULARITY", "page", 1);
+	close(mkstemp(path));
+	map = map_file(path, &fd);
+	unlink(path);
+	cr_assert_eq(pmv_persistence_detect(map, LEN, &p), 0);
+	memset(map, 0x5a, PAGE);
+	cr_assert_eq(pmv_persist(&p, map, PAGE), 0);
+	pmv_file_failed(&p, true);
+	/* registered again: a new registration starts clean, read back */
+	pmv_persistence_release(&p);
+	cr_assert_eq(pmv_persistence_detect(map, LEN, &p), 0);
+	g_flip_stop = false;
+	cr_assert_eq(pthread_create(&flipper, NULL, flip_byte, map + at), 0);
+	for (i = 0; i < 50 && !ret; i++) {
+		map[i] = (uint8_t) i;
+		ret = pmv_persist(&p, map, 64);
+	}
+	__atomic_store_n(&g_flip_stop, true, __ATOMIC_RELAXED);
+	pthread_join(flipper, NULL);
+	cr_assert_eq(ret, 0, "commit %d of a file read back failed (%d) while "
+		     "stores landed at offset %zu of its page", i, ret, at);
+	pmv_persistence_release(&p);
+	munmap(map, LEN);
+	close(fd);
+}
+
+Test(file, a_read_back_checks_the_range_while_its_page_changes,
+     .timeout = 60)
+{
+	check_read_back_under_stores(2048);
 }
 
 /*

@@ -399,27 +399,33 @@ static int pmv_file_direct(struct pmv_file *f)
 
 /*
  * Reads the n bytes at file offset off into buf (O_DIRECT) and compares
- * the first want of them with mem: 0 if the same, 1 if they differ, -1
- * if they could not be read.  *got: the bytes read (fewer at the file's
- * end).
+ * its bytes [skip, skip + len) with want's: 0 if the same, 1 if they
+ * differ, -1 if they could not be read.  *got: the bytes read (fewer at
+ * the file's end).
  */
-static int pmv_file_same(struct pmv_file *f, void *buf, const void *mem,
-			 size_t n, size_t want, uint64_t off, size_t *got)
+static int pmv_file_same(struct pmv_file *f, void *buf, size_t n,
+			 uint64_t off, const uint8_t *want, size_t skip,
+			 size_t len, size_t *got)
 {
 	ssize_t r = pread(f->fd, buf, n, (off_t) off);
 
-	if (r < 0 || (size_t) r < want)
+	if (r < 0 || (size_t) r < skip + len)
 		return -1;
 	*got = (size_t) r;
-	return memcmp(buf, mem, (size_t) r) ? 1 : 0;
+	return memcmp((uint8_t *) buf + skip, want, len) ? 1 : 0;
 }
 
 /*
- * Writes mem's n bytes at file offset off with O_DIRECT through buf, syncs
- * the file and reads them back: 0 if the device then holds them, else -1.
+ * Writes a snapshot of mem's n bytes at file offset off with O_DIRECT
+ * (from buf), syncs the file and reads them back (into check): 0 if the
+ * device then holds the snapshot, 1 if it holds other bytes, -1 if the
+ * I/O failed.  Compared with the snapshot, not with mem, which a later
+ * write may have changed meanwhile.  (A store into the page while it is
+ * written makes the kernel write it through its cache: the device may
+ * then hold newer bytes, and the commit fails, durability unknown.)
  */
-static int pmv_file_rewrite(struct pmv_file *f, void *buf, const void *mem,
-			    size_t n, uint64_t off)
+static int pmv_file_rewrite(struct pmv_file *f, void *buf, void *check,
+			    const void *mem, size_t n, uint64_t off)
 {
 	size_t got;
 
@@ -427,16 +433,17 @@ static int pmv_file_rewrite(struct pmv_file *f, void *buf, const void *mem,
 	if (pwrite(f->fd, buf, n, (off_t) off) != (ssize_t) n ||
 	    fdatasync(f->fd))
 		return -1;
-	return pmv_file_same(f, buf, mem, n, n, off, &got) ? -1 : 0;
+	return pmv_file_same(f, check, n, off, buf, 0, n, &got);
 }
 
 /*
  * After [addr, addr + len) of a region was persisted (msync returned 0):
  * if its file failed a persist once, reads the range's pages back past
- * the page cache and, where they differ from memory, writes memory's bytes
- * with O_DIRECT (which converts an unwritten extent), syncs and reads them
- * back again.  0 if the device holds the bytes, else -FI_EIO: durability
- * unknown (memory changed meanwhile, an I/O error, no direct I/O).
+ * the page cache and, where the range differs from memory, writes a
+ * snapshot of the pages with O_DIRECT (which converts an unwritten
+ * extent), syncs and reads it back again.  0 if the device holds the
+ * range's bytes, else -FI_EIO: durability unknown (an I/O error, no
+ * direct I/O, a store into those pages while they were written).
  */
 int pmv_file_read_back(const struct pmv_persistence *p, const void *addr,
 		       size_t len)
@@ -455,11 +462,13 @@ int pmv_file_read_back(const struct pmv_persistence *p, const void *addr,
 	n = (size_t) (((off + len + page - 1) & ~(page - 1)) - start);
 	addr = (const uint8_t *) addr - (off - start);
 	if (!pmv_file_direct(f) && !pmv_fault(PMV_FAULT_ALLOC) &&
-	    !posix_memalign(&buf, page, n))
-		ret = pmv_file_same(f, buf, addr, n, off + len - start, start,
-				    &got);
+	    !posix_memalign(&buf, page, 2 * n))
+		ret = pmv_file_same(f, buf, n, start,
+				    (const uint8_t *) addr + (off - start),
+				    off - start, len, &got);
 	if (ret > 0 && got == n) /* a whole number of pages: write them */
-		ret = pmv_file_rewrite(f, buf, addr, n, start);
+		ret = pmv_file_rewrite(f, buf, (uint8_t *) buf + n, addr, n,
+				       start);
 	free(buf);
 	if (!ret)
 		return 0;

@@ -108,7 +108,7 @@ run_pmem normal "$BUILD" 29200 threadless
 run_hostile normal "$BUILD" 10400
 run_threads normal "$BUILD" 12500
 run_failure normal "$BUILD" 9380
-run_crash normal "$BUILD" 12000 "${PMV_CRASH_CYCLES:-360}"
+run_crash normal "$BUILD" 12000 "${PMV_CRASH_CYCLES:-144}"
 run_idle
 run_sread_then_sleep
 run_idle_commits 9440 unspec

@@ -9,11 +9,11 @@
 # test_configs/ofi_rxm/tcp.test (see test/fabtests/README.md).
 # fabtests is built once into a cache directory named after the tarball's
 # sha256 (rebuilt only when missing; a build failure is a FAIL, never a
-# skip).  Each case runs through tcp (FI_PROVIDER=tcp, the reference) and
-# through pmemverbs (FI_PROVIDER_PATH=BUILD_DIR/.libs FI_PROVIDER=pmemverbs):
-# PASS when pmemverbs passes, or when it fails exactly as tcp does (printed
-# as "PASS ...: SKIP-as-core: ..." with the reason); FAIL when it fails
-# where tcp passes.  The last line is "N passed, N failed".
+# skip).  Each case runs through pmemverbs (FI_PROVIDER_PATH=BUILD_DIR/.libs
+# FI_PROVIDER=pmemverbs), and a case that fails there through tcp too
+# (FI_PROVIDER=tcp, the reference): PASS when pmemverbs passes, or when it
+# fails exactly as tcp does (printed as "PASS ...: SKIP-as-core: ..." with
+# the reason); FAIL when it fails where tcp passes.  The last line is "N passed, N failed".
 #
 # usage: test/fabtests/run_upstream.sh BUILD_DIR [PORT_BASE]
 #        (default 30500; uses PORT_BASE .. PORT_BASE+99 on 127.0.0.1)
@@ -174,30 +174,33 @@ keep_output() {
 	fi
 }
 
-# One case through tcp, then through pmemverbs, and its verdict.
+# One case through pmemverbs and its verdict; a case that fails there runs
+# through tcp too, which decides whether it fails the same way without
+# pmemverbs.
 # judge NAME PORTS_USED SERVER_ARGS... -- CLIENT_ARGS...  ("@PORT" and
 # "@PORT1" in the arguments become this case's first and second port)
 judge() {
-	local name=$1 nports=$2 prov tcp_ok tcp_why args
+	local name=$1 nports=$2 prov tcp_ok tcp_why pv_ok pv_why args
 	shift 2
-	for prov in tcp pmemverbs; do
+	for prov in pmemverbs tcp; do
 		args=("${@//@PORT1/$((PORT + 1))}")
 		args=("${args[@]//@PORT/$PORT}")
 		run_pair "$prov" "$PORT" "${args[@]}"
 		PORT=$((PORT + nports))
-		if [[ $prov == tcp ]]; then
+		if [[ $prov == pmemverbs ]]; then
+			pv_ok=$OK pv_why=$WHY
+			[[ -n $OK ]] && break
+		else
 			tcp_ok=$OK tcp_why=$WHY
 		fi
 	done
-	if [[ -n $OK && -n $tcp_ok ]]; then
-		report PASS "$name" "tcp passes too${SUMMARY:+; $SUMMARY}"
-	elif [[ -n $OK ]]; then
-		report PASS "$name" "${SUMMARY:+$SUMMARY; }tcp fails it: $tcp_why"
-	elif [[ -z $tcp_ok && $WHY == "$tcp_why" ]]; then
-		report PASS "$name" "SKIP-as-core: tcp fails it the same way ($WHY)"
+	if [[ -n $pv_ok ]]; then
+		report PASS "$name" "$SUMMARY"
+	elif [[ -z $tcp_ok && $pv_why == "$tcp_why" ]]; then
+		report PASS "$name" "SKIP-as-core: tcp fails it the same way ($pv_why)"
 	else
 		[[ -n $tcp_ok ]] && tcp_why=passes
-		report FAIL "$name" "pmemverbs: $WHY; tcp: $tcp_why"
+		report FAIL "$name" "pmemverbs: $pv_why; tcp: $tcp_why"
 		sed 's/^/  client| /' "$WORK/last-pmemverbs-client.out" | tail -n 8
 		sed 's/^/  server| /' "$WORK/last-pmemverbs-server.out" | tail -n 8
 	fi

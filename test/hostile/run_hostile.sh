@@ -34,10 +34,11 @@ READY_POLLS=300  # x 0.1 s for READY and STARTED
 SEGV_HINT="a guard page?"
 pmv_scratch pmv_hostile
 PIDS=()
+RUNNERS=() # one shell per granularity (the runs go on at once)
 
 # Stops the processes still running (ours, by pid) and removes the files.
 cleanup() {
-	pmv_stop "${PIDS[@]}"
+	pmv_stop "${RUNNERS[@]}" "${PIDS[@]}"
 	pmv_scratch_remove "${PMV_HOSTILE_KEEP:-0}"
 }
 trap cleanup EXIT
@@ -125,9 +126,27 @@ run() {
 }
 
 echo "pmemverbs hostile-peer tests: $BIN (FI_PROVIDER_PATH=$FI_PROVIDER_PATH, 127.0.0.1, ports from $PORT, seed $SEED)"
+# The granularities run at once, each on its own port and in its own
+# directory (a run mostly waits: the target refuses each of the hostile's
+# gated requests after its 2 s gate wait), each printing into its own file,
+# printed in order and counted once all ended.  A run that printed no
+# target verdict (its shell died) is a failure.
+RUNNERS=()
 for gran in $GRANS; do
-	run "$gran" "$PORT"
+	(trap 'pmv_stop "${PIDS[@]}"' EXIT
+	 trap 'exit 1' TERM INT
+	 run "$gran" "$PORT") >"$WORK/$gran.lines" 2>&1 &
+	RUNNERS+=("$!")
 	PORT=$((PORT + 1))
+done
+wait "${RUNNERS[@]}"
+RUNNERS=()
+for gran in $GRANS; do
+	cat "$WORK/$gran.lines"
+	passed=$((passed + $(grep -c '^PASS ' "$WORK/$gran.lines")))
+	failed=$((failed + $(grep -c '^FAIL ' "$WORK/$gran.lines")))
+	grep -qE "^(PASS|FAIL) $gran/target-alive" "$WORK/$gran.lines" ||
+		report FAIL "$gran/target-alive" "its run printed no verdict (see above)"
 done
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

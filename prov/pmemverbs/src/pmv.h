@@ -249,6 +249,11 @@ struct pmv_domain {
 	 * that pmem endpoints use runs them (pmv_hooks_run_domain), whichever
 	 * CQ the engine completes in */
 	struct pmv_hooks engines;
+	/* the endpoints without a gate whose CQs are the domain's, one hook
+	 * each (pmv_serve_attach): every read and wait of a CQ of the domain
+	 * looks into their inboxes (pmv_hooks_run_domain), whichever CQ they
+	 * are bound to */
+	struct pmv_hooks served;
 	/* endpoints served on their gates' events (their receive CQs'
 	 * evented hooks, pmv_hooks_add_evented; atomic): while there are
 	 * any, every read and wait of a CQ of the domain runs serve_gates

@@ -57,6 +57,7 @@ static int pmv_domain_close(struct fid *fid)
 	pthread_mutex_destroy(&dom->push_lock);
 	pmv_wakes_fini(&dom->wakes);
 	pmv_hooks_fini(&dom->engines);
+	pmv_hooks_fini(&dom->served);
 	free(dom);
 	return 0;
 }
@@ -238,6 +239,7 @@ static void pmv_domain_init_pmem(struct pmv_domain *dom,
 	pthread_mutex_init(&dom->push_lock, NULL);
 	pmv_wakes_init(&dom->wakes);
 	pmv_hooks_init(&dom->engines, NULL);
+	pmv_hooks_init(&dom->served, NULL);
 	dom->mr_mode = core_info->domain_attr->mr_mode;
 	dom->caps = info->caps | (info->domain_attr ? info->domain_attr->caps : 0);
 	dom->inject_size = core_info->tx_attr->inject_size;

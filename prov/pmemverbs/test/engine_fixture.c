@@ -183,6 +183,7 @@ void setup_params(void)
 	memset(&g_dom, 0, sizeof(g_dom));
 	pthread_mutex_init(&g_dom.lock, NULL);
 	pmv_hooks_init(&g_dom.engines, NULL);
+	pmv_hooks_init(&g_dom.served, NULL);
 	g_watched = NULL;
 	g_dom.inject_size = 128;
 	g_dom.caps = FI_RMA_PMEM;

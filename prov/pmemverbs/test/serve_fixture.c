@@ -78,6 +78,7 @@ void serve_setup(void)
 	t_rx->domain = &t_dom;
 	pthread_mutex_init(&t_rx->aux_lock, NULL);
 	pmv_hooks_init(&t_dom.engines, NULL);
+	pmv_hooks_init(&t_dom.served, NULL);
 	pmv_hooks_init(&t_rx->hooks, &t_dom);
 	t_ep.core = &t_core;
 	t_ep.domain = &t_dom;

@@ -360,6 +360,8 @@ Test(serve_gate, an_endpoint_whose_gate_opens_later_leaves_the_read_list)
 		on_events += h->ep == &t_ep;
 	cr_assert_eq(on_reads, 0, "a gated endpoint stays on the read list");
 	cr_assert_eq(on_events, 1);
+	cr_assert_null(t_dom.served.head, "a gated endpoint stays on the "
+		       "domain's list of inboxes every read looks into");
 	cr_assert_eq(t_dom.gates_served, 1, "nothing serves its gate");
 	pmv_serve_detach(&t_ep);
 	cr_assert_eq(t_dom.gates_served, 0);

@@ -169,13 +169,40 @@ Test(serve_wait, an_object_bound_twice_serves_through_one_hook,
 		hooks++;
 	cr_assert_eq(hooks, 1);
 	hooks = 0;
-	for (struct pmv_hook *h = t_rx->hooks.head; h; h = h->next)
+	/* the CQ's reads serve it through the domain's served list */
+	for (struct pmv_hook *h = t_rx->hooks.ev_head; h; h = h->next)
 		hooks++;
 	cr_assert_eq(hooks, 1);
+	cr_assert_null(t_rx->hooks.head);
+	cr_assert_eq(t_dom.served.serving, 1);
 	pmv_serve_detach(&t_ep);
 	cr_assert_null(cntr->hooks.head);
 	cr_assert_null(t_rx->hooks.head);
+	cr_assert_null(t_rx->hooks.ev_head);
+	cr_assert_null(t_dom.served.head);
 	cr_assert_null(t_ep.eq->hooks.head);
+}
+
+/*
+ * A read of any CQ of the domain looks into the inbox of an endpoint
+ * without a gate (pmv_hooks_run_domain runs the domain's served list), as
+ * libfabric's tcp provider progresses the whole domain from each of its
+ * CQs: a thread that reads only another CQ of the domain (its initiator's
+ * transmit CQ, say) serves a request that came to this endpoint.
+ */
+Test(serve_wait, a_read_of_another_cq_of_the_domain_serves_an_endpoint_without_a_gate)
+{
+	struct pmv_hooks other;
+
+	pmv_serve_attach(&t_ep);
+	pmv_hooks_init(&other, &t_dom);
+	put_req(1, KEY, BASE + 64, 64, 0);
+	pmv_hooks_run(&other);
+	cr_assert_eq(ack_status(1), 0, "a read of the domain's other CQ did "
+		     "not serve the request of an endpoint without a gate");
+	pmv_serve_detach(&t_ep);
+	cr_assert_null(t_dom.served.head);
+	pmv_hooks_fini(&other);
 }
 
 /*

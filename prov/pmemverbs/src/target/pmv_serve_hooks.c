@@ -5,9 +5,10 @@
  * Each connected FI_RMA_PMEM endpoint hooks its CQs, EQ and counters: a
  * read of any serves the endpoint's waiting requests inline (a target that
  * busy-polls needs no other thread), and a wait on them hands the
- * endpoint back to the agent first.  A gated endpoint's receive CQ serves
- * it only when its gate confirmed a request (pmv_serve_gates): its reads
- * do not look into every inbox.
+ * endpoint back to the agent first.  A CQ's reads serve through the
+ * domain's one progress: the endpoints without a gate of the whole domain
+ * (their inboxes looked into), the gated ones when their gates confirmed
+ * a request (pmv_serve_gates), not by a look into every inbox.
  */
 #include <unistd.h>
 
@@ -29,10 +30,11 @@ static bool pmv_serve_if_pending(struct pmv_ep *ep, int *served)
 }
 
 /*
- * The hook an endpoint's CQ runs when the application reads it (an
- * endpoint without a gate: its inbox is looked at on every read): a target
- * that busy-polls serves its requests itself, with no other thread to be
- * scheduled on its core.
+ * The hook an application's read runs for an endpoint whose inbox it
+ * looks into (one without a gate, from its domain's served list on every
+ * read of a CQ of the domain; any, from a counter's or EQ's read list): a
+ * target that busy-polls serves its requests itself, with no other thread
+ * to be scheduled on its core.
  */
 static void pmv_serve_hook(void *arg)
 {
@@ -177,58 +179,121 @@ static void pmv_serve_lists(const struct pmv_ep *ep,
 				want[i] = NULL;
 }
 
+/* How the reads of one of an endpoint's objects serve it. */
+enum pmv_serve_how {
+	PMV_SERVE_BY_READS,  /* its hook on the object's read list */
+	PMV_SERVE_BY_GATE,   /* its domain's progress, on its gate's events */
+	PMV_SERVE_BY_DOMAIN, /* its domain's progress, through its hook on
+			      * the domain's served list */
+};
+
 /*
- * True if reads of ep's object i serve it on its gate's events only: its
+ * How reads of ep's object list serve ep (object i).  A CQ's reads run its
+ * domain's progress (pmv_hooks_run_domain), whichever endpoints are bound
+ * to it, as libfabric's tcp provider runs one progress per domain from
+ * each CQ: an endpoint without a gate is served there, by its inbox looked
+ * into on every read; a gated one on its gate's events, through its
  * receive CQ, whose reads take the completions that confirm its requests.
- * The reads of its other objects (a transmit CQ of its own, its EQ and
- * counters) drive the core's progress, which places requests, without
- * taking those completions: they look into its inbox, as for an endpoint
- * without a gate, and a request they find has its completion read then
+ * The reads of a gated endpoint's other objects (a transmit CQ of its
+ * own, its EQ and counters) drive the core's progress, which places
+ * requests, without taking those completions: they look into its inbox,
+ * and a request they find has its completion read then
  * (pmv_serve_gate_shut).  (Served on events there too, a commit to a
  * target waiting in fi_cntr_wait waited one more pass of the wait: 1.37
- * read round trips against 1.25, PAGE 64 B.)
+ * read round trips against 1.25, PAGE 64 B.)  Counters and EQs, whose
+ * reads run no domain's progress, keep their endpoints on their own read
+ * lists.
  */
-static bool pmv_serve_evented(const struct pmv_ep *ep, int i)
+static enum pmv_serve_how pmv_serve_how(const struct pmv_ep *ep, int i,
+					const struct pmv_hooks *list)
 {
-	return ep->gated && i == PMV_SERVE_RX_CQ;
+	if (list->progress != ep->domain)
+		return PMV_SERVE_BY_READS;
+	if (!ep->gated)
+		return PMV_SERVE_BY_DOMAIN;
+	return i == PMV_SERVE_RX_CQ ? PMV_SERVE_BY_GATE : PMV_SERVE_BY_READS;
+}
+
+/* How the hook of a list serves its endpoint now. */
+static enum pmv_serve_how pmv_serve_hook_how(const struct pmv_hook *hook)
+{
+	if (!hook->evented)
+		return PMV_SERVE_BY_READS;
+	return hook->gate ? PMV_SERVE_BY_GATE : PMV_SERVE_BY_DOMAIN;
+}
+
+/* A hook that serves ep: what a read of its object (or of a CQ of its
+ * domain) runs, and a wait before it sleeps. */
+static struct pmv_hook pmv_serve_hook_of(struct pmv_ep *ep)
+{
+	return (struct pmv_hook) { .progress = pmv_serve_hook,
+				   .before_wait = pmv_serve_before_wait,
+				   .arg = ep, .ep = ep };
+}
+
+/* Puts ep on its domain's served list, or takes it off. */
+static void pmv_serve_on_domain(struct pmv_ep *ep, bool want)
+{
+	struct pmv_tgt *tgt = ep->tgt;
+
+	if (want == tgt->on_served)
+		return;
+	if (want) {
+		tgt->served_hook = pmv_serve_hook_of(ep);
+		pmv_hooks_add(&ep->domain->served, &tgt->served_hook);
+	} else {
+		pmv_hooks_remove(&ep->domain->served, &tgt->served_hook);
+	}
+	tgt->on_served = want;
+}
+
+/* Hooks ep on list (its object i) as how says. */
+static void pmv_serve_hook_on(struct pmv_ep *ep, int i, struct pmv_hooks *list,
+			      enum pmv_serve_how how)
+{
+	struct pmv_hook *hook = &ep->tgt->serve_hook[i];
+
+	*hook = pmv_serve_hook_of(ep);
+	if (how == PMV_SERVE_BY_GATE &&
+	    pmv_hooks_add_evented(list, hook, pmv_serve_gates))
+		return;
+	if (how == PMV_SERVE_BY_DOMAIN && pmv_hooks_add_served(list, hook))
+		return;
+	pmv_hooks_add(list, hook);
 }
 
 /*
  * Lets the application's reads of ep's CQs, EQ and counters serve ep, and
- * its waits on them hand it to the agent first: through its receive CQ a
- * gated endpoint when its gate confirms a request (pmv_serve_gates), any
- * other on every read.  A CQ read also tells the agent that the
- * application progresses ep (an initiator reads only its transmit CQ), so
- * the agent stays off the core's locks.
+ * its waits on them hand it to the agent first (pmv_serve_how: a CQ's
+ * reads through the domain's progress).  A CQ read also tells the agent
+ * that the application progresses ep (an initiator reads only its
+ * transmit CQ), so the agent stays off the core's locks.  Called again
+ * when ep's objects or its gate change (fi_accept opens the gate after
+ * the endpoint joined its agent): a hook whose list and way stay is kept.
  */
 void pmv_serve_attach(struct pmv_ep *ep)
 {
 	struct pmv_tgt *tgt = ep->tgt;
 	struct pmv_hooks *want[PMV_SERVE_OBJS];
+	enum pmv_serve_how how;
+	bool by_domain = false;
 
 	pmv_serve_lists(ep, want);
 	for (int i = 0; i < PMV_SERVE_OBJS; i++) {
-		/* kept, unless its gate opened since (fi_accept: after the
-		 * endpoint joined its agent): its receive CQ's hook becomes
-		 * evented */
+		how = want[i] ? pmv_serve_how(ep, i, want[i]) :
+				PMV_SERVE_BY_READS;
+		by_domain |= want[i] && how == PMV_SERVE_BY_DOMAIN;
 		if (tgt->serve_on[i] == want[i] &&
-		    (!want[i] || !pmv_serve_evented(ep, i) ||
-		     tgt->serve_hook[i].evented))
+		    (!want[i] ||
+		     pmv_serve_hook_how(&tgt->serve_hook[i]) == how))
 			continue;
 		if (tgt->serve_on[i])
 			pmv_hooks_remove(tgt->serve_on[i], &tgt->serve_hook[i]);
 		__atomic_store_n(&tgt->serve_on[i], want[i], __ATOMIC_RELEASE);
-		if (!want[i])
-			continue;
-		tgt->serve_hook[i] = (struct pmv_hook) {
-			.progress = pmv_serve_hook,
-			.before_wait = pmv_serve_before_wait, .arg = ep,
-			.ep = ep };
-		if (!pmv_serve_evented(ep, i) ||
-		    !pmv_hooks_add_evented(want[i], &tgt->serve_hook[i],
-					   pmv_serve_gates))
-			pmv_hooks_add(want[i], &tgt->serve_hook[i]);
+		if (want[i])
+			pmv_serve_hook_on(ep, i, want[i], how);
 	}
+	pmv_serve_on_domain(ep, by_domain);
 	if (ep->gated)
 		pmv_gate_serve_on(ep);
 	pmv_agent_eps_changed(ep->domain);
@@ -241,6 +306,7 @@ void pmv_serve_detach(struct pmv_ep *ep)
 
 	if (ep->gated)
 		pmv_gate_serve_off(ep);
+	pmv_serve_on_domain(ep, false);
 	for (int i = 0; i < PMV_SERVE_OBJS; i++) {
 		if (tgt->serve_on[i])
 			pmv_hooks_remove(tgt->serve_on[i], &tgt->serve_hook[i]);

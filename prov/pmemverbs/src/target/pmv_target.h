@@ -51,7 +51,11 @@ struct pmv_tgt {
 				    * (domain lock; pmv_publish.c) */
 	struct pmv_hook serve_hook[PMV_SERVE_OBJS]; /* inline serving, run
 				    * by reads of its CQs, EQ and counters */
-	struct pmv_hooks *serve_on[PMV_SERVE_OBJS]; /* lists running them */
+	struct pmv_hooks *serve_on[PMV_SERVE_OBJS]; /* lists holding them */
+	struct pmv_hook served_hook; /* an endpoint without a gate: its inbox
+				    * looked into by every read of a CQ of its
+				    * domain (on dom->served if on_served) */
+	bool on_served;
 };
 
 /* pmv_profile.c */

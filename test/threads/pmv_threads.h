@@ -127,6 +127,7 @@ struct thr_options {
 	unsigned threads, commits, conns, pollers;
 	uint64_t base, key, seed;
 	bool all_oracle, corrupt, faults;
+	bool cq_context; /* the target's CQ without remote CQ data (-c) */
 };
 extern struct thr_options g_opt;
 

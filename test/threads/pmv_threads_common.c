@@ -155,7 +155,8 @@ void net_close(void)
 
 struct fid_cq *open_cq(void)
 {
-	struct fi_cq_attr attr = { .size = 1024, .format = FI_CQ_FORMAT_DATA,
+	struct fi_cq_attr attr = { .size = 1024, .format = g_opt.cq_context ?
+				   FI_CQ_FORMAT_CONTEXT : FI_CQ_FORMAT_DATA,
 				   .wait_obj = FI_WAIT_NONE };
 	struct fid_cq *cq;
 

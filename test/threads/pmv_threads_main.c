@@ -18,6 +18,7 @@ static noreturn void usage(void)
 {
 	fprintf(stderr,
 		"usage: pmv_threads -r target -P PORT -f FILE -n CONNS [-p POLLERS]\n"
+		"                   [-c context]\n"
 		"       pmv_threads -r initiator -P PORT -m MODE -x BASE:KEY -F FILE\n"
 		"                   [-o ORACLE] [-g GRAN] [-T THREADS] [-N BATCHES] [-A]\n"
 		"                   [-X corrupt|faults] [-s SEED]\n"
@@ -25,6 +26,8 @@ static noreturn void usage(void)
 		"  -m MODE   one-ep | multi-ep | mix\n"
 		"  -T N      threads (1..%u, default 4); -N N batches each (default 200)\n"
 		"  -g GRAN   the target's forced granularity: page | cache_line | byte\n"
+		"  -c context  the target's CQ in FI_CQ_FORMAT_CONTEXT, without remote\n"
+		"            CQ data: its endpoints take no gate (served as over verbs)\n"
 		"  -A        every commit goes to the agent (FI_PMEMVERBS_METHOD=agent):\n"
 		"            check the oracle on every profile\n"
 		"  -X corrupt  test only: one commit's check expects a wrong byte (exit 3)\n"
@@ -58,7 +61,7 @@ static void parse_opts(int argc, char **argv)
 {
 	int c;
 
-	while ((c = getopt(argc, argv, "r:a:P:f:F:n:p:m:T:N:x:o:g:AX:s:")) != -1) {
+	while ((c = getopt(argc, argv, "r:a:P:f:F:n:p:m:T:N:x:o:g:AX:s:c:")) != -1) {
 		switch (c) {
 		case 'r': g_opt.role = optarg; break;
 		case 'a': g_opt.addr = optarg; break;
@@ -86,6 +89,11 @@ static void parse_opts(int argc, char **argv)
 				usage();
 			break;
 		case 's': g_opt.seed = strtoull(optarg, NULL, 0); break;
+		case 'c':
+			if (strcmp(optarg, "context"))
+				usage();
+			g_opt.cq_context = true;
+			break;
 		default: usage();
 		}
 	}

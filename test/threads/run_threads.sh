@@ -24,6 +24,8 @@
 #   PMV_THREADS_N        batches (each ending in a commit) per thread (default 500)
 #   PMV_THREADS_FAULTS   0: leave out the two runs that must fail (default 1)
 #   PMV_THREADS_WIDE     0: leave out the runs with twice the threads (default 1)
+#   PMV_THREADS_UNGATED  0: leave out the runs whose target's CQ has no
+#                        remote CQ data (endpoints without a gate; default 1)
 #   PMV_THREADS_SWEEP    0: leave out the fault sweeps (default 1): the
 #                        initiator's N-th allocation (N = 1, 2, ... until
 #                        one is never reached) or N-th core operation
@@ -37,7 +39,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../common/pmv_pair.sh
 . "$ROOT/test/common/pmv_pair.sh" || { echo "no test/common/pmv_pair.sh" >&2; exit 2; }
-pmv_runner_args 14,34p 12500 "$@"
+pmv_runner_args 14,36p 12500 "$@"
 GRANS=${PMV_THREADS_GRANS:-page cache_line byte byte-agent}
 MODES=${PMV_THREADS_MODES:-one-ep multi-ep mix}
 THREADS=${PMV_THREADS_T:-4}
@@ -99,9 +101,10 @@ judge_detect() {
 start_target() {
 	local dir=$1 shm=$2 gran=$3 port=$4 conns=$5
 	shift 5
+	read -r -a targs <<<"${TARGS:-}"
 	env PMEM2_FORCE_GRANULARITY="$gran" FI_PMEMVERBS_ORACLE="$shm.oracle" "$@" \
 		timeout "$PROC_TIMEOUT" "${WRAP[@]}" "$BIN" -r target -P "$port" \
-		-f "$shm.region" -n "$conns" -p 2 \
+		-f "$shm.region" -n "$conns" -p 2 "${targs[@]}" \
 		>"$dir/target.out" 2>"$dir/target.err" &
 	TPID=$!
 	wait_line "$TPID" "$dir/target.out"
@@ -275,6 +278,13 @@ for gran in $GRANS; do
 		run "$mode-T$THREADS/$gran" "$gran" "$mode" lines
 	done
 done
+# a target whose CQ has no remote CQ data: its endpoints take no gate and
+# are served as over verbs, by every read looking into their inboxes (the
+# domain's served list), from its two poller threads at once
+if [[ ${PMV_THREADS_UNGATED:-1} != 0 ]]; then
+	TARGS="-c context" run "ungated/multi-ep-T$THREADS/page" page multi-ep lines
+	TARGS="-c context" run "ungated/mix-T$THREADS/cache_line" cache_line mix lines
+fi
 # twice the threads on one endpoint and on the mix's two
 if [[ ${PMV_THREADS_WIDE:-1} != 0 ]]; then
 	T=$((THREADS * 2)) run "one-ep-T$((THREADS * 2))/page" page one-ep lines

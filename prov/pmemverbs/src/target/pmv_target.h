@@ -49,8 +49,9 @@ struct pmv_tgt {
 	unsigned push_failed;      /* pushes the core refused (push lock) */
 	uint64_t pushed;           /* the last domain push it was held for
 				    * (domain lock; pmv_publish.c) */
-	struct pmv_hook serve_hook[PMV_SERVE_OBJS]; /* inline serving, run
-				    * by reads of its CQs, EQ and counters */
+	struct pmv_hook serve_hook[PMV_SERVE_OBJS]; /* inline serving, on
+				    * the lists of its CQs, EQ and counters
+				    * (how each serves it: pmv_serve_how) */
 	struct pmv_hooks *serve_on[PMV_SERVE_OBJS]; /* lists holding them */
 	struct pmv_hook served_hook; /* an endpoint without a gate: its inbox
 				    * looked into by every read of a CQ of its

@@ -13,7 +13,8 @@
 # FI_PROVIDER=pmemverbs), and a case that fails there through tcp too
 # (FI_PROVIDER=tcp, the reference): PASS when pmemverbs passes, or when it
 # fails exactly as tcp does (printed as "PASS ...: SKIP-as-core: ..." with
-# the reason); FAIL when it fails where tcp passes.  The last line is "N passed, N failed".
+# the reason); FAIL when it fails where tcp passes.  The last line is
+# "N passed, N failed".
 #
 # usage: test/fabtests/run_upstream.sh BUILD_DIR [PORT_BASE]
 #        (default 30500; uses PORT_BASE .. PORT_BASE+99 on 127.0.0.1)

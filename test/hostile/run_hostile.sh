@@ -131,7 +131,6 @@ echo "pmemverbs hostile-peer tests: $BIN (FI_PROVIDER_PATH=$FI_PROVIDER_PATH, 12
 # gated requests after its 2 s gate wait), each printing into its own file,
 # printed in order and counted once all ended.  A run that printed no
 # target verdict (its shell died) is a failure.
-RUNNERS=()
 for gran in $GRANS; do
 	(trap 'pmv_stop "${PIDS[@]}"' EXIT
 	 trap 'exit 1' TERM INT

@@ -225,14 +225,15 @@ tcp_fails_too() {
 # it fails the same way without pmemverbs.
 check_test() {
 	local t=$1 tout pout trc=0 prc=0 tres pres
-	tout=$(mktemp) pout=$(mktemp)
+	pout=$(mktemp)
 	run_one "$t" pmemverbs "$pout" || prc=$?
 	if [[ $prc -eq 0 ]]; then
 		report PASS "$t"
-		rm -f "$tout" "$pout"
+		rm -f "$pout"
 		return
 	fi
 	tcp_runs=$((tcp_runs + 1))
+	tout=$(mktemp)
 	run_one "$t" tcp "$tout" || trc=$?
 	tres=$(outcome $trc) pres=$(outcome $prc)
 	if [[ $trc -eq 0 ]] && tcp_fails_too "$t" "$pres" "$pout" "$tout"; then

@@ -113,27 +113,46 @@ static int idle_sread(struct side *s, int64_t end)
 	return 0;
 }
 
+/* One poll of the idle target: a read of its counter (-m cntr) or CQ,
+ * which must find nothing: 0, or a negative error. */
+static int poll_once(struct side *s)
+{
+	struct fi_cq_data_entry e;
+	ssize_t ret;
+
+	if (s->cntr) {
+		if (fi_cntr_read(s->cntr) || fi_cntr_readerr(s->cntr)) {
+			pm_complain("the counter moved in the idle period");
+			return -FI_EOTHER;
+		}
+		return 0;
+	}
+	ret = fi_cq_read(s->cq, &e, 1);
+	if (ret == -FI_EAVAIL)
+		return pm_report_cq_error(s->cq, "idle period");
+	if (ret > 0) {
+		pm_complain("a completion arrived in the idle period");
+		return -FI_EOTHER;
+	}
+	return ret == -FI_EAGAIN ? 0 :
+	       pm_check(ret, "fi_cq_read in the idle period");
+}
+
 /*
- * -m poll (target): reads the CQ with fi_cq_read until end, as a busy
- * application does, and prints what one read of the idle CQ cost.
+ * -m poll and cntr (target): reads the CQ with fi_cq_read (the counter
+ * with fi_cntr_read) until end, as a busy application does, and prints
+ * what one read of the idle object cost.
  */
 static int idle_poll(struct side *s, int64_t end)
 {
-	struct fi_cq_data_entry e;
 	int64_t start = pm_now_ns(), now = start;
 	long reads = 0;
-	ssize_t ret;
+	int ret;
 
 	for (; now < end; reads++) {
-		ret = fi_cq_read(s->cq, &e, 1);
-		if (ret == -FI_EAVAIL)
-			return pm_report_cq_error(s->cq, "idle period");
-		if (ret > 0) {
-			pm_complain("a completion arrived in the idle period");
-			return -FI_EOTHER;
-		}
-		if (ret != -FI_EAGAIN)
-			return pm_check(ret, "fi_cq_read in the idle period");
+		ret = poll_once(s);
+		if (ret)
+			return ret;
 		if (!(reads & 255))
 			now = pm_now_ns();
 	}
@@ -165,7 +184,8 @@ int idle(struct side *s, const char *role)
 	if (!s->o->server &&
 	    (s->o->mode == MODE_SREAD || s->o->mode == MODE_SREAD_SLEEP))
 		ret = idle_sread(s, a.wall_ns + s->o->seconds * PM_NS_PER_S);
-	else if (!s->o->server && s->o->mode == MODE_POLL)
+	else if (!s->o->server &&
+		 (s->o->mode == MODE_POLL || s->o->mode == MODE_CNTR))
 		ret = idle_poll(s, a.wall_ns + s->o->seconds * PM_NS_PER_S);
 	else
 		sleep_until(a.wall_ns + s->o->seconds * PM_NS_PER_S);
@@ -224,11 +244,11 @@ int main(int argc, char **argv)
 	int ret;
 
 	parse(argc, argv, &o);
-	/* -m none, poll and sleep: the CQ has no wait object, so waits for
+	/* -m none, poll, sleep and cntr: the CQ has no wait object, so waits for
 	 * own work poll it (fi_cq(3): no fi_cq_sread on a FI_WAIT_NONE CQ;
 	 * libfabric 2.1's tcp core crashes in one) */
 	pm_busy_poll = o.mode == MODE_NONE || o.mode == MODE_POLL ||
-		       o.mode == MODE_SLEEP;
+		       o.mode == MODE_SLEEP || o.mode == MODE_CNTR;
 	pm_role = o.server ? "[initiator]" : "[target]";
 	raise_fd_limit(o.conns);
 	ret = open_side(&s);

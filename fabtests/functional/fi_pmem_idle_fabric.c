@@ -150,14 +150,17 @@ static int open_domain(struct side *s)
 	 * waits on nor reads while idle (only the agent works); -m poll: an
 	 * application that busy-reads its CQ (no wait object); -m sleep: as
 	 * none, then one read every SLEEP_READ_GAP_MS (only the agent works);
-	 * -m sread-sleep: as sread while idle, then as sleep */
+	 * -m sread-sleep: as sread while idle, then as sleep; -m cntr: as
+	 * poll, reading a counter that every endpoint's writes count in */
 	struct fi_cq_attr cq_attr = {
 		.size = (size_t) (2 * s->o->conns + 64),
 		.format = FI_CQ_FORMAT_DATA,
 		.wait_obj = s->o->mode == MODE_NONE || s->o->mode == MODE_POLL ||
-			    s->o->mode == MODE_SLEEP ?
+			    s->o->mode == MODE_SLEEP || s->o->mode == MODE_CNTR ?
 			    FI_WAIT_NONE : FI_WAIT_UNSPEC,
 	};
+	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP,
+					  .wait_obj = FI_WAIT_NONE };
 	int ret = pm_check(fi_fabric(s->res.info->fabric_attr, &s->res.fabric,
 				     NULL), "fi_fabric");
 
@@ -175,6 +178,9 @@ static int open_domain(struct side *s)
 	if (!ret)
 		ret = pm_check(fi_cq_open(s->res.domain, &cq_attr, &s->cq,
 					  NULL), "fi_cq_open");
+	if (!ret && !s->o->server && s->o->mode == MODE_CNTR)
+		ret = pm_check(fi_cntr_open(s->res.domain, &cntr_attr,
+					    &s->cntr, NULL), "fi_cntr_open");
 	return ret;
 }
 
@@ -228,6 +234,7 @@ void close_side(struct side *s)
 	pm_close_fid(s->pep ? &s->pep->fid : NULL,
 		     "closing the passive endpoint");
 	pm_close_fid(s->cq ? &s->cq->fid : NULL, "closing the CQ");
+	pm_close_fid(s->cntr ? &s->cntr->fid : NULL, "closing the counter");
 	pm_close_fabric(&s->res);
 	pm_unmap_file(&s->file);
 	free(s->eps);
@@ -235,7 +242,8 @@ void close_side(struct side *s)
 	free(s->buf);
 }
 
-/* Opens endpoint i from info on the domain, bound to the CQ and EQ. */
+/* Opens endpoint i from info on the domain, bound to the CQ and EQ (and
+ * the counter, for FI_WRITE). */
 int open_ep(struct side *s, struct fi_info *info, long i)
 {
 	int ret = pm_check(fi_endpoint(s->res.domain, info, &s->eps[i], NULL),
@@ -249,6 +257,9 @@ int open_ep(struct side *s, struct fi_info *info, long i)
 	if (!ret)
 		ret = pm_check(fi_ep_bind(s->eps[i], &s->res.eq->fid, 0),
 			       "binding the EQ");
+	if (!ret && s->cntr)
+		ret = pm_check(fi_ep_bind(s->eps[i], &s->cntr->fid, FI_WRITE),
+			       "binding the counter");
 	return ret ? ret : pm_check(fi_enable(s->eps[i]), "fi_enable");
 }
 

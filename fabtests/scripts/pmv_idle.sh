@@ -10,8 +10,9 @@
 # fails is reported with its reason (the error lines of its logs) and
 # the next one runs.
 #
-# Usage: pmv_idle.sh [-t SECONDS] [-m none|sread|unspec|poll|sleep] [-n "N..."]
-#                    [-k COMMITS [-g US]] [-P PROV] [-p PORT] [-o LOG_DIR]
+# Usage: pmv_idle.sh [-t SECONDS] [-m none|sread|unspec|poll|sleep|cntr]
+#                    [-n "N..."] [-k COMMITS [-g US]] [-P PROV] [-p PORT]
+#                    [-o LOG_DIR]
 #                    BUILD_DIR
 #   -t  idle period of each run (3)
 #   -m  what the target application does while idle (none: never reads
@@ -19,7 +20,8 @@
 #       in fi_cq_sread; poll: reads its CQ with fi_cq_read all along, and
 #       the table adds what one read of the idle CQ cost, in ns; sleep:
 #       as none, then one read every 50 ms through the -k commits, which
-#       the agent alone serves)
+#       the agent alone serves; cntr: as poll, reading with fi_cntr_read
+#       a counter that every endpoint's FI_WRITE is bound to)
 #   -P  provider, both sides (pmemverbs; tcp: the core's own figures)
 #   -n  connection counts ("16 64 256 1024")
 #   -k  then COMMITS commits on one connection while the others stay idle,
@@ -129,7 +131,9 @@ run_pair() {
 	tcpu=$(field "$log.target.out" IDLE cpu_pct)
 	icpu=$(field "$log.initiator.out" IDLE cpu_pct)
 	lat=$(field "$log.initiator.out" after-idle first_commit_us)
-	[ "$MODE" != poll ] || ns=$(field "$log.target.out" POLL ns_per_read)
+	case $MODE in poll | cntr)
+		ns=$(field "$log.target.out" POLL ns_per_read) ;;
+	esac
 	if [ -n "$BUSY" ]; then
 		p50=$(field "$log.initiator.out" BUSY p50_us)
 		p99=$(field "$log.initiator.out" BUSY p99_us)
@@ -152,7 +156,8 @@ echo "fi_pmem_idle: $BIN, provider $PROV, plugin $FI_PROVIDER_PATH," \
 	"idle ${SECONDS_IDLE} s, target mode $MODE," \
 	"open files hard limit $(ulimit -Hn)"
 printf '%6s %12s %15s %22s%s%s\n' N "target cpu %" "initiator cpu %" \
-	"first commit after us" "$([ "$MODE" != poll ] || echo ' ns per read')" \
+	"first commit after us" \
+	"$(case $MODE in poll | cntr) echo ' ns per read' ;; esac)" \
 	"$([ -z "$BUSY" ] || printf ' %12s %12s %14s' 'busy p50 us' \
 		'busy p99 us' 'busy target %')"
 failed=0

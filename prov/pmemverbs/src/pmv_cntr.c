@@ -35,7 +35,7 @@ static bool pmv_cntr_serve_first(struct fid_cntr *cntr)
 {
 	bool gated = pmv_cntr_take_gates(pmv_cntr(cntr));
 
-	pmv_hooks_run(&pmv_cntr(cntr)->hooks);
+	pmv_cntr_run(pmv_cntr(cntr), false);
 	return gated;
 }
 

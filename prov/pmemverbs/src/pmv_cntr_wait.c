@@ -66,10 +66,7 @@ static struct pmv_cq *pmv_cntr_watch_begin(struct pmv_cntr *cntr,
  */
 static void pmv_cntr_serve(struct pmv_cntr *cntr, bool alone)
 {
-	if (alone)
-		pmv_hooks_run(&cntr->hooks);
-	else
-		pmv_hooks_run_before_wait(&cntr->hooks);
+	pmv_cntr_run(cntr, !alone);
 }
 
 /* Most endpoints a spinning counter wait reads the receive CQ of. */
@@ -307,7 +304,7 @@ int pmv_cntr_wait_from(struct pmv_cntr *cntr, uint64_t threshold,
 	unsigned pass = 0;
 	bool alone = false, spinning;
 
-	pmv_hooks_run_before_wait(&cntr->hooks);
+	pmv_cntr_run(cntr, true);
 	if (!__atomic_load_n(&cntr->hooks.head, __ATOMIC_ACQUIRE) ||
 	    (cntr->domain->transport != PMV_TRANSPORT_TCP &&
 	     !pmv_cntr_counted_here(cntr)))

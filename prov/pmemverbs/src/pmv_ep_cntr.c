@@ -46,15 +46,48 @@ void pmv_ep_cntr_count(struct pmv_ep *ep, enum pmv_rma_cntr which, bool err)
 		pmv_cntr_count(cntr, err);
 }
 
-/* The counter hook: a read or wait of the counter progresses the
- * endpoint's transmit CQ (its engine, its serving, internal completions). */
+/* Counter passes named so far (pmv_cntr_run), and the one this thread
+ * runs (0: none). */
+static uint64_t pmv_cntr_passes;
+static __thread uint64_t pmv_cntr_pass;
+
+/*
+ * The counter hook: a read or wait of the counter progresses the
+ * endpoint's transmit CQ, whose read runs its domain's one progress
+ * (pmv_hooks_run_domain) and takes the internal completions that count.
+ * Once per CQ in a pass: 1024 endpoints sharing one transmit CQ cost a
+ * counter read one CQ read, not 1024.
+ */
 static void pmv_ep_cntr_progress(void *arg)
 {
 	struct pmv_ep *ep = arg;
 	struct pmv_cq *cq = __atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE);
+	uint64_t pass = pmv_cntr_pass;
 
-	if (cq)
+	if (cq && (!pass || __atomic_exchange_n(&cq->cntr_pass, pass,
+						__ATOMIC_RELAXED) != pass))
 		(void) fi_cq_read(&cq->cq_fid, NULL, 0);
+}
+
+/*
+ * What every read and wait of a counter runs: its hooks (before a wait
+ * that request bytes do not end: before_wait, pmv_hooks_run_before_wait)
+ * in one pass with a number no other pass has, which reads each transmit
+ * CQ once.
+ */
+void pmv_cntr_run(struct pmv_cntr *cntr, bool before_wait)
+{
+	uint64_t outer = pmv_cntr_pass;
+
+	/* a plain counter's reads number no pass (no atomic add) */
+	if (__atomic_load_n(&cntr->hooks.head, __ATOMIC_ACQUIRE))
+		pmv_cntr_pass = __atomic_add_fetch(&pmv_cntr_passes, 1,
+						   __ATOMIC_RELAXED);
+	if (before_wait)
+		pmv_hooks_run_before_wait(&cntr->hooks);
+	else
+		pmv_hooks_run(&cntr->hooks);
+	pmv_cntr_pass = outer;
 }
 
 /* True while the endpoint has commits or counted operations in flight. */
@@ -77,7 +110,7 @@ static bool pmv_ep_cntr_busy(void *arg)
  */
 bool pmv_cntr_trywait_busy(struct pmv_cntr *cntr)
 {
-	pmv_hooks_run(&cntr->hooks);
+	pmv_cntr_run(cntr, false);
 	return pmv_hooks_busy(&cntr->hooks);
 }
 

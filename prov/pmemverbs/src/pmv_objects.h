@@ -181,7 +181,9 @@ static inline void pmv_domain_nudge_agent(struct pmv_domain *dom)
 /* pmv_cq.c: entries to read; pmv_cq_open.c: pmem endpoints bound */
 bool pmv_cq_ready(struct pmv_cq *cq);
 bool pmv_cq_trywait_busy(struct pmv_cq *cq);
-/* pmv_ep_cntr.c: fi_trywait on a counter must say -FI_EAGAIN */
+/* pmv_ep_cntr.c: what a counter's reads and waits run; fi_trywait on a
+ * counter must say -FI_EAGAIN */
+void pmv_cntr_run(struct pmv_cntr *cntr, bool before_wait);
 bool pmv_cntr_trywait_busy(struct pmv_cntr *cntr);
 void pmv_cq_ref_pmem(struct pmv_cq *cq, int delta);
 

@@ -44,6 +44,8 @@ struct pmv_cq {
 				     * (atomic) */
 	int gated_refs;             /* gated endpoints receiving here (atomic) */
 	uint64_t gate_entries;      /* gated writes' completions taken (atomic) */
+	uint64_t cntr_pass;         /* the last counter pass that read it
+				     * (pmv_cntr_run; atomic) */
 	int taken_held;             /* threads running internal completions
 				       they took from the core (atomic) */
 	int wakeup;                 /* fi_cq_signal since the last sread (atomic) */

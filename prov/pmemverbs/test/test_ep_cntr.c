@@ -6,7 +6,7 @@
  */
 #include <inttypes.h>
 
-#include "engine_fixture.h"
+#include "cq_fixture.h"
 
 TestSuite(ep_cntr, .init = setup, .fini = teardown);
 
@@ -222,4 +222,36 @@ Test(ep_cntr, a_read_counter_counts_the_applications_reads_not_read_flushes)
 	cr_assert_eq(g_cnt, 1, "the application's read");
 	cr_assert(pop(&e, &err) && !err && e.op_context == &ctx &&
 		  e.flags == (FI_RMA | FI_READ));
+}
+
+/*
+ * Three endpoints of one transmit CQ count their writes in one counter:
+ * a read of the counter (or a wait's pass) reads that CQ, which runs the
+ * domain's one progress, once, not once per endpoint.
+ */
+Test(ep_cntr, a_counter_pass_reads_a_transmit_cq_its_endpoints_share_once,
+     .init = setup_with_core_cq)
+{
+	struct pmv_ep *more[2] = { open_ep(), open_ep() };
+	struct pmv_cntr cntr = { .core = &g_core_cntr };
+
+	pmv_hooks_init(&cntr.hooks, NULL);
+	cr_assert_eq(pmv_ep_cntr_bind(g_ep, &cntr, FI_WRITE), 0);
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pmv_ep_cntr_bind(more[i], &cntr, FI_WRITE), 0);
+	pmv_cq_ref_pmem(g_cq, 1);
+	for (int before_wait = 0; before_wait < 2; before_wait++) {
+		g_core_reads = 0;
+		pmv_cntr_run(&cntr, before_wait);
+		cr_assert_eq(g_core_reads, 1, "a counter pass (before a wait: "
+			     "%d) read the transmit CQ of its three endpoints "
+			     "%u times", before_wait, g_core_reads);
+	}
+	pmv_cq_ref_pmem(g_cq, -1);
+	pmv_ep_cntr_pause(g_ep);
+	for (int i = 0; i < 2; i++) {
+		pmv_ep_cntr_pause(more[i]);
+		close_ep(more[i]);
+	}
+	pmv_hooks_fini(&cntr.hooks);
 }

@@ -113,13 +113,22 @@ static int idle_sread(struct side *s, int64_t end)
 	return 0;
 }
 
-/* One poll of the idle target: a read of its counter (-m cntr) or CQ,
- * which must find nothing: 0, or a negative error. */
+/* One poll of the idle target: a read of its EQ (-m eq), counter (-m
+ * cntr) or CQ, which must find nothing: 0, or a negative error. */
 static int poll_once(struct side *s)
 {
 	struct fi_cq_data_entry e;
+	struct fi_eq_cm_entry cm;
+	uint32_t event;
 	ssize_t ret;
 
+	if (s->o->mode == MODE_EQ) {
+		ret = fi_eq_read(s->res.eq, &event, &cm, sizeof(cm), 0);
+		if (ret == -FI_EAGAIN)
+			return 0;
+		pm_complain("the EQ read %zd in the idle period", ret);
+		return -FI_EOTHER;
+	}
 	if (s->cntr) {
 		if (fi_cntr_read(s->cntr) || fi_cntr_readerr(s->cntr)) {
 			pm_complain("the counter moved in the idle period");
@@ -139,9 +148,9 @@ static int poll_once(struct side *s)
 }
 
 /*
- * -m poll and cntr (target): reads the CQ with fi_cq_read (the counter
- * with fi_cntr_read) until end, as a busy application does, and prints
- * what one read of the idle object cost.
+ * -m poll, cntr and eq (target): reads the CQ with fi_cq_read (the
+ * counter with fi_cntr_read, the EQ with fi_eq_read) until end, as a busy
+ * application does, and prints what one read of the idle object cost.
  */
 static int idle_poll(struct side *s, int64_t end)
 {
@@ -185,7 +194,8 @@ int idle(struct side *s, const char *role)
 	    (s->o->mode == MODE_SREAD || s->o->mode == MODE_SREAD_SLEEP))
 		ret = idle_sread(s, a.wall_ns + s->o->seconds * PM_NS_PER_S);
 	else if (!s->o->server &&
-		 (s->o->mode == MODE_POLL || s->o->mode == MODE_CNTR))
+		 (s->o->mode == MODE_POLL || s->o->mode == MODE_CNTR ||
+		  s->o->mode == MODE_EQ))
 		ret = idle_poll(s, a.wall_ns + s->o->seconds * PM_NS_PER_S);
 	else
 		sleep_until(a.wall_ns + s->o->seconds * PM_NS_PER_S);
@@ -244,11 +254,12 @@ int main(int argc, char **argv)
 	int ret;
 
 	parse(argc, argv, &o);
-	/* -m none, poll, sleep and cntr: the CQ has no wait object, so waits for
+	/* -m none, poll, sleep, cntr and eq: the CQ has no wait object, so waits for
 	 * own work poll it (fi_cq(3): no fi_cq_sread on a FI_WAIT_NONE CQ;
 	 * libfabric 2.1's tcp core crashes in one) */
 	pm_busy_poll = o.mode == MODE_NONE || o.mode == MODE_POLL ||
-		       o.mode == MODE_SLEEP || o.mode == MODE_CNTR;
+		       o.mode == MODE_SLEEP || o.mode == MODE_CNTR ||
+		       o.mode == MODE_EQ;
 	pm_role = o.server ? "[initiator]" : "[target]";
 	raise_fd_limit(o.conns);
 	ret = open_side(&s);

@@ -43,7 +43,7 @@
 #define FD_SLACK 32 /* open files besides one socket per connection */
 
 enum idle_mode { MODE_NONE, MODE_SREAD, MODE_UNSPEC, MODE_POLL, MODE_SLEEP,
-		 MODE_SREAD_SLEEP, MODE_CNTR };
+		 MODE_SREAD_SLEEP, MODE_CNTR, MODE_EQ };
 /* -m sleep and sread-sleep: the target reads its CQ once per this many ms
  * after the idle period (the agent serves every commit) */
 #define SLEEP_READ_GAP_MS 50

@@ -151,12 +151,14 @@ static int open_domain(struct side *s)
 	 * application that busy-reads its CQ (no wait object); -m sleep: as
 	 * none, then one read every SLEEP_READ_GAP_MS (only the agent works);
 	 * -m sread-sleep: as sread while idle, then as sleep; -m cntr: as
-	 * poll, reading a counter that every endpoint's writes count in */
+	 * poll, reading a counter that every endpoint's writes count in; -m
+	 * eq: as poll, reading the EQ every endpoint is bound to */
 	struct fi_cq_attr cq_attr = {
 		.size = (size_t) (2 * s->o->conns + 64),
 		.format = FI_CQ_FORMAT_DATA,
 		.wait_obj = s->o->mode == MODE_NONE || s->o->mode == MODE_POLL ||
-			    s->o->mode == MODE_SLEEP || s->o->mode == MODE_CNTR ?
+			    s->o->mode == MODE_SLEEP || s->o->mode == MODE_CNTR ||
+			    s->o->mode == MODE_EQ ?
 			    FI_WAIT_NONE : FI_WAIT_UNSPEC,
 	};
 	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP,

@@ -10,7 +10,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: fi_pmem_idle [-p PROV] [-B PORT] [-n CONNS] "
-		"[-t SECONDS] [-m none|sread|unspec|poll|sleep|sread-sleep|cntr]\n"
+		"[-t SECONDS] [-m none|sread|unspec|poll|sleep|sread-sleep|cntr|eq]\n"
 		"                         [-f FILE]\n"
 		"       fi_pmem_idle [-p PROV] -s SERVER_ADDR [-B PORT] "
 		"[-n CONNS] [-t SECONDS] [-k COMMITS [-g US]]\n");
@@ -33,6 +33,8 @@ static bool parse_mode(const char *text, enum idle_mode *mode)
 		*mode = MODE_SREAD_SLEEP;
 	else if (!strcmp(text, "cntr"))
 		*mode = MODE_CNTR;
+	else if (!strcmp(text, "eq"))
+		*mode = MODE_EQ;
 	else
 		return false;
 	return true;

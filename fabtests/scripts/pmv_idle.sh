@@ -10,10 +10,9 @@
 # fails is reported with its reason (the error lines of its logs) and
 # the next one runs.
 #
-# Usage: pmv_idle.sh [-t SECONDS] [-m none|sread|unspec|poll|sleep|cntr]
+# Usage: pmv_idle.sh [-t SECONDS] [-m none|sread|unspec|poll|sleep|cntr|eq]
 #                    [-n "N..."] [-k COMMITS [-g US]] [-P PROV] [-p PORT]
-#                    [-o LOG_DIR]
-#                    BUILD_DIR
+#                    [-o LOG_DIR] BUILD_DIR
 #   -t  idle period of each run (3)
 #   -m  what the target application does while idle (none: never reads
 #       its CQ; unspec: the same with an FI_WAIT_UNSPEC CQ; sread: waits
@@ -21,7 +20,8 @@
 #       the table adds what one read of the idle CQ cost, in ns; sleep:
 #       as none, then one read every 50 ms through the -k commits, which
 #       the agent alone serves; cntr: as poll, reading with fi_cntr_read
-#       a counter that every endpoint's FI_WRITE is bound to)
+#       a counter that every endpoint's FI_WRITE is bound to; eq: as poll,
+#       reading with fi_eq_read the EQ every endpoint is bound to)
 #   -P  provider, both sides (pmemverbs; tcp: the core's own figures)
 #   -n  connection counts ("16 64 256 1024")
 #   -k  then COMMITS commits on one connection while the others stay idle,
@@ -131,7 +131,7 @@ run_pair() {
 	tcpu=$(field "$log.target.out" IDLE cpu_pct)
 	icpu=$(field "$log.initiator.out" IDLE cpu_pct)
 	lat=$(field "$log.initiator.out" after-idle first_commit_us)
-	case $MODE in poll | cntr)
+	case $MODE in poll | cntr | eq)
 		ns=$(field "$log.target.out" POLL ns_per_read) ;;
 	esac
 	if [ -n "$BUSY" ]; then
@@ -157,7 +157,7 @@ echo "fi_pmem_idle: $BIN, provider $PROV, plugin $FI_PROVIDER_PATH," \
 	"open files hard limit $(ulimit -Hn)"
 printf '%6s %12s %15s %22s%s%s\n' N "target cpu %" "initiator cpu %" \
 	"first commit after us" \
-	"$(case $MODE in poll | cntr) echo ' ns per read' ;; esac)" \
+	"$(case $MODE in poll | cntr | eq) echo ' ns per read' ;; esac)" \
 	"$([ -z "$BUSY" ] || printf ' %12s %12s %14s' 'busy p50 us' \
 		'busy p99 us' 'busy target %')"
 failed=0

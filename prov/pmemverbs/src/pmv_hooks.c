@@ -66,7 +66,8 @@ int pmv_hooks_close_wrapper(struct fid *core_fid, const char *what,
 /* Pushes hook on the list head points to; the list's lock held. */
 static void pmv_hooks_push(struct pmv_hook **head, struct pmv_hook *hook)
 {
-	hook->next = *head;
+	/* a walk may still stand on a parked hook and load its next */
+	__atomic_store_n(&hook->next, *head, __ATOMIC_RELAXED);
 	hook->pprev = head;
 	if (hook->next)
 		hook->next->pprev = &hook->next;
@@ -104,7 +105,7 @@ void pmv_hooks_add(struct pmv_hooks *hooks, struct pmv_hook *hook)
  * Puts a parked hook back on the read list: its busy() has just turned
  * true (the engine's first commit in an empty ring), and the caller holds
  * what keeps it true (the engine's lock).  A walk parks a hook under this
- * list's lock after finding it idle (pmv_hook_let_go), so either that
+ * list's lock after finding it idle (pmv_hook_park_if_idle), so either that
  * walk saw it busy or this call sees it parked.
  */
 void pmv_hooks_wake(struct pmv_hooks *hooks, struct pmv_hook *hook)
@@ -169,42 +170,84 @@ bool pmv_hooks_add_evented(struct pmv_hooks *hooks, struct pmv_hook *hook,
 	return true;
 }
 
-/* Runs left of hook, read under the list's lock (a remover polls it). */
-static int pmv_hook_runs(struct pmv_hooks *hooks, struct pmv_hook *hook)
-{
-	int runs;
-
-	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
-	runs = hook->runs;
-	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
-	return runs;
-}
-
 /* Unlinks hook from its list, if on one, through its back link (a walk
- * to find it made closing N endpoints cost N^2/2 steps); locked. */
+ * to find it made closing N endpoints cost N^2/2 steps); locked.  The
+ * store a walk may race with is sequentially consistent (pmv_hooks_drain). */
 static void pmv_hooks_unlink(struct pmv_hook *hook)
 {
 	if (hook->listed) {
 		if (hook->next)
 			hook->next->pprev = hook->pprev;
-		__atomic_store_n(hook->pprev, hook->next, __ATOMIC_RELEASE);
+		__atomic_store_n(hook->pprev, hook->next, __ATOMIC_SEQ_CST);
 	}
 	hook->listed = false;
 }
 
+/* Joins the walks of hooks: returns the side to leave (the epoch's parity
+ * now; pmv_hooks_drain). */
+static unsigned pmv_hooks_join(struct pmv_hooks *hooks)
+{
+	unsigned side = __atomic_load_n(&hooks->epoch, __ATOMIC_ACQUIRE) & 1;
+
+	__atomic_add_fetch(&hooks->walkers[side], 1, __ATOMIC_SEQ_CST);
+	return side;
+}
+
+static void pmv_hooks_leave(struct pmv_hooks *hooks, unsigned side)
+{
+	__atomic_sub_fetch(&hooks->walkers[side], 1, __ATOMIC_RELEASE);
+}
+
 /*
- * Takes hook off its list; returns once no read is running it (reads run
- * hooks without the list's lock, each hook held by its runs count).  An
- * evented hook leaves its domain's count: the last one stops the reads'
- * serve_gates (pmv_gate_serve_off waits for a serve that found its
- * endpoint; the domain outlives its CQs).  Never called from a hook.
+ * Returns once no walk that may still reach a hook unlinked before this
+ * call runs.  The epoch flips, so that walks that start now join the other
+ * side (they start from the head, past the unlink), and the side the
+ * earlier walks joined empties.  A walk that read the old epoch but
+ * joined after the side was seen empty loads the head after the unlink
+ * (both sequentially consistent).  One drain at a time per list: a second
+ * flip would send new walks to the side the first one waits on.  No lock
+ * held while it waits; never called from a hook (it would wait for
+ * itself).
+ */
+static void pmv_hooks_drain(struct pmv_hooks *hooks)
+{
+	unsigned side;
+
+	for (;;) {
+		pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
+		if (!hooks->draining)
+			break;
+		pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
+		sched_yield();
+	}
+	hooks->draining = true;
+	side = hooks->epoch & 1;
+	__atomic_store_n(&hooks->epoch, hooks->epoch + 1, __ATOMIC_SEQ_CST);
+	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
+	while (__atomic_load_n(&hooks->walkers[side], __ATOMIC_SEQ_CST))
+		sched_yield();
+	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
+	hooks->draining = false;
+	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
+}
+
+/*
+ * Takes hook off its list; returns once no read is running it or may
+ * still reach it (reads walk the list without its lock:
+ * pmv_hooks_drain).  An evented hook leaves its domain's count: the last
+ * one stops the reads' serve_gates (pmv_gate_serve_off waits for a serve
+ * that found its endpoint; the domain outlives its CQs).  Never called
+ * from a hook.
  */
 void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook)
 {
-	bool evented;
+	bool evented, walked;
 
 	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
 	evented = hook->listed && hook->evented && hook->gate;
+	/* on the read list, or parked off it by a walk that may still hold
+	 * it; an evented hook is never walked without the lock */
+	walked = !hook->evented && (hook->listed || hook->parked);
 	hook->parked = false;
 	if (hook->listed && hook->ep &&
 	    !__atomic_sub_fetch(&hooks->serving, 1, __ATOMIC_RELAXED)) {
@@ -216,57 +259,25 @@ void pmv_hooks_remove(struct pmv_hooks *hooks, struct pmv_hook *hook)
 	if (evented)
 		__atomic_sub_fetch(&hook->ep->domain->gates_served, 1,
 				   __ATOMIC_RELEASE);
-	while (pmv_hook_runs(hooks, hook))
-		sched_yield();
+	if (walked)
+		pmv_hooks_drain(hooks);
 }
 
-/* Hooks one step of a walk takes: two lock rounds per batch, not per hook. */
-#define PMV_HOOKS_BATCH 32
-
 /*
- * Lets go of h, which this walk ran, and parks it if it parks while idle
- * and is idle now; the list's lock held (pmv_hooks_wake takes it too).
+ * After a walk ran h (one that parks while idle: the commit engine): takes
+ * it off the read list if it is idle now.  Checked again under the list's
+ * lock, which pmv_hooks_wake takes too: either this sees the engine busy
+ * or its next commit sees the hook parked.
  */
-static void pmv_hook_let_go(struct pmv_hook *h)
+static void pmv_hook_park_if_idle(struct pmv_hooks *hooks, struct pmv_hook *h)
 {
-	h->runs--;
-	if (h->park_idle && h->listed && !h->busy(h->arg)) {
+	if (h->busy(h->arg))
+		return;
+	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
+	if (h->listed && !h->busy(h->arg)) {
 		pmv_hooks_unlink(h);
 		h->parked = true;
 	}
-}
-
-/*
- * The next batch of hooks to run after last (NULL: from the head), each
- * held by its runs count; last, if not NULL, is let go.  A hook taken off
- * the list while it ran has no next one to trust: the walk starts again
- * from the head (running a hook twice is harmless; removals are rare).
- */
-static unsigned pmv_hooks_grab(struct pmv_hooks *hooks, struct pmv_hook *last,
-			       struct pmv_hook **got)
-{
-	struct pmv_hook *h;
-	unsigned n = 0;
-
-	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
-	h = last && last->listed ? last->next : hooks->head;
-	if (last)
-		pmv_hook_let_go(last);
-	for (; h && n < PMV_HOOKS_BATCH; h = h->next) {
-		h->runs++;
-		got[n++] = h;
-	}
-	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
-	return n;
-}
-
-/* Lets go of got[0 .. n - 2]; the last one stays held for the next grab. */
-static void pmv_hooks_let_go(struct pmv_hooks *hooks, struct pmv_hook **got,
-			     unsigned n)
-{
-	pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
-	for (unsigned i = 0; i + 1 < n; i++)
-		pmv_hook_let_go(got[i]);
 	pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
 }
 
@@ -300,32 +311,30 @@ static bool pmv_hook_call(struct pmv_hook *h, enum pmv_hooks_call call,
  * Calls every hook of the read list, with no lock held: a hook serves
  * requests (persists, posts acks) and progresses the commit engine
  * (posts), and other reads of the same object must not wait behind it.
- * True if a hook reported work in flight for asker (PMV_HOOKS_BUSY: the
- * walk stops; pmv_hook_call).
+ * The walk writes no hook and takes no lock (but to park an idle engine):
+ * it joins the list's walks, which a removal waits for (pmv_hooks_drain).
+ * A hook parked or re-added meanwhile keeps a next that leads to the end
+ * of the list (running a hook twice is harmless).  True if a hook
+ * reported work in flight for asker (PMV_HOOKS_BUSY: the walk stops;
+ * pmv_hook_call).
  */
 static bool pmv_hooks_each(struct pmv_hooks *hooks, enum pmv_hooks_call call,
 			   const struct pmv_hooks *asker)
 {
-	struct pmv_hook *got[PMV_HOOKS_BATCH], *last = NULL;
+	struct pmv_hook *h;
 	bool busy = false;
-	unsigned n;
+	unsigned side;
 
 	if (!__atomic_load_n(&hooks->head, __ATOMIC_ACQUIRE))
-		return false; /* a plain object: no lock on its reads */
-	while ((n = pmv_hooks_grab(hooks, last, got))) {
-		for (unsigned i = 0; i < n && !busy; i++)
-			busy = pmv_hook_call(got[i], call, asker);
-		pmv_hooks_let_go(hooks, got, n);
-		last = got[n - 1];
-		if (busy)
-			break;
+		return false; /* a plain object: nothing to join */
+	side = pmv_hooks_join(hooks);
+	for (h = __atomic_load_n(&hooks->head, __ATOMIC_SEQ_CST); h && !busy;
+	     h = __atomic_load_n(&h->next, __ATOMIC_SEQ_CST)) {
+		busy = pmv_hook_call(h, call, asker);
+		if (h->park_idle)
+			pmv_hook_park_if_idle(hooks, h);
 	}
-	/* grab let last go when it found nothing after it */
-	if (busy && last) {
-		pmv_lock(&hooks->lock, PMV_LOCK_HOOKS);
-		pmv_hook_let_go(last);
-		pmv_unlock(&hooks->lock, PMV_LOCK_HOOKS);
-	}
+	pmv_hooks_leave(hooks, side);
 	return busy;
 }
 

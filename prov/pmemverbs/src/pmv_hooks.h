@@ -38,8 +38,6 @@ struct pmv_hook {
 	struct pmv_hook **pprev;   /* what points to it: unlinked in O(1)
 				    * (by hand, not <sys/queue.h>: reads load
 				    * the head atomically, without the lock) */
-	int runs;                  /* reads running it (under the list's
-				    * lock): its removal waits for none */
 	bool listed;               /* on its list (under the list's lock) */
 	bool evented;              /* on the events list: reads do not run it
 				    * (the endpoint is served by its domain's
@@ -57,8 +55,15 @@ struct pmv_hook {
 
 struct pmv_hooks {
 	pthread_mutex_t lock;      /* the links only: hooks run without it */
-	struct pmv_hook *head;     /* run by every read; read without the
-				    * lock when empty */
+	struct pmv_hook *head;     /* run by every read, which walks it
+				    * without the lock (pmv_hooks_each) */
+	unsigned epoch;            /* its parity: the side of walkers that
+				    * walks join (atomic; flipped under the
+				    * lock by pmv_hooks_drain) */
+	int walkers[2];            /* walks running, by side (atomic): a
+				    * removal waits for the side the walks
+				    * that may reach its hook joined */
+	bool draining;             /* a removal waits so (under the lock) */
 	struct pmv_hook *ev_head;  /* endpoints served on events */
 	/* the domain whose one progress every read of the object runs after
 	 * its own list (pmv_hooks_run_domain): its confirmed gates and its

@@ -6,6 +6,8 @@
  * through the hook's own back link, with no walk of the list.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include "pmv.h"
 #include "pmv_objects.h"
@@ -113,4 +115,95 @@ Test(hooks, parked_hooks_come_and_go_without_breaking_the_list)
 			pmv_hooks_remove(&g_hooks, &g_hook[i]);
 	cr_assert_null(g_hooks.head, "the list is not empty after every "
 		       "hook was taken off it");
+}
+
+#ifdef PMV_FAULT_INJECTION /* locks are counted in test builds only */
+/* A read walks the list without its lock: it holds no hook (a hook's
+ * count of runs, written twice per read, was two locks per 32 hooks). */
+Test(hooks, a_walk_takes_no_lock)
+{
+	unsigned long locks;
+
+	for (int i = 0; i < NHOOKS; i++)
+		pmv_hooks_add(&g_hooks, &g_hook[i]);
+	locks = pmv_locks_taken();
+	pmv_hooks_run(&g_hooks);
+	cr_assert_eq(pmv_locks_taken() - locks, 0, "a walk of %d hooks took "
+		     "%lu locks", NHOOKS, pmv_locks_taken() - locks);
+	for (int i = 0; i < NHOOKS; i++)
+		pmv_hooks_remove(&g_hooks, &g_hook[i]);
+}
+#endif
+
+static volatile int g_in_hook, g_release, g_removed, g_stop_walking;
+
+/* Hook 0's run while a test holds it: stands in it until released (5 s
+ * at most). */
+static void stand_in_hook(void *arg)
+{
+	(void) arg;
+	g_in_hook = 1;
+	for (int i = 0; i < 5000 && !g_release; i++)
+		usleep(1000);
+}
+
+static void *walk_once(void *arg)
+{
+	(void) arg;
+	pmv_hooks_run(&g_hooks);
+	return NULL;
+}
+
+static void *remove_hook0(void *arg)
+{
+	(void) arg;
+	pmv_hooks_remove(&g_hooks, &g_hook[0]);
+	g_removed = 1;
+	return NULL;
+}
+
+static void *walk_until_stopped(void *arg)
+{
+	(void) arg;
+	for (long i = 0; i < 10000000 && !g_stop_walking; i++)
+		pmv_hooks_run(&g_hooks);
+	return NULL;
+}
+
+/*
+ * A removal returns only once no walk stands on its hook (its memory may
+ * go then), even while other threads walk the list all along (they join
+ * the other side: the removal is not starved).
+ */
+Test(hooks, a_removal_waits_for_the_walk_that_runs_its_hook)
+{
+	pthread_t walker, remover, busy[2];
+
+	g_in_hook = g_release = g_removed = g_stop_walking = 0;
+	g_hook[0].progress = stand_in_hook;
+	for (int i = 0; i < NHOOKS; i++)
+		pmv_hooks_add(&g_hooks, &g_hook[i]);
+	cr_assert_eq(pthread_create(&walker, NULL, walk_once, NULL), 0);
+	for (int i = 0; i < 5000 && !g_in_hook; i++)
+		usleep(1000);
+	cr_assert(g_in_hook, "the walk never reached hook 0");
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&busy[i], NULL, walk_until_stopped,
+					    NULL), 0);
+	cr_assert_eq(pthread_create(&remover, NULL, remove_hook0, NULL), 0);
+	usleep(50000);
+	cr_assert_not(g_removed, "the removal returned while a walk ran its "
+		      "hook");
+	g_release = 1;
+	cr_assert_eq(pthread_join(walker, NULL), 0);
+	for (int i = 0; i < 5000 && !g_removed; i++)
+		usleep(1000);
+	cr_assert(g_removed, "the removal never returned while two threads "
+		  "walked the list (starved)");
+	g_stop_walking = 1;
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_join(busy[i], NULL), 0);
+	cr_assert_eq(pthread_join(remover, NULL), 0);
+	for (int i = 1; i < NHOOKS; i++)
+		pmv_hooks_remove(&g_hooks, &g_hook[i]);
 }

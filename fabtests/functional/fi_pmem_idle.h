@@ -59,6 +59,8 @@ struct options {
 	long busy_commits; /* -k: commits timed on connection 0 at the end */
 	long gap_us;       /* -g: the initiator sleeps this long before each */
 	enum idle_mode mode;
+	bool cq_per_conn;  /* -q (target): a CQ per connection, in
+			    * FI_CQ_FORMAT_CONTEXT (no remote CQ data) */
 };
 
 /* A control message, little-endian on the wire. */
@@ -81,6 +83,8 @@ struct side {
 	const struct options *o;
 	struct pm_fabric res;
 	struct fid_cq *cq;
+	struct fid_cq **own_cq;   /* target, -q: connection i's CQ (i > 0;
+				   * connection 0's is cq) */
 	struct fid_cntr *cntr;    /* target, -m cntr: every endpoint's
 				   * FI_WRITE counter */
 	struct fid_pep *pep;      /* target */

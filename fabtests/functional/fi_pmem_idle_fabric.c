@@ -137,13 +137,9 @@ static int find_provider(struct side *s)
 	return ret;
 }
 
-/* Fabric, EQ, domain, pmemverbs's ops and the one CQ. */
-static int open_domain(struct side *s)
+/* The attributes of a CQ of size entries. */
+static struct fi_cq_attr cq_attr_of(const struct side *s, size_t size)
 {
-	struct fi_eq_attr eq_attr = {
-		.size = (size_t) (2 * s->o->conns + 16),
-		.wait_obj = FI_WAIT_UNSPEC,
-	};
 	/* -m none: an application that never waits on its CQ (it polls
 	 * while it has work); -m sread: one that waits in fi_cq_sread;
 	 * -m unspec: a CQ with a wait object that the application neither
@@ -152,15 +148,32 @@ static int open_domain(struct side *s)
 	 * none, then one read every SLEEP_READ_GAP_MS (only the agent works);
 	 * -m sread-sleep: as sread while idle, then as sleep; -m cntr: as
 	 * poll, reading a counter that every endpoint's writes count in; -m
-	 * eq: as poll, reading the EQ every endpoint is bound to */
-	struct fi_cq_attr cq_attr = {
-		.size = (size_t) (2 * s->o->conns + 64),
-		.format = FI_CQ_FORMAT_DATA,
+	 * eq: as poll, reading the EQ every endpoint is bound to; -q: no
+	 * remote CQ data (FI_CQ_FORMAT_CONTEXT), the target's endpoints then
+	 * take no gate, as over verbs */
+	struct fi_cq_attr attr = {
+		.size = size,
+		.format = s->o->cq_per_conn && !s->o->server ?
+			  FI_CQ_FORMAT_CONTEXT : FI_CQ_FORMAT_DATA,
 		.wait_obj = s->o->mode == MODE_NONE || s->o->mode == MODE_POLL ||
 			    s->o->mode == MODE_SLEEP || s->o->mode == MODE_CNTR ||
 			    s->o->mode == MODE_EQ ?
 			    FI_WAIT_NONE : FI_WAIT_UNSPEC,
 	};
+
+	return attr;
+}
+
+/* Fabric, EQ, domain, pmemverbs's ops, the CQ and, for -m cntr, the
+ * counter. */
+static int open_domain(struct side *s)
+{
+	struct fi_eq_attr eq_attr = {
+		.size = (size_t) (2 * s->o->conns + 16),
+		.wait_obj = FI_WAIT_UNSPEC,
+	};
+	struct fi_cq_attr cq_attr = cq_attr_of(s, (size_t) (2 * s->o->conns +
+							     64));
 	struct fi_cntr_attr cntr_attr = { .events = FI_CNTR_EVENTS_COMP,
 					  .wait_obj = FI_WAIT_NONE };
 	int ret = pm_check(fi_fabric(s->res.info->fabric_attr, &s->res.fabric,
@@ -191,10 +204,11 @@ static int alloc_side(struct side *s)
 {
 	s->nops = s->o->conns + 1 + NRECV;
 	s->eps = calloc((size_t) s->o->conns, sizeof(*s->eps));
+	s->own_cq = calloc((size_t) s->o->conns, sizeof(*s->own_cq));
 	s->ops = calloc((size_t) s->nops, sizeof(*s->ops));
 	if (posix_memalign((void **) &s->buf, 4096, BUF_LEN))
 		s->buf = NULL;
-	if (!s->eps || !s->ops || !s->buf)
+	if (!s->eps || !s->own_cq || !s->ops || !s->buf)
 		return pm_check(-FI_ENOMEM, "allocating endpoints and buffers");
 	memset(s->buf, 0xa5, BUF_LEN);
 	if (!pm_has_mr_mode(&s->res, FI_MR_LOCAL))
@@ -229,6 +243,9 @@ void close_side(struct side *s)
 	for (i = 0; i < s->neps; i++)
 		pm_close_fid(s->eps[i] ? &s->eps[i]->fid : NULL,
 			     "closing an endpoint");
+	for (i = 0; s->own_cq && i < s->neps; i++)
+		pm_close_fid(s->own_cq[i] ? &s->own_cq[i]->fid : NULL,
+			     "closing a connection's CQ");
 	pm_close_fid(s->region_mr ? &s->region_mr->fid : NULL,
 		     "closing the region");
 	pm_close_fid(s->local_mr ? &s->local_mr->fid : NULL,
@@ -240,22 +257,43 @@ void close_side(struct side *s)
 	pm_close_fabric(&s->res);
 	pm_unmap_file(&s->file);
 	free(s->eps);
+	free(s->own_cq);
 	free(s->ops);
 	free(s->buf);
 }
 
-/* Opens endpoint i from info on the domain, bound to the CQ and EQ (and
- * the counter, for FI_WRITE). */
+/* The CQ of connection i: the one CQ, or with -q (target) one of its own
+ * for each connection after the first (opened here). */
+static int conn_cq(struct side *s, long i, struct fid_cq **cq)
+{
+	struct fi_cq_attr attr = cq_attr_of(s, 64);
+	int ret;
+
+	*cq = s->cq;
+	if (!s->o->cq_per_conn || s->o->server || !i)
+		return 0;
+	ret = pm_check(fi_cq_open(s->res.domain, &attr, &s->own_cq[i], NULL),
+		       "fi_cq_open of a connection's CQ");
+	*cq = s->own_cq[i];
+	return ret;
+}
+
+/* Opens endpoint i from info on the domain, bound to its CQ and the EQ
+ * (and the counter, for FI_WRITE). */
 int open_ep(struct side *s, struct fi_info *info, long i)
 {
 	int ret = pm_check(fi_endpoint(s->res.domain, info, &s->eps[i], NULL),
 			   "fi_endpoint");
+	struct fid_cq *cq;
 
 	if (ret)
 		return ret;
 	s->neps = i + 1;
-	ret = pm_check(fi_ep_bind(s->eps[i], &s->cq->fid,
-				  FI_TRANSMIT | FI_RECV), "binding the CQ");
+	ret = conn_cq(s, i, &cq);
+	if (!ret)
+		ret = pm_check(fi_ep_bind(s->eps[i], &cq->fid,
+					  FI_TRANSMIT | FI_RECV),
+			       "binding the CQ");
 	if (!ret)
 		ret = pm_check(fi_ep_bind(s->eps[i], &s->res.eq->fid, 0),
 			       "binding the EQ");

@@ -11,7 +11,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: fi_pmem_idle [-p PROV] [-B PORT] [-n CONNS] "
 		"[-t SECONDS] [-m none|sread|unspec|poll|sleep|sread-sleep|cntr|eq]\n"
-		"                         [-f FILE]\n"
+		"                         [-q] [-f FILE]\n"
 		"       fi_pmem_idle [-p PROV] -s SERVER_ADDR [-B PORT] "
 		"[-n CONNS] [-t SECONDS] [-k COMMITS [-g US]]\n");
 	exit(PM_EXIT_USAGE);
@@ -44,7 +44,7 @@ void parse(int argc, char **argv, struct options *o)
 {
 	int c;
 
-	while ((c = getopt(argc, argv, "p:s:B:n:t:m:f:k:g:h")) != -1) {
+	while ((c = getopt(argc, argv, "p:s:B:n:t:m:f:k:g:qh")) != -1) {
 		switch (c) {
 		case 'p': o->prov = optarg; break;
 		case 's': o->server = optarg; break;
@@ -62,6 +62,7 @@ void parse(int argc, char **argv, struct options *o)
 			if (!parse_mode(optarg, &o->mode))
 				usage();
 			break;
+		case 'q': o->cq_per_conn = true; break;
 		case 'k':
 			if (!pm_parse_long(optarg, 1, MAX_BUSY_COMMITS,
 					   &o->busy_commits))

@@ -11,8 +11,8 @@
 # the next one runs.
 #
 # Usage: pmv_idle.sh [-t SECONDS] [-m none|sread|unspec|poll|sleep|cntr|eq]
-#                    [-n "N..."] [-k COMMITS [-g US]] [-P PROV] [-p PORT]
-#                    [-o LOG_DIR] BUILD_DIR
+#                    [-n "N..."] [-k COMMITS [-g US]] [-q] [-P PROV]
+#                    [-p PORT] [-o LOG_DIR] BUILD_DIR
 #   -t  idle period of each run (3)
 #   -m  what the target application does while idle (none: never reads
 #       its CQ; unspec: the same with an FI_WAIT_UNSPEC CQ; sread: waits
@@ -22,6 +22,9 @@
 #       the agent alone serves; cntr: as poll, reading with fi_cntr_read
 #       a counter that every endpoint's FI_WRITE is bound to; eq: as poll,
 #       reading with fi_eq_read the EQ every endpoint is bound to)
+#   -q  the target's connections each on a CQ of its own, in
+#       FI_CQ_FORMAT_CONTEXT (its endpoints take no gate, as over verbs);
+#       -m poll reads the first connection's
 #   -P  provider, both sides (pmemverbs; tcp: the core's own figures)
 #   -n  connection counts ("16 64 256 1024")
 #   -k  then COMMITS commits on one connection while the others stay idle,
@@ -52,16 +55,18 @@ usage() {
 
 SECONDS_IDLE=3
 MODE=none
+PER_CONN=
 PROV=pmemverbs
 COUNTS="16 64 256 1024"
 BUSY=
 GAP=
 port=$((20000 + RANDOM % 20000))
 LOGS=
-while getopts "t:m:n:k:g:P:p:o:h" opt; do
+while getopts "t:m:n:k:g:P:p:o:qh" opt; do
 	case $opt in
 	t) SECONDS_IDLE=$OPTARG ;;
 	m) MODE=$OPTARG ;;
+	q) PER_CONN=-q ;;
 	n) COUNTS=$OPTARG ;;
 	k) BUSY=$OPTARG ;;
 	g) GAP=$OPTARG ;;
@@ -119,7 +124,7 @@ run_pair() {
 	local n=$1 log=$LOGS/n$1 ts=0 is=0 tcpu icpu lat ns='' busy='' p50 p99 bcpu
 	port=$((port + 1))
 	"${pin_target[@]}" timeout -k 5 "$RUN_TIMEOUT" "$BIN" -p "$PROV" \
-		-B "$port" -n "$n" -t "$SECONDS_IDLE" -m "$MODE" \
+		-B "$port" -n "$n" -t "$SECONDS_IDLE" -m "$MODE" ${PER_CONN:+"$PER_CONN"} \
 		>"$log.target.out" 2>"$log.target.err" &
 	target_pid=$!
 	"${pin_initiator[@]}" timeout -k 5 "$RUN_TIMEOUT" "$BIN" -p "$PROV" \
@@ -152,8 +157,9 @@ run_pair() {
 	fi
 }
 
+mode_desc="$MODE${PER_CONN:+ (a CQ per connection)}"
 echo "fi_pmem_idle: $BIN, provider $PROV, plugin $FI_PROVIDER_PATH," \
-	"idle ${SECONDS_IDLE} s, target mode $MODE," \
+	"idle ${SECONDS_IDLE} s, target mode $mode_desc," \
 	"open files hard limit $(ulimit -Hn)"
 printf '%6s %12s %15s %22s%s%s\n' N "target cpu %" "initiator cpu %" \
 	"first commit after us" \

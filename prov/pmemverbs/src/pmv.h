@@ -251,8 +251,8 @@ struct pmv_domain {
 	struct pmv_hooks engines;
 	/* the endpoints without a gate whose CQs are the domain's, one hook
 	 * each (pmv_serve_attach): every read and wait of a CQ of the domain
-	 * looks into their inboxes (pmv_hooks_run_domain), whichever CQ they
-	 * are bound to */
+	 * that serves no endpoint of its own looks into their inboxes
+	 * (pmv_hooks_run_domain); their own CQs' read lists do otherwise */
 	struct pmv_hooks served;
 	/* endpoints served on their gates' events (their receive CQs'
 	 * evented hooks, pmv_hooks_add_evented; atomic): while there are

@@ -40,12 +40,9 @@ struct pmv_hook {
 				    * the head atomically, without the lock) */
 	bool listed;               /* on its list (under the list's lock) */
 	bool evented;              /* on the events list: reads do not run it
-				    * (the endpoint is served by its domain's
-				    * progress: on its gate's events, or by
-				    * its hook on the domain's served list) */
-	bool gate;                 /* evented: served when its gate confirms
-				    * a request (pmv_serve_gates), counted in
-				    * the domain's gates_served */
+				    * (a gated endpoint's, served by its
+				    * domain's progress on its gate's events;
+				    * counted in the domain's gates_served) */
 	bool park_idle;            /* off the read list while busy() is false
 				    * (the commit engine with an empty ring):
 				    * reads of a CQ with 1024 idle engines
@@ -98,7 +95,6 @@ void pmv_hooks_wake(struct pmv_hooks *hooks, struct pmv_hook *hook);
 bool pmv_hooks_add_evented(struct pmv_hooks *hooks, struct pmv_hook *hook,
 			   void (*serve_gates)(struct pmv_domain *dom,
 					       uint64_t now_ms));
-bool pmv_hooks_add_served(struct pmv_hooks *hooks, struct pmv_hook *hook);
 
 /* pmv_hooks_agent.c */
 bool pmv_hooks_app_reads(struct pmv_hooks *hooks, uint64_t now_ms);

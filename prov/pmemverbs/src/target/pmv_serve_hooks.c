@@ -183,17 +183,20 @@ static void pmv_serve_lists(const struct pmv_ep *ep,
 enum pmv_serve_how {
 	PMV_SERVE_BY_READS,  /* its hook on the object's read list */
 	PMV_SERVE_BY_GATE,   /* its domain's progress, on its gate's events */
-	PMV_SERVE_BY_DOMAIN, /* its domain's progress, through its hook on
-			      * the domain's served list */
 };
 
 /*
  * How reads of ep's object list serve ep (object i).  A CQ's reads run its
  * domain's progress (pmv_hooks_run_domain), whichever endpoints are bound
  * to it, as libfabric's tcp provider runs one progress per domain from
- * each CQ: an endpoint without a gate is served there, by its inbox looked
- * into on every read; a gated one on its gate's events, through its
- * receive CQ, whose reads take the completions that confirm its requests.
+ * each CQ: a gated endpoint is served there on its gate's events, through
+ * its receive CQ, whose reads take the completions that confirm its
+ * requests.  An endpoint without a gate is served by the reads of its own
+ * CQs, which look into its inbox on every read, and by the reads of the
+ * domain's CQs that serve no endpoint of their own (its hook on the
+ * domain's served list, pmv_serve_on_domain): a look per endpoint, so a
+ * read of one connection's CQ does not look into the domain's 1024 other
+ * inboxes.
  * The reads of a gated endpoint's other objects (a transmit CQ of its
  * own, its EQ and counters) drive the core's progress, which places
  * requests, without taking those completions: they look into its inbox,
@@ -207,19 +210,15 @@ enum pmv_serve_how {
 static enum pmv_serve_how pmv_serve_how(const struct pmv_ep *ep, int i,
 					const struct pmv_hooks *list)
 {
-	if (list->progress != ep->domain)
+	if (list->progress != ep->domain || !ep->gated)
 		return PMV_SERVE_BY_READS;
-	if (!ep->gated)
-		return PMV_SERVE_BY_DOMAIN;
 	return i == PMV_SERVE_RX_CQ ? PMV_SERVE_BY_GATE : PMV_SERVE_BY_READS;
 }
 
 /* How the hook of a list serves its endpoint now. */
 static enum pmv_serve_how pmv_serve_hook_how(const struct pmv_hook *hook)
 {
-	if (!hook->evented)
-		return PMV_SERVE_BY_READS;
-	return hook->gate ? PMV_SERVE_BY_GATE : PMV_SERVE_BY_DOMAIN;
+	return hook->evented ? PMV_SERVE_BY_GATE : PMV_SERVE_BY_READS;
 }
 
 /* A hook that serves ep: what a read of its object (or of a CQ of its
@@ -231,7 +230,8 @@ static struct pmv_hook pmv_serve_hook_of(struct pmv_ep *ep)
 				   .arg = ep, .ep = ep };
 }
 
-/* Puts ep on its domain's served list, or takes it off. */
+/* Puts ep on its domain's served list, which the reads of the domain's
+ * CQs that serve no endpoint of their own run, or takes it off. */
 static void pmv_serve_on_domain(struct pmv_ep *ep, bool want)
 {
 	struct pmv_tgt *tgt = ep->tgt;
@@ -257,8 +257,6 @@ static void pmv_serve_hook_on(struct pmv_ep *ep, int i, struct pmv_hooks *list,
 	if (how == PMV_SERVE_BY_GATE &&
 	    pmv_hooks_add_evented(list, hook, pmv_serve_gates))
 		return;
-	if (how == PMV_SERVE_BY_DOMAIN && pmv_hooks_add_served(list, hook))
-		return;
 	pmv_hooks_add(list, hook);
 }
 
@@ -282,7 +280,9 @@ void pmv_serve_attach(struct pmv_ep *ep)
 	for (int i = 0; i < PMV_SERVE_OBJS; i++) {
 		how = want[i] ? pmv_serve_how(ep, i, want[i]) :
 				PMV_SERVE_BY_READS;
-		by_domain |= want[i] && how == PMV_SERVE_BY_DOMAIN;
+		/* without a gate, with a CQ of its domain */
+		by_domain |= want[i] && !ep->gated &&
+			     want[i]->progress == ep->domain;
 		if (tgt->serve_on[i] == want[i] &&
 		    (!want[i] ||
 		     pmv_serve_hook_how(&tgt->serve_hook[i]) == how))

@@ -54,8 +54,9 @@ struct pmv_tgt {
 				    * (how each serves it: pmv_serve_how) */
 	struct pmv_hooks *serve_on[PMV_SERVE_OBJS]; /* lists holding them */
 	struct pmv_hook served_hook; /* an endpoint without a gate: its inbox
-				    * looked into by every read of a CQ of its
-				    * domain (on dom->served if on_served) */
+				    * looked into by the reads of its domain's
+				    * CQs that serve no endpoint of their own
+				    * (on dom->served if on_served) */
 	bool on_served;
 };
 

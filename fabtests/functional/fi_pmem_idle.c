@@ -254,12 +254,9 @@ int main(int argc, char **argv)
 	int ret;
 
 	parse(argc, argv, &o);
-	/* -m none, poll, sleep, cntr and eq: the CQ has no wait object, so waits for
-	 * own work poll it (fi_cq(3): no fi_cq_sread on a FI_WAIT_NONE CQ;
-	 * libfabric 2.1's tcp core crashes in one) */
-	pm_busy_poll = o.mode == MODE_NONE || o.mode == MODE_POLL ||
-		       o.mode == MODE_SLEEP || o.mode == MODE_CNTR ||
-		       o.mode == MODE_EQ;
+	/* libfabric 2.1's tcp core crashes in an fi_cq_sread on a
+	 * FI_WAIT_NONE CQ */
+	pm_busy_poll = mode_cq_without_wait(o.mode);
 	pm_role = o.server ? "[initiator]" : "[target]";
 	raise_fd_limit(o.conns);
 	ret = open_side(&s);

@@ -47,6 +47,13 @@ enum idle_mode { MODE_NONE, MODE_SREAD, MODE_UNSPEC, MODE_POLL, MODE_SLEEP,
 /* -m sleep and sread-sleep: the target reads its CQ once per this many ms
  * after the idle period (the agent serves every commit) */
 #define SLEEP_READ_GAP_MS 50
+/* -m none, poll, sleep, cntr and eq: the CQ has no wait object, and
+ * waits for own work poll it (fi_cq(3): no fi_cq_sread on it) */
+static inline bool mode_cq_without_wait(enum idle_mode mode)
+{
+	return mode == MODE_NONE || mode == MODE_POLL || mode == MODE_SLEEP ||
+	       mode == MODE_CNTR || mode == MODE_EQ;
+}
 enum msg_type { MSG_REGION = 1, MSG_IDLE, MSG_AWAKE, MSG_DONE };
 
 struct options {

@@ -155,9 +155,7 @@ static struct fi_cq_attr cq_attr_of(const struct side *s, size_t size)
 		.size = size,
 		.format = s->o->cq_per_conn && !s->o->server ?
 			  FI_CQ_FORMAT_CONTEXT : FI_CQ_FORMAT_DATA,
-		.wait_obj = s->o->mode == MODE_NONE || s->o->mode == MODE_POLL ||
-			    s->o->mode == MODE_SLEEP || s->o->mode == MODE_CNTR ||
-			    s->o->mode == MODE_EQ ?
+		.wait_obj = mode_cq_without_wait(s->o->mode) ?
 			    FI_WAIT_NONE : FI_WAIT_UNSPEC,
 	};
 

@@ -179,7 +179,7 @@ static void pmv_cntr_set_woken(struct pmv_cntr *cntr, struct pmv_cq *cq,
 	(void) fi_cq_read(cq->core, NULL, 0);
 	pmv_cntr_serve(cntr, alone);
 	if (pmv_cntr_list_signalled(cntr, cq, fds, n, alone))
-		(void) fi_wait(cq->core_wait, 1);
+		(void) pmv_cq_wait_in_set(cq, 1);
 }
 #endif
 

@@ -59,11 +59,8 @@ static ssize_t pmv_cq_wait_signal(struct pmv_cq *cq, void *buf, size_t count,
 {
 	if (ms > 1)
 		ms = 1;
-	if (!cq->core_wait)
+	if (!pmv_cq_wait_in_set(cq, ms))
 		return pmv_core_sread(cq, buf, count, src_addr, NULL, ms);
-#if PMV_HAVE_WAIT_SETS /* libfabric 2.x: no core_wait (pmv_cq_open_wait_set) */
-	(void) fi_wait(cq->core_wait, ms);
-#endif
 	return -FI_EAGAIN;
 }
 

@@ -101,6 +101,7 @@ enum pmv_sleep_end {
 typedef bool pmv_sleep_look_fn(void *arg, int *ms);
 bool pmv_cq_core_busy(struct pmv_cq *cq, struct fid_fabric *fabric);
 bool pmv_cq_sleeper_trywait(struct pmv_cq *cq, struct fid_fabric *fabric);
+bool pmv_cq_wait_in_set(struct pmv_cq *cq, int ms);
 int pmv_cq_wait_fds(struct pmv_cq *cq, struct pollfd *fds, unsigned max);
 enum pmv_sleep_end pmv_cq_sleep(struct pmv_cq *cq, struct pollfd *fds, int n,
 				int *ms, pmv_sleep_look_fn *look, void *arg);

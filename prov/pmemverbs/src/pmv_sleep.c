@@ -37,6 +37,27 @@ bool pmv_cq_sleeper_trywait(struct pmv_cq *cq, struct fid_fabric *fabric)
 }
 
 /*
+ * A wait of ms at most (0: a look) in cq's wait set of ours, which alone
+ * drains the set's own signal (its fd list changed): neither fi_trywait
+ * nor the core's progress does, and the signal keeps an fd of the list
+ * readable.  It returns as soon as any fd of the list fires, bytes
+ * included.  False if cq has no wait set (libfabric 2.x, or a core
+ * without one).
+ */
+bool pmv_cq_wait_in_set(struct pmv_cq *cq, int ms)
+{
+#if PMV_HAVE_WAIT_SETS /* libfabric 2.x: no core_wait (pmv_cq_open_wait_set) */
+	if (cq->core_wait) {
+		(void) fi_wait(cq->core_wait, ms);
+		return true;
+	}
+#endif
+	(void) cq;
+	(void) ms;
+	return false;
+}
+
+/*
  * The fds a CQ's core wait object is made of (FI_GETWAIT), into fds (room
  * for max): its fd, or its list.  Returns how many, 0 if the agent cannot
  * sleep on it, or minus the room it needs if max is too small.

@@ -6,11 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
 
 #include "objects_fixture.h"
+#include "target/pmv_agent.h"
 
 struct fi_provider *fi_prov_ini(void);
 
@@ -95,4 +97,48 @@ void *map_temp_file(size_t len)
 	close(fd);
 	cr_assert_neq(mem, MAP_FAILED);
 	return mem;
+}
+
+struct pmv_domain *fixture_domain(void)
+{
+	return pmv_container_of(fx.domain, struct pmv_domain, domain_fid);
+}
+
+struct pmv_ep *open_pmem_ep(struct fid_ep **ep)
+{
+	cr_assert(fx.info->caps & FI_RMA_PMEM, "the fixture needs FI_RMA_PMEM");
+	cr_assert_eq(fi_endpoint(fx.domain, fx.info, ep, NULL), 0);
+	return pmv_container_of(*ep, struct pmv_ep, ep_fid);
+}
+
+void connect_pmem_pair(struct fid_cq *server_cq, struct fid_cq *client_cq,
+		       struct fid_pep **pep, struct fid_ep **server,
+		       struct fid_ep **client)
+{
+	struct { struct fi_eq_cm_entry e; char data[64]; } entry;
+	char addr[128];
+	size_t addrlen = sizeof(addr);
+
+	*pep = listen_on_loopback(addr, &addrlen);
+	*client = open_bound_ep(fx.info, client_cq);
+	cr_assert_eq(fi_connect(*client, addr, NULL, 0), 0);
+	cr_assert_eq(read_cm_event(&entry.e, sizeof(entry)), FI_CONNREQ);
+	*server = open_bound_ep(entry.e.info, server_cq);
+	fi_freeinfo(entry.e.info);
+	cr_assert_eq(fi_accept(*server, NULL, 0), 0);
+	cr_assert_eq(read_cm_event(&entry.e, sizeof(entry)), FI_CONNECTED);
+	cr_assert_eq(read_cm_event(&entry.e, sizeof(entry)), FI_CONNECTED);
+}
+
+uint64_t agent_passes(struct pmv_domain *dom)
+{
+	return __atomic_load_n(&dom->agent->passes, __ATOMIC_RELAXED);
+}
+
+void sleep_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000,
+			       .tv_nsec = (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
 }

@@ -20,19 +20,6 @@
 
 TestSuite(agent, .init = open_fixture, .fini = close_fixture);
 
-static struct pmv_domain *fixture_domain(void)
-{
-	return pmv_container_of(fx.domain, struct pmv_domain, domain_fid);
-}
-
-/* An FI_RMA_PMEM endpoint of the fixture's domain (not connected). */
-static struct pmv_ep *open_pmem_ep(struct fid_ep **ep)
-{
-	cr_assert(fx.info->caps & FI_RMA_PMEM, "the fixture needs FI_RMA_PMEM");
-	cr_assert_eq(fi_endpoint(fx.domain, fx.info, ep, NULL), 0);
-	return pmv_container_of(*ep, struct pmv_ep, ep_fid);
-}
-
 /* The threads of this process now (/proc/self/task). */
 static int thread_count(void)
 {
@@ -45,14 +32,6 @@ static int thread_count(void)
 		n += entry->d_name[0] != '.';
 	closedir(dir);
 	return n;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000,
-			       .tv_nsec = (ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
 }
 
 /*
@@ -164,81 +143,6 @@ Test(agent, the_providers_cleanup_stops_and_joins_the_agent)
 		     with_agent);
 	cr_assert_null(dom->agent);
 	cr_assert_eq(fi_close(&fid->fid), 0);
-}
-
-/* The agent thread's voluntary context switches so far (its sleeps), from
- * /proc/self/task/TID/status of the thread named pmv_agent; -1 if none. */
-static long agent_sleeps(void)
-{
-	DIR *dir = opendir("/proc/self/task");
-	struct dirent *entry;
-	char path[300], line[128];
-	long sleeps = -1;
-	FILE *f;
-
-	cr_assert_not_null(dir);
-	while (sleeps < 0 && (entry = readdir(dir))) {
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-			 entry->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (!fgets(line, sizeof(line), f) ||
-		    strncmp(line, "pmv_agent", 9)) {
-			fclose(f);
-			continue;
-		}
-		fclose(f);
-		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
-			 entry->d_name);
-		f = fopen(path, "r");
-		cr_assert_not_null(f);
-		while (fgets(line, sizeof(line), f))
-			sscanf(line, "voluntary_ctxt_switches: %ld", &sleeps);
-		fclose(f);
-	}
-	closedir(dir);
-	return sleeps;
-}
-
-/* More CQs than the 64 the agent used to sleep on (past them it napped
- * 1 ms at a time). */
-#define IDLE_CQS 80
-
-/*
- * An idle agent sleeps on its endpoints' CQs (each its own here) until
- * something happens, however many there are: no periodic pass.  Watched
- * through its sleeps (voluntary context switches) over one second.
- */
-Test(agent, an_idle_agent_sleeps_however_many_cqs_it_watches, .timeout = 60)
-{
-	struct fi_cq_attr attr = { .format = FI_CQ_FORMAT_CONTEXT,
-				   .wait_obj = FI_WAIT_NONE };
-	struct pmv_domain *dom = fixture_domain();
-	struct fid_cq *cq[IDLE_CQS];
-	struct fid_ep *fid[IDLE_CQS];
-	long before, after;
-	int i;
-
-	for (i = 0; i < IDLE_CQS; i++) {
-		cr_assert_eq(fi_cq_open(fx.domain, &attr, &cq[i], NULL), 0);
-		open_pmem_ep(&fid[i]);
-		cr_assert_eq(fi_ep_bind(fid[i], &cq[i]->fid,
-					FI_TRANSMIT | FI_RECV), 0);
-		cr_assert_eq(pmv_agent_add(dom, pmv_container_of(
-				fid[i], struct pmv_ep, ep_fid)), 0);
-	}
-	sleep_ms(300); /* past the agent's spin after the last one joined */
-	before = agent_sleeps();
-	cr_assert_geq(before, 0, "no thread named pmv_agent");
-	sleep_ms(1000);
-	after = agent_sleeps();
-	cr_assert_lt(after - before, 20, "the idle agent slept and woke %ld "
-		     "times in 1 s watching %d CQs", after - before, IDLE_CQS);
-	for (i = 0; i < IDLE_CQS; i++) {
-		cr_assert_eq(fi_close(&fid[i]->fid), 0);
-		cr_assert_eq(fi_close(&cq[i]->fid), 0);
-	}
 }
 
 /* An endpoint's close run by another thread: fi_close's result, + 1 once
@@ -363,9 +267,10 @@ Test(agent, an_agent_whose_application_serves_every_endpoint_walks_none,
 	}
 	read_cq_for(cq, 100); /* the agent sees the application serve */
 	/* a window with at most one walk (napping 16 ms, it walked 6 or more
-	 * per window); a few, as the test thread may be descheduled past
-	 * PMV_SERVE_DEFER_MS, and the agent rightly takes the endpoints */
-	for (i = 0, least = UINT64_MAX; i < 5 && least > 1; i++) {
+	 * per window); up to 20, as the test thread may be descheduled past
+	 * PMV_SERVE_DEFER_MS, and the agent rightly takes the endpoints (all
+	 * of 5 windows did in 1 run of 20 with both CPUs busy) */
+	for (i = 0, least = UINT64_MAX; i < 20 && least > 1; i++) {
 		before = agent_walks(dom);
 		read_cq_for(cq, 100);
 		after = agent_walks(dom);
@@ -386,12 +291,6 @@ Test(agent, an_agent_whose_application_serves_every_endpoint_walks_none,
 	for (i = 0; i <= SERVED_EPS; i++)
 		cr_assert_eq(fi_close(&fid[i]->fid), 0);
 	cr_assert_eq(fi_close(&cq->fid), 0);
-}
-
-/* The agent's passes so far. */
-static uint64_t agent_passes(struct pmv_domain *dom)
-{
-	return __atomic_load_n(&dom->agent->passes, __ATOMIC_RELAXED);
 }
 
 /* True while gate idx of dom has a mark nobody took. */

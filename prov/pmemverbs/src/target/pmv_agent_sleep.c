@@ -17,8 +17,10 @@
 #include "target/pmv_agent.h"
 #include "target/pmv_target.h"
 
-/* Fd wakes in a row that served nothing before the agent looks for fds
- * that stay readable. */
+/* Fd wakes in a row that served nothing before the agent drains the wait
+ * sets of ours whose fds stay readable (their own signal: after any
+ * connection), and before it looks for fds that stay readable still. */
+#define PMV_AGENT_DRAIN_WAKES 1
 #define PMV_AGENT_IDLE_WAKES 8
 
 /* Longest sleep while fds stay readable, in ms (doubling from 1). */
@@ -214,24 +216,74 @@ static int pmv_agent_sleep_fds(struct pmv_domain *dom, size_t n)
 }
 
 /*
- * After PMV_AGENT_IDLE_WAKES fd wakes that served nothing: takes out of
- * this sleep the CQ fds readable now, which the core's progress and
- * fi_trywait left readable (nothing the agent can take), and bounds the
- * sleep instead.  Returns the sleep's bound in ms, -1 for none.
+ * Drains the wait sets of ours (a wait of 1 ms at most in each:
+ * pmv_cq_wait_in_set; one of 0 polls nothing) of the CQs with an fd
+ * readable in the last poll of fds, once each (a CQ's fds are listed
+ * together), but for those an application thread waits in (its wait
+ * drains it).  True if it drained one.
  */
-static int pmv_agent_leave_stale(struct pmv_agent *agent)
+static bool pmv_agent_drain_sets(struct pmv_agent_fds *fds)
 {
+	struct pmv_cq *last = NULL;
+	bool drained = false;
+
+	for (size_t i = 0; i < fds->n; i++) {
+		if (!fds->cq[i] || !fds->fd[i].revents || fds->cq[i] == last)
+			continue;
+		last = fds->cq[i];
+		if (!pmv_cq_sleepers(last) && pmv_cq_wait_in_set(last, 1)) {
+			/* its progress may take an application's wake */
+			pmv_cq_wake_waiters(last, false);
+			drained = true;
+		}
+	}
+	return drained;
+}
+
+/* pmv_agent_leave_stale's answer: work is pending, a pass first */
+#define PMV_AGENT_PASS_FIRST (-2)
+
+/* Whether an fd of the sleep is readable now (revents set); if none, the
+ * agent sleeps as usual from now on. */
+static bool pmv_agent_fds_readable(struct pmv_agent *agent)
+{
+	struct pmv_agent_fds *fds = &agent->fds;
+
+	if (poll(fds->fd, (nfds_t) fds->n, 0) > 0)
+		return true;
+	agent->idle_wakes = 0;
+	agent->stale_ms = 0;
+	return false;
+}
+
+/*
+ * After PMV_AGENT_DRAIN_WAKES fd wakes that served nothing, with fds
+ * readable now: drains the wait sets of ours among their CQs (their own
+ * signal) and looks again (the drain's progress may have placed a
+ * request: then a pass first).  After PMV_AGENT_IDLE_WAKES, takes out of
+ * this sleep the CQ fds still readable, which the core's progress and
+ * fi_trywait left readable (nothing the agent can take), and bounds the
+ * sleep instead.  The n endpoints of the sleep are held.  Returns the
+ * sleep's bound in ms, -1 for none, or PMV_AGENT_PASS_FIRST.
+ */
+static int pmv_agent_leave_stale(struct pmv_domain *dom, size_t n)
+{
+	struct pmv_agent *agent = dom->agent;
 	struct pmv_agent_fds *fds = &agent->fds;
 	bool stale = false;
 	size_t i = 0;
 
+	if (agent->idle_wakes < PMV_AGENT_DRAIN_WAKES ||
+	    !pmv_agent_fds_readable(agent))
+		return -1;
+	if (pmv_agent_drain_sets(fds)) {
+		if (!pmv_agent_nothing_pending(dom, n))
+			return PMV_AGENT_PASS_FIRST;
+		if (!pmv_agent_fds_readable(agent))
+			return -1;
+	}
 	if (agent->idle_wakes < PMV_AGENT_IDLE_WAKES)
 		return -1;
-	if (poll(fds->fd, (nfds_t) fds->n, 0) <= 0) {
-		agent->idle_wakes = 0; /* none is: sleep as usual */
-		agent->stale_ms = 0;
-		return -1;
-	}
 	while (i < fds->n) {
 		if (fds->cq[i] && fds->fd[i].revents) {
 			fds->n--;
@@ -271,7 +323,7 @@ static void pmv_agent_note_woken(struct pmv_agent *agent)
 enum pmv_agent_rest pmv_agent_sleep(struct pmv_domain *dom)
 {
 	struct pmv_agent *agent = dom->agent;
-	int n, woke = 0;
+	int n, ms, woke = 0;
 	size_t neps;
 	uint64_t v;
 
@@ -279,13 +331,14 @@ enum pmv_agent_rest pmv_agent_sleep(struct pmv_domain *dom)
 	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
 	neps = pmv_agent_hold_eps(agent);
 	pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
-	/* held while their CQs are listed and asked, not while it sleeps
-	 * (a close waits for its endpoint's holds) */
+	/* held while their CQs are listed, asked and drained, not while it
+	 * sleeps (a close waits for its endpoint's holds) */
 	n = pmv_agent_sleep_fds(dom, neps);
+	ms = n > 0 ? pmv_agent_leave_stale(dom, neps) : -1;
+	if (ms == PMV_AGENT_PASS_FIRST)
+		n = -1;
 	pmv_agent_drop_eps(agent, neps);
 	if (n > 0) {
-		int ms = pmv_agent_leave_stale(agent);
-
 		woke = poll(agent->fds.fd, (nfds_t) agent->fds.n, ms);
 		if (woke > 0)
 			pmv_agent_note_woken(agent);

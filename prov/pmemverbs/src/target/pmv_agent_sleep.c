@@ -9,7 +9,8 @@
  * only while work may be pending: fds that stay readable although the
  * core's progress ran and fi_trywait said nothing is pending (a core
  * signal only the core's own wait drains, bytes no receive takes yet) are
- * left out of the sleep, which then lasts at most PMV_AGENT_STALE_MAX_MS.
+ * drained where the wait is ours (a wait set's), else left out of the
+ * sleep, which then lasts at most PMV_AGENT_STALE_MAX_MS.
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -19,8 +20,7 @@
 
 /* Fd wakes in a row that served nothing before the agent drains the wait
  * sets of ours whose fds stay readable (their own signal: after any
- * connection), and before it looks for fds that stay readable still. */
-#define PMV_AGENT_DRAIN_WAKES 1
+ * connection) and looks for fds that stay readable still. */
 #define PMV_AGENT_IDLE_WAKES 8
 
 /* Longest sleep while fds stay readable, in ms (doubling from 1). */
@@ -257,14 +257,15 @@ static bool pmv_agent_fds_readable(struct pmv_agent *agent)
 }
 
 /*
- * After PMV_AGENT_DRAIN_WAKES fd wakes that served nothing, with fds
+ * After PMV_AGENT_IDLE_WAKES fd wakes that served nothing, with fds
  * readable now: drains the wait sets of ours among their CQs (their own
  * signal) and looks again (the drain's progress may have placed a
- * request: then a pass first).  After PMV_AGENT_IDLE_WAKES, takes out of
- * this sleep the CQ fds still readable, which the core's progress and
- * fi_trywait left readable (nothing the agent can take), and bounds the
- * sleep instead.  The n endpoints of the sleep are held.  Returns the
- * sleep's bound in ms, -1 for none, or PMV_AGENT_PASS_FIRST.
+ * request: then a pass first); then takes out of this sleep the CQ fds
+ * still readable, which the core's progress and fi_trywait left readable
+ * (nothing the agent can take), and bounds the sleep instead.  Only then:
+ * a busy target's agent runs no more progress than it did.  The n
+ * endpoints of the sleep are held.  Returns the sleep's bound in ms, -1
+ * for none, or PMV_AGENT_PASS_FIRST.
  */
 static int pmv_agent_leave_stale(struct pmv_domain *dom, size_t n)
 {
@@ -273,7 +274,7 @@ static int pmv_agent_leave_stale(struct pmv_domain *dom, size_t n)
 	bool stale = false;
 	size_t i = 0;
 
-	if (agent->idle_wakes < PMV_AGENT_DRAIN_WAKES ||
+	if (agent->idle_wakes < PMV_AGENT_IDLE_WAKES ||
 	    !pmv_agent_fds_readable(agent))
 		return -1;
 	if (pmv_agent_drain_sets(fds)) {
@@ -282,8 +283,6 @@ static int pmv_agent_leave_stale(struct pmv_domain *dom, size_t n)
 		if (!pmv_agent_fds_readable(agent))
 			return -1;
 	}
-	if (agent->idle_wakes < PMV_AGENT_IDLE_WAKES)
-		return -1;
 	while (i < fds->n) {
 		if (fds->cq[i] && fds->fd[i].revents) {
 			fds->n--;

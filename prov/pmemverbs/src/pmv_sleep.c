@@ -37,12 +37,12 @@ bool pmv_cq_sleeper_trywait(struct pmv_cq *cq, struct fid_fabric *fabric)
 }
 
 /*
- * A wait of ms at most (0: a look) in cq's wait set of ours, which alone
- * drains the set's own signal (its fd list changed): neither fi_trywait
- * nor the core's progress does, and the signal keeps an fd of the list
- * readable.  It returns as soon as any fd of the list fires, bytes
- * included.  False if cq has no wait set (libfabric 2.x, or a core
- * without one).
+ * A wait of ms at most in cq's wait set of ours, which alone drains the
+ * set's signal that its fd list changed (neither fi_trywait nor the
+ * core's progress does, and it keeps an fd of the list readable) when ms
+ * is 1 or more: with 0, 1.17's wait returns before it polls.  It returns
+ * as soon as any fd of the list fires, bytes included.  False if cq has
+ * no wait set (libfabric 2.x, or a core without one).
  */
 bool pmv_cq_wait_in_set(struct pmv_cq *cq, int ms)
 {

@@ -177,6 +177,7 @@ static void pmv_cntr_set_woken(struct pmv_cntr *cntr, struct pmv_cq *cq,
 	if (fds[n].revents && !pmv_cntr_readable_again(fds, n))
 		return; /* the eventfd alone: nothing to place */
 	(void) fi_cq_read(cq->core, NULL, 0);
+	pmv_cq_core_used(cq);
 	pmv_cntr_serve(cntr, alone);
 	if (pmv_cntr_list_signalled(cntr, cq, fds, n, alone))
 		(void) pmv_cq_wait_in_set(cq, 1);
@@ -241,7 +242,7 @@ static bool pmv_cntr_sleep_on(struct pmv_cntr *cntr, struct pmv_cq *cq,
 		return true;
 #if PMV_HAVE_WAIT_SETS /* libfabric 2.x: no core_wait (pmv_cq_open_wait_set) */
 	case PMV_SLEEP_NO_FDS:
-		return !cq->core_wait || fi_wait(cq->core_wait, ms) == FI_SUCCESS;
+		return !cq->core_wait || pmv_cq_core_wait(cq, ms) == FI_SUCCESS;
 	case PMV_SLEEP_WOKEN:
 		if (cq->core_wait)
 			pmv_cntr_set_woken(cntr, cq, fds, n, alone);

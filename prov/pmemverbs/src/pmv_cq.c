@@ -169,7 +169,7 @@ static bool pmv_cq_take_core_error(struct pmv_cq *cq,
 	/* room first: without it the error stays in the core's queue */
 	if (pmv_cq_reserve(cq))
 		return false;
-	if (fi_cq_readerr(cq->core, &err, 0) != 1) {
+	if (fi_cq_readerr(cq->core, &err, 0) != 1) { /* after a read: noted */
 		pmv_cq_unreserve(cq);
 		return false;
 	}
@@ -211,6 +211,7 @@ static ssize_t pmv_cq_read_core(struct pmv_cq *cq, void *buf, size_t count,
 	*more = false;
 	ret = src_addr ? fi_cq_readfrom(cq->core, buf, count, src_addr) :
 			 fi_cq_read(cq->core, buf, count);
+	pmv_cq_core_used(cq);
 	if (ret == -FI_EAVAIL) {
 		*more = pmv_cq_take_core_error(cq, done);
 		return *more ? -FI_EAGAIN : -FI_EAVAIL;
@@ -269,6 +270,7 @@ static bool pmv_cq_take_batch(struct pmv_cq *cq, struct pmv_iop_batch *done)
 		return false;
 	}
 	n = fi_cq_read(cq->core, buf, room);
+	pmv_cq_core_used(cq);
 	if (n > 0) {
 		kept = pmv_cq_filter(cq, buf, NULL, n, done);
 		pmv_cq_queue_core(cq, buf, kept);
@@ -492,6 +494,7 @@ ssize_t pmv_cq_readerr(struct fid_cq *cq_fid, struct fi_cq_err_entry *buf,
 		pmv_cq_give_error(cq, buf, &e);
 	} else {
 		ret = fi_cq_readerr(cq->core, buf, flags);
+		pmv_cq_core_used(cq);
 		if (ret > 0 && !pmv_cq_plain(cq) &&
 		    (pmv_cq_take_internal(cq, buf, &done) ||
 		     pmv_cq_internal_inject_error(cq, buf)))

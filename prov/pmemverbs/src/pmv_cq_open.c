@@ -228,6 +228,7 @@ int pmv_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 	if (!cq)
 		return -FI_ENOMEM;
 	cq->domain = dom;
+	cq->core_used = true; /* the agent's first sleep asks it */
 	pmv_cq_choose_wait(dom, attr, &core_attr, cq);
 	ret = fi_cq_open(dom->core, &core_attr, &cq->core, cq);
 	if (ret) {

@@ -30,9 +30,12 @@ static ssize_t pmv_core_sread(struct pmv_cq *cq, void *buf, size_t count,
 			      fi_addr_t *src_addr, const void *cond,
 			      int timeout)
 {
-	return src_addr ?
-	       fi_cq_sreadfrom(cq->core, buf, count, src_addr, cond, timeout) :
-	       fi_cq_sread(cq->core, buf, count, cond, timeout);
+	ssize_t ret = src_addr ?
+		fi_cq_sreadfrom(cq->core, buf, count, src_addr, cond, timeout) :
+		fi_cq_sread(cq->core, buf, count, cond, timeout);
+
+	pmv_cq_core_used(cq);
+	return ret;
 }
 
 /* Most fds an application thread's fi_cq_sread polls itself. */
@@ -108,6 +111,7 @@ static ssize_t pmv_cq_poll_core_fd(struct pmv_cq *cq, int ms)
 	if (pmv_cq_spins(cq) || !pmv_cq_poll_woken(cq, pfd, 1, ms))
 		return -FI_EAGAIN;
 	(void) fi_cq_read(cq->core, NULL, 0); /* place what came */
+	pmv_cq_core_used(cq);
 	__atomic_store_n(&cq->bytes_us, pmv_us_now(), __ATOMIC_RELAXED);
 	return -FI_EAGAIN;
 }
@@ -183,6 +187,7 @@ static ssize_t pmv_cq_poll_core(struct pmv_cq *cq, void *buf, size_t count,
 		return -FI_EAGAIN;
 	/* place what came now: the hooks run before the core's read */
 	(void) fi_cq_read(cq->core, NULL, 0);
+	pmv_cq_core_used(cq);
 	__atomic_store_n(&cq->bytes_us, pmv_us_now(), __ATOMIC_RELAXED);
 	/* the fds are looked at on the next wait, once pmv_cq_readfrom
 	 * served what came: a request is acked before that look */
@@ -375,6 +380,7 @@ void pmv_cq_progress_core(struct pmv_cq *cq)
 	} else {
 		/* a read of count 0: 0 if the core CQ holds entries */
 		found = fi_cq_read(cq->core, NULL, 0) >= 0;
+		pmv_cq_core_used(cq);
 	}
 	pmv_cq_wake_waiters(cq, found);
 }

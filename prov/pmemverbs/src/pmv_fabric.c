@@ -125,6 +125,22 @@ static int pmv_trywait_core_fids(struct fid **fids, int count,
 	return 0;
 }
 
+/* Notes the core's fi_trywait of count pmemverbs objects in their CQs (a
+ * wait set's: its members), for the agent (pmv_cq_core_used). */
+static void pmv_trywait_note_used(struct fid **fids, int count)
+{
+	for (int i = 0; i < count; i++) {
+		if (fids[i]->fclass == FI_CLASS_CQ)
+			pmv_cq_core_used(pmv_container_of(fids[i],
+				struct pmv_cq, cq_fid.fid));
+#if PMV_HAVE_WAIT_SETS
+		else if (fids[i]->fclass == FI_CLASS_WAIT)
+			pmv_members_note_used(&pmv_container_of(fids[i],
+				struct pmv_wait, wait_fid.fid)->members);
+#endif
+	}
+}
+
 /*
  * After the core's trywait said yes (its progress may have placed acks
  * and requests): -FI_EAGAIN if the application must read one of count
@@ -164,8 +180,10 @@ int pmv_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 		n = count - i < PMV_TRYWAIT_CHUNK ? count - i :
 						    PMV_TRYWAIT_CHUNK;
 		ret = pmv_trywait_core_fids(fids + i, n, core_fids);
-		if (!ret)
+		if (!ret) {
 			ret = fi_trywait(fab->core, core_fids, n);
+			pmv_trywait_note_used(fids + i, n);
+		}
 		if (!ret)
 			ret = pmv_trywait_ours(fids + i, n);
 	}

@@ -171,4 +171,15 @@ enum pmv_member_state pmv_members_look(struct pmv_members *ms,
 	return state;
 }
 
+/* Notes a call into every member CQ's core (fi_wait, fi_poll or
+ * fi_trywait on the set: pmv_cq_core_used). */
+void pmv_members_note_used(struct pmv_members *ms)
+{
+	pmv_lock(&ms->lock, PMV_LOCK_WAIT_SET);
+	for (size_t i = 0; i < ms->n; i++)
+		if (ms->m[i].cq)
+			pmv_cq_core_used(ms->m[i].cq);
+	pmv_unlock(&ms->lock, PMV_LOCK_WAIT_SET);
+}
+
 #endif /* PMV_HAVE_WAIT_SETS */

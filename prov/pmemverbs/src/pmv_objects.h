@@ -140,6 +140,7 @@ enum pmv_member_state pmv_members_look(struct pmv_members *ms,
 	bool (*on_ready)(void *arg, const struct pmv_member *m), void *arg);
 struct pmv_cntr *pmv_members_hold_lone_cntr(struct pmv_members *ms);
 void pmv_members_release(struct pmv_members *ms);
+void pmv_members_note_used(struct pmv_members *ms);
 /* pmv_cntr_wait.c */
 bool pmv_cntr_take_gates(struct pmv_cntr *cntr);
 int pmv_cntr_wait_from(struct pmv_cntr *cntr, uint64_t threshold,

@@ -51,12 +51,36 @@ struct pmv_cq {
 	int wakeup;                 /* fi_cq_signal since the last sread (atomic) */
 	uint64_t bytes_us;          /* when bytes last woke its sread (atomic) */
 	bool drain_pending;         /* its sread's wake left fds to look at */
+	bool core_used;             /* a call into the core CQ since the
+				     * agent's last fi_trywait of it (atomic;
+				     * pmv_cq_core_used) */
 	char errbuf[160];
 };
 
 static inline struct pmv_cq *pmv_cq(struct fid_cq *cq)
 {
 	return pmv_container_of(cq, struct pmv_cq, cq_fid);
+}
+
+/*
+ * Notes a call into cq's core CQ (a read, a wait, fi_trywait or fi_poll,
+ * made after it): it may have taken what the core CQ's wait object
+ * signalled, so the agent asks it again (fi_trywait) before it sleeps on
+ * its fds.  A CQ nobody called since the agent's last fi_trywait of it
+ * needs no new one: the core signals its wait object for every completion
+ * it writes there (fi_cq(3), wait objects), whoever's progress wrote it.
+ */
+static inline void pmv_cq_core_used(struct pmv_cq *cq)
+{
+	if (!__atomic_load_n(&cq->core_used, __ATOMIC_RELAXED))
+		__atomic_store_n(&cq->core_used, true, __ATOMIC_SEQ_CST);
+}
+
+/* Whether a call into cq's core CQ was noted since the last time this
+ * asked (the agent's, before its fi_trywait of it); clears the note. */
+static inline bool pmv_cq_core_take_used(struct pmv_cq *cq)
+{
+	return __atomic_exchange_n(&cq->core_used, false, __ATOMIC_SEQ_CST);
 }
 
 struct pmv_eq {
@@ -102,6 +126,7 @@ typedef bool pmv_sleep_look_fn(void *arg, int *ms);
 bool pmv_cq_core_busy(struct pmv_cq *cq, struct fid_fabric *fabric);
 bool pmv_cq_sleeper_trywait(struct pmv_cq *cq, struct fid_fabric *fabric);
 bool pmv_cq_wait_in_set(struct pmv_cq *cq, int ms);
+int pmv_cq_core_wait(struct pmv_cq *cq, int ms); /* wait sets (1.x) */
 int pmv_cq_wait_fds(struct pmv_cq *cq, struct pollfd *fds, unsigned max);
 enum pmv_sleep_end pmv_cq_sleep(struct pmv_cq *cq, struct pollfd *fds, int n,
 				int *ms, pmv_sleep_look_fn *look, void *arg);

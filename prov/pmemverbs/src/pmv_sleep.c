@@ -30,11 +30,24 @@ bool pmv_cq_sleeper_trywait(struct pmv_cq *cq, struct fid_fabric *fabric)
 {
 	bool busy = pmv_cq_core_busy(cq, fabric);
 
+	pmv_cq_core_used(cq);
 	if (__atomic_load_n(&cq->app_armed, __ATOMIC_SEQ_CST) &&
 	    (busy || pmv_cq_backlog(cq)))
 		(void) fi_cq_signal(cq->core);
 	return busy;
 }
+
+#if PMV_HAVE_WAIT_SETS
+/* fi_wait, ms at most, on cq's wait set of ours (cq->core_wait), noted as
+ * a call into its core CQ (pmv_cq_core_used). */
+int pmv_cq_core_wait(struct pmv_cq *cq, int ms)
+{
+	int ret = fi_wait(cq->core_wait, ms);
+
+	pmv_cq_core_used(cq);
+	return ret;
+}
+#endif
 
 /*
  * A wait of ms at most in cq's wait set of ours, which alone drains the
@@ -48,7 +61,7 @@ bool pmv_cq_wait_in_set(struct pmv_cq *cq, int ms)
 {
 #if PMV_HAVE_WAIT_SETS /* libfabric 2.x: no core_wait (pmv_cq_open_wait_set) */
 	if (cq->core_wait) {
-		(void) fi_wait(cq->core_wait, ms);
+		(void) pmv_cq_core_wait(cq, ms);
 		return true;
 	}
 #endif

@@ -123,6 +123,7 @@ static int pmv_wait_wait(struct fid_wait *waitset, int timeout)
 		ms = pmv_wait_step(state, timeout < 0 ? -1 :
 					   pmv_ms_until(deadline));
 		ret = fi_wait(wait->core, ms);
+		pmv_members_note_used(&wait->members);
 		if (ret != -FI_ETIMEDOUT || state == PMV_MEMBER_IDLE ||
 		    (timeout >= 0 && !pmv_ms_until(deadline)))
 			break;
@@ -269,6 +270,7 @@ static int pmv_poll_poll(struct fid_poll *pollset, void **context, int count)
 	ours = f.n;
 	ret = f.n < count ? fi_poll(poll->core, context + f.n, count - f.n) :
 			    0;
+	pmv_members_note_used(&poll->members);
 	if (ret < 0 && !f.n)
 		return ret;
 	for (i = 0; i < ret; i++)

@@ -71,16 +71,17 @@ static void pmv_agent_progress(struct pmv_agent *agent, size_t neps)
 		pmv_cq_progress_core(agent->cqs.cq[i]);
 }
 
-/* After a pass that followed a wake by CQ fds: counts such wakes in a row
- * that served nothing (pmv_agent_sleep.c looks for fds that stay readable
- * after a few); a wake that served resets the bound of such sleeps. */
+/* After the first pass that followed a wake by CQ fds: counts such wakes
+ * in a row that served nothing (pmv_agent_sleep.c looks for fds that stay
+ * readable after a few); a wake that served resets the bound of such
+ * sleeps. */
 static void pmv_agent_count_wake(struct pmv_agent *agent, int served)
 {
 	if (served > 0)
 		agent->stale_ms = 0;
-	else if (agent->woken_only)
+	else if (agent->fd_wake)
 		agent->idle_wakes++;
-	agent->woken_only = false;
+	agent->fd_wake = false;
 }
 
 /*
@@ -103,6 +104,9 @@ static int pmv_agent_pass(struct pmv_domain *dom)
 		return -1;
 	}
 	__atomic_add_fetch(&agent->passes, 1, __ATOMIC_RELAXED);
+	if (agent->woken_only && !agent->slept)
+		pmv_agent_look_again(agent);
+	agent->slept = false;
 	served = pmv_agent_plan_pass(dom, now);
 	if (served >= 0) {
 		pmv_agent_count_wake(agent, served);
@@ -340,6 +344,11 @@ static int pmv_agent_link(struct pmv_domain *dom, struct pmv_ep *ep)
 	LIST_INSERT_HEAD(&dom->agent->eps, ep, tgt->agent_link);
 	dom->agent->neps++;
 	tgt->in_agent = true;
+	/* read through the plain path before (no notes): asked afresh */
+	if (ep->rx_cq)
+		pmv_cq_core_used(ep->rx_cq);
+	if (ep->tx_cq)
+		pmv_cq_core_used(ep->tx_cq);
 	pmv_agent_eps_changed(dom);
 	__atomic_store_n(ep->inbox.gen_word, dom->mr_gen, __ATOMIC_RELEASE);
 	pmv_agent_wake(dom->agent); /* watch its CQs too */

@@ -84,11 +84,21 @@ struct pmv_agent {
 				 * one: every one, or by the plan those
 				 * without a gate (statistics; tests read
 				 * it, atomically) */
+	uint64_t trywaits;      /* its fi_trywait calls before sleeps
+				 * (statistics; tests read it, atomically) */
 	struct pmv_agent_cqs cqs;   /* a pass's or a sleep's CQs */
 	struct pmv_agent_fds fds;   /* a sleep's fds */
 	struct pmv_agent_cqs woken; /* CQs whose fds ended the last sleep */
 	struct pmv_agent_plan plan; /* passes that look at no gated endpoint */
-	bool woken_only;            /* the next pass progresses only those */
+	bool woken_only;            /* passes until the next sleep progress
+				     * only those (with the CQs that become
+				     * readable meanwhile) */
+	bool fd_wake;               /* CQ fds alone ended the last sleep and
+				     * no pass ran since */
+	bool slept;                 /* no pass since the last sleep (or its
+				     * look found work pending) */
+	size_t sleep_cqs;           /* CQs the last sleep listed */
+	uint64_t looked_us;         /* the last pmv_agent_look_again */
 	unsigned idle_wakes;        /* fd wakes in a row that served nothing */
 	long stale_ms;              /* sleep bound while fds stay readable */
 };
@@ -118,6 +128,7 @@ bool pmv_agent_cqs_has(const struct pmv_agent_cqs *set,
 bool pmv_agent_cqs_waited(const struct pmv_cq *rx, const struct pmv_cq *tx);
 bool pmv_agent_app_waits(const struct pmv_ep *ep);
 enum pmv_agent_rest pmv_agent_sleep(struct pmv_domain *dom);
+void pmv_agent_look_again(struct pmv_agent *agent);
 size_t pmv_agent_hold_eps(struct pmv_agent *agent);
 void pmv_agent_drop_eps(struct pmv_agent *agent, size_t n);
 void pmv_agent_wake(struct pmv_agent *agent);

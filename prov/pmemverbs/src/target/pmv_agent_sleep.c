@@ -4,8 +4,11 @@
  * libfabric documents as a CQ's wait object (the fd or list of fds that
  * FI_GETWAIT returns, after fi_trywait said nothing is pending, as
  * fi_trywait(3) prescribes) and on its own eventfd, with no timeout: no
- * periodic pass over the endpoints.  Every fd is treated alike: one that
- * becomes readable makes the next pass progress its CQ.  A bounded sleep
+ * periodic pass over the endpoints.  fi_trywait is asked again only of
+ * the CQs someone called into since the agent's last (pmv_cq_core_used),
+ * as only such a call takes what their wait objects signal.  Every fd is
+ * treated alike: one that becomes readable makes the passes until the
+ * next sleep progress its CQ (and only the CQs so woken).  A bounded sleep
  * only while work may be pending: fds that stay readable although the
  * core's progress ran and fi_trywait said nothing is pending (a core
  * signal only the core's own wait drains, bytes no receive takes yet) are
@@ -163,24 +166,62 @@ static bool pmv_agent_list_cqs(struct pmv_agent *agent, size_t n)
 }
 
 /*
+ * Restricts the passes until the next sleep to the core progress of a and
+ * b (either may be NULL), where work was found pending: the sleep that
+ * follows asks every CQ again.  All CQs if no memory.
+ */
+static void pmv_agent_pending_on(struct pmv_agent *agent, struct pmv_cq *a,
+				 struct pmv_cq *b)
+{
+	agent->woken.n = 0;
+	agent->woken_only = (!a || pmv_agent_cqs_add(&agent->woken, a)) &&
+			    (!b || pmv_agent_cqs_add(&agent->woken, b)) &&
+			    agent->woken.n < agent->sleep_cqs;
+}
+
+/*
  * Nothing is pending: the core says so for every CQ (fi_trywait, one call
- * per CQ as their wait objects may differ) and no request waits in the
- * inbox of one of the n held endpoints (fi_trywait's progress may have
- * moved one there); notes whether an application thread waits in a CQ.
- * No lock held: fi_trywait runs the core's progress.
+ * per CQ as their wait objects may differ) that anyone called into since
+ * its last (pmv_cq_core_used: the others' wait objects signal whatever
+ * comes), and no request waits in the inbox of one of the n held
+ * endpoints (a progress may have moved one there); notes whether an
+ * application thread waits in a CQ.  Else the passes until the next sleep
+ * progress where it was found.  No lock held: fi_trywait runs the core's
+ * progress.  A sleep after a wake asks only the CQs a pass or an
+ * application thread called: with 1024 connections each on its own CQ,
+ * it was 1024 fi_trywait calls (2048 polls) after each commit.
  */
 static bool pmv_agent_nothing_pending(struct pmv_domain *dom, size_t n)
 {
 	struct pmv_agent *agent = dom->agent;
+	struct pmv_cq *cq;
+	struct pmv_ep *ep;
 
-	for (size_t i = 0; i < agent->cqs.n; i++)
-		if (pmv_cq_agent_trywait(agent->cqs.cq[i], dom->fabric->core))
+	for (size_t i = 0; i < agent->cqs.n; i++) {
+		cq = agent->cqs.cq[i];
+		if (!pmv_cq_core_take_used(cq)) {
+			/* an ack's bytes another CQ's progress took wake
+			 * a thread asleep here, as after a fi_trywait */
+			pmv_cq_wake_waiters(cq, false);
+			continue;
+		}
+		__atomic_add_fetch(&agent->trywaits, 1, __ATOMIC_RELAXED);
+		if (pmv_cq_agent_trywait(cq, dom->fabric->core)) {
+			pmv_cq_core_used(cq); /* asked again next time */
+			pmv_agent_pending_on(agent, cq, NULL);
 			return false;
+		}
+	}
 	agent->app_waits = false;
 	for (size_t k = 0; k < n; k++) {
-		if (pmv_serve_pending(agent->snap[k]))
+		ep = agent->snap[k];
+		if (pmv_serve_pending(ep)) {
+			pmv_agent_pending_on(agent,
+				__atomic_load_n(&ep->rx_cq, __ATOMIC_ACQUIRE),
+				__atomic_load_n(&ep->tx_cq, __ATOMIC_ACQUIRE));
 			return false;
-		agent->app_waits |= pmv_agent_app_waits(agent->snap[k]);
+		}
+		agent->app_waits |= pmv_agent_app_waits(ep);
 	}
 	return true;
 }
@@ -200,6 +241,7 @@ static int pmv_agent_sleep_fds(struct pmv_domain *dom, size_t n)
 	if (dom->transport != PMV_TRANSPORT_TCP || !pmv_agent_list_cqs(agent, n) ||
 	    !pmv_agent_fds_room(fds, 1)) /* never an fd array of NULL */
 		return 0;
+	agent->sleep_cqs = agent->cqs.n;
 	for (size_t i = 0; i < agent->cqs.n; i++)
 		if (!pmv_agent_add_fds(fds, agent->cqs.cq[i]))
 			return 0;
@@ -301,20 +343,69 @@ static int pmv_agent_leave_stale(struct pmv_domain *dom, size_t n)
 	return (int) agent->stale_ms;
 }
 
-/* Notes the CQs whose fds ended the sleep: the next pass progresses only
- * those (all of them if the eventfd ended it). */
+/* Most CQs the passes between two sleeps progress alone; past them (many
+ * readable at once, or fds that stay readable), they progress all. */
+#define PMV_AGENT_WOKEN_MAX PMV_AGENT_DEDUPE
+
+/* Adds the CQs with an fd readable in the last poll of the sleep's fds to
+ * agent->woken (not the eventfd's: what wrote it, an endpoint that joined
+ * or an application's read, needs the next sleep's look at every CQ, not
+ * a pass over their progress); too many, or all the sleep's CQs, make the
+ * passes progress all, with no look again. */
+static void pmv_agent_add_woken(struct pmv_agent *agent)
+{
+	struct pmv_agent_fds *fds = &agent->fds;
+
+	for (size_t i = 0; i < fds->n && agent->woken_only; i++) {
+		if (!fds->fd[i].revents || !fds->cq[i])
+			continue;
+		if (agent->woken.n >= PMV_AGENT_WOKEN_MAX ||
+		    !pmv_agent_cqs_add(&agent->woken, fds->cq[i]))
+			agent->woken_only = false;
+	}
+	if (agent->woken.n >= agent->sleep_cqs)
+		agent->woken_only = false;
+}
+
+/* Notes the CQs whose fds ended the sleep: the passes until the next
+ * sleep progress only those; and whether CQ fds alone ended it (such
+ * wakes that serve nothing are counted: pmv_agent_leave_stale). */
 static void pmv_agent_note_woken(struct pmv_agent *agent)
 {
 	struct pmv_agent_fds *fds = &agent->fds;
 
 	agent->woken.n = 0;
 	agent->woken_only = true;
-	for (size_t i = 0; i < fds->n; i++) {
-		if (!fds->fd[i].revents)
-			continue;
-		if (!fds->cq[i] || !pmv_agent_cqs_add(&agent->woken, fds->cq[i]))
-			agent->woken_only = false;
-	}
+	pmv_agent_add_woken(agent);
+	agent->fd_wake = true; /* unless the eventfd ended it too */
+	for (size_t i = 0; i < fds->n; i++)
+		if (!fds->cq[i] && fds->fd[i].revents)
+			agent->fd_wake = false;
+}
+
+/* Microseconds between two looks again (a poll system call: on every
+ * spinning pass, it made back-to-back commits to a target that reads
+ * nothing 0.1-0.3 read round trips slower). */
+#define PMV_AGENT_LOOK_US 25
+
+/*
+ * Before a pass that progresses only some CQs (after a wake by their fds,
+ * or where work was found pending): looks at the last sleep's fds again
+ * (a poll with no timeout) and adds the CQs readable now, so that a
+ * request on another connection is progressed by the next pass, not after
+ * the spin.  A pass over every CQ's progress costs a system call per CQ;
+ * one poll of their fds, one.
+ */
+void pmv_agent_look_again(struct pmv_agent *agent)
+{
+	struct pmv_agent_fds *fds = &agent->fds;
+	uint64_t now = pmv_us_now();
+
+	if (now - agent->looked_us < PMV_AGENT_LOOK_US)
+		return;
+	agent->looked_us = now;
+	if (fds->n && poll(fds->fd, (nfds_t) fds->n, 0) > 0)
+		pmv_agent_add_woken(agent);
 }
 
 /* Sleeps on the CQs' wait objects and the agent's eventfd, with no
@@ -326,7 +417,7 @@ enum pmv_agent_rest pmv_agent_sleep(struct pmv_domain *dom)
 	size_t neps;
 	uint64_t v;
 
-	agent->woken_only = false;
+	agent->woken_only = agent->fd_wake = false;
 	pmv_lock(&dom->lock, PMV_LOCK_DOMAIN);
 	neps = pmv_agent_hold_eps(agent);
 	pmv_unlock(&dom->lock, PMV_LOCK_DOMAIN);
@@ -344,6 +435,7 @@ enum pmv_agent_rest pmv_agent_sleep(struct pmv_domain *dom)
 	}
 	__atomic_store_n(&dom->agent_sleeping, false, __ATOMIC_SEQ_CST);
 	(void) !read(agent->wake_fd, &v, sizeof(v)); /* non-blocking */
+	agent->slept = true; /* the fds were looked at just now */
 	return n > 0 ? (woke > 0 ? PMV_REST_WOKEN : PMV_REST_SLEPT) :
 	       n < 0 ? PMV_REST_PENDING : PMV_REST_CANNOT;
 }
